@@ -1,0 +1,249 @@
+// FakeDriver: a simulated CUDA driver behind DriverApi. Device memory is host memory behind fake
+// device addresses (bounds- and liveness-checked), streams queue work that runs lazily (the
+// slowest legal device: work runs when the host waits for it), kernels are registered host
+// functions, and captures, graphs and executables follow the rules measured on an H200
+// (shared/reference/cuda-driver-facts.md, mirrored in docs/fake-driver.md). Thread-safe.
+//
+// Knows nothing of graphcap above DriverApi.
+#pragma once
+
+#include <cstddef>
+#include <cstring>
+#include <functional>
+#include <initializer_list>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+#include <graphcap/driver/cuda_types.h>
+#include <graphcap/driver/driver_api.h>
+#include <graphcap/driver/launch_dims.h>
+
+namespace graphcap::fake {
+
+class FakeState;  // the simulated device, private to the implementation
+
+// What a fake kernel body sees for one launch (eager, or one replay of a captured node).
+class KernelContext {
+ public:
+  // A by-value parameter. T must be trivially copyable and, for a kernel registered with
+  // parameter sizes, exactly that parameter's size (at most 8 bytes for one registered without).
+  // A mismatch or a missing parameter is recorded as a violation and gives T{}.
+  template <class T>
+  T value(std::size_t param) const {
+    static_assert(std::is_trivially_copyable_v<T>);
+    T out{};
+    if (const std::byte* bytes = param_bytes(param, sizeof(T))) std::memcpy(&out, bytes, sizeof(T));
+    return out;
+  }
+
+  // A device-pointer parameter as host memory: `count` elements of T from the address the
+  // parameter holds. The range must lie inside one live device allocation; a violation (freed,
+  // foreign or out-of-bounds memory) is recorded and the span covers scratch memory instead, so
+  // the body runs on without touching anything real.
+  template <class T>
+  std::span<T> buffer(std::size_t param, std::size_t count) const {
+    static_assert(std::is_trivially_copyable_v<T>);
+    std::byte* bytes = device_bytes(param, count * sizeof(T), alignof(T));
+    return {reinterpret_cast<T*>(bytes), bytes ? count : 0};
+  }
+
+  const LaunchDims& dims() const noexcept { return dims_; }
+  std::string_view kernel_name() const noexcept { return name_; }
+  std::size_t param_count() const noexcept { return params_->size(); }
+
+  // Make this execution fail as a device fault does: the next call that waits for this work on
+  // its stream (cuStreamSynchronize, cuEventSynchronize, cuCtxSynchronize) returns `code`, once.
+  // Real CUDA makes such an error sticky for the whole context; the fake reports it once.
+  void trap(CUresult code = CUDA_ERROR_LAUNCH_FAILED) const;
+
+ private:
+  friend class FakeState;
+  KernelContext(FakeState& state, std::string_view name, const LaunchDims& dims,
+                const std::vector<std::vector<std::byte>>& params)
+      : state_(&state), name_(name), dims_(dims), params_(&params) {}
+
+  const std::byte* param_bytes(std::size_t param, std::size_t size) const;
+  std::byte* device_bytes(std::size_t param, std::size_t bytes, std::size_t align) const;
+
+  FakeState* state_;
+  std::string_view name_;
+  LaunchDims dims_;
+  const std::vector<std::vector<std::byte>>* params_;
+  mutable std::vector<std::vector<std::byte>> scratch_;
+};
+
+using KernelBody = std::function<void(KernelContext&)>;
+
+struct FakeDriverOptions {
+  int device_count = 1;
+  std::size_t device_memory_bytes = std::size_t{1} << 30;  // per device; cuMemGetInfo's total
+  std::size_t pinned_host_bytes = std::size_t{256} << 20;  // cuMemAllocHost's limit
+  int driver_version = 13000;
+  bool record_calls = true;  // keep the ordered call log (counts are always kept)
+};
+
+// Live handles by kind: what has been created and not yet destroyed.
+struct LiveHandles {
+  std::size_t contexts = 0;  // primary contexts retained (each retain counts)
+  std::size_t streams = 0;
+  std::size_t events = 0;
+  std::size_t modules = 0;
+  std::size_t graphs = 0;
+  std::size_t execs = 0;
+  std::size_t device_allocations = 0;  // cuMemAlloc + cuMemAllocAsync not yet freed
+  std::size_t host_allocations = 0;    // cuMemAllocHost not yet freed
+  std::size_t total() const noexcept {
+    return contexts + streams + events + modules + graphs + execs + device_allocations +
+           host_allocations;
+  }
+  friend bool operator==(const LiveHandles&, const LiveHandles&) = default;
+};
+
+struct CallRecord {
+  std::string entry_point;  // "cuGraphLaunch"
+  CUresult result;
+  bool injected;            // the result came from fail_call / fail_always
+  std::thread::id thread;
+};
+
+class FakeDriver : public DriverApi {
+ public:
+  explicit FakeDriver(FakeDriverOptions options = {});
+  ~FakeDriver() override;
+  FakeDriver(const FakeDriver&) = delete;
+  FakeDriver& operator=(const FakeDriver&) = delete;
+
+  // ---- kernels ----------------------------------------------------------------------------
+  // A kernel whose parameters are read 8 bytes each from a nullptr-terminated kernelParams array
+  // (graphcap's Device::launch passes its arguments that way).
+  void register_kernel(std::string name, KernelBody body);
+  // A kernel with declared parameter sizes: kernelParams needs no terminator, as on CUDA.
+  void register_kernel(std::string name, std::vector<std::size_t> param_sizes, KernelBody body);
+  // The same, with the sizes of the given parameter types.
+  template <class... Params>
+  void register_typed_kernel(std::string name, KernelBody body) {
+    register_kernel(std::move(name), std::vector<std::size_t>{sizeof(Params)...}, std::move(body));
+  }
+  // A module image naming these kernels, for cuModuleLoadData. It is NUL-terminated PTX-like
+  // text (".version" and one ".entry name" line each), so a real driver rejects it cleanly.
+  std::vector<std::byte> module_image(std::initializer_list<std::string_view> kernels) const;
+
+  // ---- fault injection ----------------------------------------------------------------------
+  // The nth next call of `entry_point` (1 = the very next) returns `code`. An injected failure
+  // has the side effects the real failure has and no others: none for most entry points; a
+  // failed cuStreamEndCapture still ends the capture (NULL graph, stream back to NONE); an
+  // operation captured on a stream invalidates that stream's capture.
+  void fail_call(std::string_view entry_point, CUresult code, int nth = 1);
+  // Every call of `entry_point` from now on returns `code`, until clear_faults().
+  void fail_always(std::string_view entry_point, CUresult code);
+  void clear_faults();
+
+  // ---- observation --------------------------------------------------------------------------
+  std::vector<CallRecord> calls() const;  // in call order
+  std::size_t call_count(std::string_view entry_point) const;
+  std::size_t total_calls() const;
+  void clear_calls();
+  LiveHandles live_handles() const;
+  // Handles still alive when their primary context was destroyed (released for the last time):
+  // the driver reclaims them, but each one is a leak of whoever created it.
+  std::size_t reclaimed_handles() const;
+  // Memory-safety violations seen by kernel bodies, copies and replays: freed, foreign or
+  // out-of-bounds device memory, parameter mismatches. Each a sentence naming what and where.
+  std::vector<std::string> violations() const;
+  void clear_violations();
+  // Queued work not yet run: on one stream, or on every stream when `stream` is null.
+  std::size_t pending_operations(CUstream stream = nullptr) const;
+  // Run all queued work now, as if the device caught up.
+  void run_pending();
+  // While paused, cuStreamQuery and cuEventQuery of unfinished work report CUDA_ERROR_NOT_READY
+  // instead of letting the device catch up; waits still run the work.
+  void set_device_paused(bool paused);
+
+  // Direct, checked access to simulated device memory, for tests. False if the range is not
+  // inside one live allocation.
+  bool read_device(CUdeviceptr address, std::span<std::byte> out) const;
+  bool write_device(CUdeviceptr address, std::span<const std::byte> bytes);
+
+  // ---- DriverApi ----------------------------------------------------------------------------
+  const char* name() const noexcept override { return "fake"; }
+
+  CUresult cuInit(unsigned flags) override;
+  CUresult cuDriverGetVersion(int* version) override;
+  CUresult cuDeviceGetCount(int* count) override;
+  CUresult cuDeviceGet(CUdevice* device, int ordinal) override;
+  CUresult cuDeviceGetName(char* name, int len, CUdevice device) override;
+  CUresult cuDeviceGetAttribute(int* value, CUdevice_attribute attribute, CUdevice device) override;
+  CUresult cuDevicePrimaryCtxRetain(CUcontext* context, CUdevice device) override;
+  CUresult cuDevicePrimaryCtxRelease(CUdevice device) override;
+  CUresult cuCtxSetCurrent(CUcontext context) override;
+  CUresult cuCtxGetCurrent(CUcontext* context) override;
+  CUresult cuCtxSynchronize() override;
+
+  CUresult cuStreamCreate(CUstream* stream, unsigned flags) override;
+  CUresult cuStreamDestroy(CUstream stream) override;
+  CUresult cuStreamSynchronize(CUstream stream) override;
+  CUresult cuStreamQuery(CUstream stream) override;
+  CUresult cuStreamWaitEvent(CUstream stream, CUevent event, unsigned flags) override;
+  CUresult cuStreamBeginCapture(CUstream stream, CUstreamCaptureMode mode) override;
+  CUresult cuStreamEndCapture(CUstream stream, CUgraph* graph) override;
+  CUresult cuStreamIsCapturing(CUstream stream, CUstreamCaptureStatus* status) override;
+  CUresult cuStreamGetCaptureInfo(CUstream stream, CUstreamCaptureStatus* status, cuuint64_t* id,
+                                  CUgraph* graph, const CUgraphNode** dependencies,
+                                  const CUgraphEdgeData** edge_data,
+                                  std::size_t* dependency_count) override;
+  CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode* mode) override;
+
+  CUresult cuEventCreate(CUevent* event, unsigned flags) override;
+  CUresult cuEventDestroy(CUevent event) override;
+  CUresult cuEventRecord(CUevent event, CUstream stream) override;
+  CUresult cuEventQuery(CUevent event) override;
+  CUresult cuEventSynchronize(CUevent event) override;
+  CUresult cuEventElapsedTime(float* milliseconds, CUevent start, CUevent end) override;
+
+  CUresult cuMemGetInfo(std::size_t* free, std::size_t* total) override;
+  CUresult cuMemAlloc(CUdeviceptr* pointer, std::size_t bytes) override;
+  CUresult cuMemFree(CUdeviceptr pointer) override;
+  CUresult cuMemAllocAsync(CUdeviceptr* pointer, std::size_t bytes, CUstream stream) override;
+  CUresult cuMemFreeAsync(CUdeviceptr pointer, CUstream stream) override;
+  CUresult cuMemAllocHost(void** pointer, std::size_t bytes) override;
+  CUresult cuMemFreeHost(void* pointer) override;
+  CUresult cuMemcpyHtoDAsync(CUdeviceptr dst, const void* src, std::size_t bytes,
+                             CUstream stream) override;
+  CUresult cuMemcpyDtoHAsync(void* dst, CUdeviceptr src, std::size_t bytes,
+                             CUstream stream) override;
+  CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char value, std::size_t count,
+                           CUstream stream) override;
+
+  CUresult cuModuleLoadData(CUmodule* module, const void* image) override;
+  CUresult cuModuleUnload(CUmodule module) override;
+  CUresult cuModuleGetFunction(CUfunction* function, CUmodule module, const char* name) override;
+  CUresult cuLaunchKernel(CUfunction function, unsigned grid_x, unsigned grid_y, unsigned grid_z,
+                          unsigned block_x, unsigned block_y, unsigned block_z,
+                          unsigned shared_bytes, CUstream stream, void** params,
+                          void** extra) override;
+
+  CUresult cuGraphGetNodes(CUgraph graph, CUgraphNode* nodes, std::size_t* count) override;
+  CUresult cuGraphNodeGetType(CUgraphNode node, CUgraphNodeType* type) override;
+  CUresult cuGraphInstantiateWithFlags(CUgraphExec* exec, CUgraph graph,
+                                       unsigned long long flags) override;
+  CUresult cuGraphUpload(CUgraphExec exec, CUstream stream) override;
+  CUresult cuGraphLaunch(CUgraphExec exec, CUstream stream) override;
+  CUresult cuGraphExecUpdate(CUgraphExec exec, CUgraph graph,
+                             CUgraphExecUpdateResultInfo* info) override;
+  CUresult cuGraphDestroy(CUgraph graph) override;
+  CUresult cuGraphExecDestroy(CUgraphExec exec) override;
+  CUresult cuGraphDebugDotPrint(CUgraph graph, const char* path, unsigned flags) override;
+
+  CUresult cuGetErrorName(CUresult error, const char** name) override;
+  CUresult cuGetErrorString(CUresult error, const char** text) override;
+
+ private:
+  std::unique_ptr<FakeState> state_;
+};
+
+}  // namespace graphcap::fake

@@ -1,0 +1,199 @@
+// CUDA driver types mirrored in namespace graphcap: same names, values and layouts as CUDA 13.0's
+// cuda.h, so graphcap builds and links with no CUDA toolkit and its handles are cuda.h's handles
+// (the opaque structs are the same global types). cuda_types_check.cc static_asserts every value
+// against cuda.h where the toolkit is present.
+//
+// cuda.h defines some names as macros (CU_STREAM_LEGACY, CU_LAUNCH_PARAM_END, ...): those are
+// deliberately not mirrored under their own names, so this header can follow cuda.h in any order.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+// The opaque handle types, declared at global scope exactly as cuda.h declares them.
+struct CUctx_st;
+struct CUmod_st;
+struct CUfunc_st;
+struct CUstream_st;
+struct CUevent_st;
+struct CUgraph_st;
+struct CUgraphNode_st;
+struct CUgraphExec_st;
+
+namespace graphcap {
+
+using cuuint32_t = std::uint32_t;
+using cuuint64_t = std::uint64_t;
+using CUdeviceptr = unsigned long long;
+using CUdevice = int;
+using CUcontext = ::CUctx_st*;
+using CUmodule = ::CUmod_st*;
+using CUfunction = ::CUfunc_st*;
+using CUstream = ::CUstream_st*;
+using CUevent = ::CUevent_st*;
+using CUgraph = ::CUgraph_st*;
+using CUgraphNode = ::CUgraphNode_st*;
+using CUgraphExec = ::CUgraphExec_st*;
+
+// cuda.h's CU_STREAM_LEGACY and CU_STREAM_PER_THREAD are macros; these are their values.
+inline CUstream stream_legacy() noexcept { return reinterpret_cast<CUstream>(std::uintptr_t{0x1}); }
+inline CUstream stream_per_thread() noexcept { return reinterpret_cast<CUstream>(std::uintptr_t{0x2}); }
+
+enum CUresult : int {
+  CUDA_SUCCESS = 0,
+  CUDA_ERROR_INVALID_VALUE = 1,
+  CUDA_ERROR_OUT_OF_MEMORY = 2,
+  CUDA_ERROR_NOT_INITIALIZED = 3,
+  CUDA_ERROR_DEINITIALIZED = 4,
+  CUDA_ERROR_STUB_LIBRARY = 34,
+  CUDA_ERROR_DEVICE_UNAVAILABLE = 46,
+  CUDA_ERROR_NO_DEVICE = 100,
+  CUDA_ERROR_INVALID_DEVICE = 101,
+  CUDA_ERROR_INVALID_IMAGE = 200,
+  CUDA_ERROR_INVALID_CONTEXT = 201,
+  CUDA_ERROR_NO_BINARY_FOR_GPU = 209,
+  CUDA_ERROR_INVALID_PTX = 218,
+  CUDA_ERROR_UNSUPPORTED_PTX_VERSION = 222,
+  CUDA_ERROR_INVALID_SOURCE = 300,
+  CUDA_ERROR_FILE_NOT_FOUND = 301,
+  CUDA_ERROR_OPERATING_SYSTEM = 304,
+  CUDA_ERROR_INVALID_HANDLE = 400,
+  CUDA_ERROR_ILLEGAL_STATE = 401,
+  CUDA_ERROR_NOT_FOUND = 500,
+  CUDA_ERROR_NOT_READY = 600,
+  CUDA_ERROR_ILLEGAL_ADDRESS = 700,
+  CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES = 701,
+  CUDA_ERROR_LAUNCH_TIMEOUT = 702,
+  CUDA_ERROR_CONTEXT_IS_DESTROYED = 709,
+  CUDA_ERROR_ASSERT = 710,
+  CUDA_ERROR_ILLEGAL_INSTRUCTION = 715,
+  CUDA_ERROR_MISALIGNED_ADDRESS = 716,
+  CUDA_ERROR_LAUNCH_FAILED = 719,
+  CUDA_ERROR_NOT_PERMITTED = 800,
+  CUDA_ERROR_NOT_SUPPORTED = 801,
+  CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED = 900,
+  CUDA_ERROR_STREAM_CAPTURE_INVALIDATED = 901,
+  CUDA_ERROR_STREAM_CAPTURE_MERGE = 902,
+  CUDA_ERROR_STREAM_CAPTURE_UNMATCHED = 903,
+  CUDA_ERROR_STREAM_CAPTURE_UNJOINED = 904,
+  CUDA_ERROR_STREAM_CAPTURE_ISOLATION = 905,
+  CUDA_ERROR_STREAM_CAPTURE_IMPLICIT = 906,
+  CUDA_ERROR_CAPTURED_EVENT = 907,
+  CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD = 908,
+  CUDA_ERROR_TIMEOUT = 909,
+  CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE = 910,
+  CUDA_ERROR_UNKNOWN = 999,
+};
+
+enum CUstream_flags : unsigned {
+  CU_STREAM_DEFAULT = 0x0,
+  CU_STREAM_NON_BLOCKING = 0x1,
+};
+
+enum CUevent_flags : unsigned {
+  CU_EVENT_DEFAULT = 0x0,
+  CU_EVENT_BLOCKING_SYNC = 0x1,
+  CU_EVENT_DISABLE_TIMING = 0x2,
+  CU_EVENT_INTERPROCESS = 0x4,
+};
+
+enum CUevent_wait_flags : unsigned {
+  CU_EVENT_WAIT_DEFAULT = 0x0,
+  CU_EVENT_WAIT_EXTERNAL = 0x1,
+};
+
+enum CUstreamCaptureMode : int {
+  CU_STREAM_CAPTURE_MODE_GLOBAL = 0,
+  CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1,
+  CU_STREAM_CAPTURE_MODE_RELAXED = 2,
+};
+
+enum CUstreamCaptureStatus : int {
+  CU_STREAM_CAPTURE_STATUS_NONE = 0,
+  CU_STREAM_CAPTURE_STATUS_ACTIVE = 1,
+  CU_STREAM_CAPTURE_STATUS_INVALIDATED = 2,
+};
+
+enum CUgraphNodeType : int {
+  CU_GRAPH_NODE_TYPE_KERNEL = 0,
+  CU_GRAPH_NODE_TYPE_MEMCPY = 1,
+  CU_GRAPH_NODE_TYPE_MEMSET = 2,
+  CU_GRAPH_NODE_TYPE_HOST = 3,
+  CU_GRAPH_NODE_TYPE_GRAPH = 4,
+  CU_GRAPH_NODE_TYPE_EMPTY = 5,
+  CU_GRAPH_NODE_TYPE_WAIT_EVENT = 6,
+  CU_GRAPH_NODE_TYPE_EVENT_RECORD = 7,
+  CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL = 8,
+  CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT = 9,
+  CU_GRAPH_NODE_TYPE_MEM_ALLOC = 10,
+  CU_GRAPH_NODE_TYPE_MEM_FREE = 11,
+  CU_GRAPH_NODE_TYPE_BATCH_MEM_OP = 12,
+  CU_GRAPH_NODE_TYPE_CONDITIONAL = 13,
+};
+inline constexpr int kGraphNodeTypeCount = 14;
+
+enum CUgraphInstantiate_flags : unsigned long long {
+  CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH = 1,
+  CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD = 2,
+  CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH = 4,
+  CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY = 8,
+};
+
+enum CUgraphExecUpdateResult : int {
+  CU_GRAPH_EXEC_UPDATE_SUCCESS = 0x0,
+  CU_GRAPH_EXEC_UPDATE_ERROR = 0x1,
+  CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED = 0x2,
+  CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED = 0x3,
+  CU_GRAPH_EXEC_UPDATE_ERROR_FUNCTION_CHANGED = 0x4,
+  CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED = 0x5,
+  CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED = 0x6,
+  CU_GRAPH_EXEC_UPDATE_ERROR_UNSUPPORTED_FUNCTION_CHANGE = 0x7,
+  CU_GRAPH_EXEC_UPDATE_ERROR_ATTRIBUTES_CHANGED = 0x8,
+};
+
+struct CUgraphExecUpdateResultInfo {
+  CUgraphExecUpdateResult result;
+  CUgraphNode errorNode;
+  CUgraphNode errorFromNode;
+};
+
+struct CUgraphEdgeData {
+  unsigned char from_port;
+  unsigned char to_port;
+  unsigned char type;
+  unsigned char reserved[5];
+};
+
+enum CUdevice_attribute : int {
+  CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 1,
+  CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X = 2,
+  CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y = 3,
+  CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z = 4,
+  CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X = 5,
+  CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y = 6,
+  CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z = 7,
+  CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK = 8,
+  CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,
+  CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
+  CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
+  CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97,
+};
+
+enum CUgraphDebugDot_flags : unsigned {
+  CU_GRAPH_DEBUG_DOT_FLAGS_VERBOSE = 1 << 0,
+};
+
+enum CUdriverProcAddress_flags : unsigned long long {
+  CU_GET_PROC_ADDRESS_DEFAULT = 0,
+};
+
+enum CUdriverProcAddressQueryResult : int {
+  CU_GET_PROC_ADDRESS_SUCCESS = 0,
+  CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND = 1,
+  CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT = 2,
+};
+
+// The CUDA version graphcap asks cuGetProcAddress for: the CUDA 13.0 ABI of every entry point.
+inline constexpr int kCudaVersion = 13000;
+
+}  // namespace graphcap

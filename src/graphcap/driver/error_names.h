@@ -1,0 +1,25 @@
+// CUDA's names and descriptions of its error codes, as cuGetErrorName/cuGetErrorString give them,
+// without a driver: messages are built from these on every path, and the fake answers from them.
+#pragma once
+
+#include <string>
+
+#include <graphcap/driver/cuda_types.h>
+
+namespace graphcap {
+
+// "CUDA_ERROR_INVALID_VALUE"; nullptr for a code cuda.h doesn't define.
+const char* cu_result_name(CUresult code) noexcept;
+// "invalid argument"; nullptr for a code cuda.h doesn't define.
+const char* cu_result_string(CUresult code) noexcept;
+// "CUDA_ERROR_INVALID_VALUE (invalid argument)", or "CUresult 12345" for an unknown code.
+std::string describe_cu_result(CUresult code);
+
+}  // namespace graphcap
+
+namespace graphcap {
+// Every code the table above names, in ascending order (the conformance suite checks each against
+// the real driver's cuGetErrorName and cuGetErrorString).
+std::size_t known_cu_result_count() noexcept;
+CUresult known_cu_result(std::size_t index) noexcept;
+}  // namespace graphcap

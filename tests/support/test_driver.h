@@ -1,0 +1,36 @@
+// The driver a test runs against. The suites under tests/conformance, tests/device and
+// tests/capture are compiled into one executable per driver: graphcap_tests_fake (always) and
+// graphcap_tests_cuda (gpu preset, label gpu). Each links exactly one definition of
+// make_test_driver(), so the same test body runs on the fake and on the H200.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <span>
+
+#include <graphcap/driver/driver_api.h>
+
+namespace graphcap::fake {
+class FakeDriver;
+}
+
+namespace graphcap::testing {
+
+class TestDriver {
+ public:
+  virtual ~TestDriver() = default;
+  virtual DriverApi& api() = 0;
+  // The fake, when this is the fake driver; nullptr on the real one. Tests that need fault
+  // injection or the fake's observations belong in graphcap_unit_tests instead.
+  virtual fake::FakeDriver* fake() = 0;
+  // A module image holding every test kernel (tests/kernels): a fatbin for the real driver,
+  // FakeDriver::module_image for the fake.
+  virtual std::span<const std::byte> kernel_image() = 0;
+  bool is_fake() { return fake() != nullptr; }
+};
+
+// A fresh driver for one test (the fake: a new FakeDriver with the test kernels registered; the
+// real driver: the process's libcuda, loaded once).
+std::unique_ptr<TestDriver> make_test_driver();
+
+}  // namespace graphcap::testing
