@@ -1,0 +1,54 @@
+// Arg: one kernel argument. Buffers are bound with their access, which tells the device what a
+// launch reads (checked for carried failures) and writes (marked when the launch fails, and
+// claimed when a recording is refused); values are copied.
+//   device.launch(s, k, dims, {Arg::in(src), Arg::out(dst), Arg::value(n)});
+#pragma once
+
+#include <cstddef>
+#include <cstring>
+#include <type_traits>
+
+#include <graphcap/buffer.h>
+
+namespace graphcap {
+
+class Arg {
+ public:
+  enum class Access : unsigned char { in, out, inout, value };
+  static constexpr std::size_t kMaxValueBytes = 64;
+
+  static Arg in(const Buffer& buffer) noexcept { return Arg(Access::in, buffer); }
+  static Arg out(const Buffer& buffer) noexcept { return Arg(Access::out, buffer); }
+  static Arg inout(const Buffer& buffer) noexcept { return Arg(Access::inout, buffer); }
+
+  template <class T>
+  static Arg value(const T& value) noexcept {
+    static_assert(std::is_trivially_copyable_v<T>, "kernel arguments are copied bytewise");
+    static_assert(sizeof(T) <= kMaxValueBytes, "pass larger parameters through a Buffer");
+    static_assert(alignof(T) <= 8, "kernel parameters are at most 8-byte aligned");
+    Arg arg(Access::value, nullptr);
+    std::memcpy(arg.bytes_, &value, sizeof(T));
+    arg.size_ = sizeof(T);
+    return arg;
+  }
+
+  Access access() const noexcept { return access_; }
+  bool reads() const noexcept { return access_ == Access::in || access_ == Access::inout; }
+  bool writes() const noexcept { return access_ == Access::out || access_ == Access::inout; }
+  // The bound buffer; nullptr for a value.
+  const Buffer* buffer() const noexcept { return buffer_; }
+  // The value's bytes, zero-padded to at least 8 (the fake reads undeclared parameters as 8).
+  const std::byte* bytes() const noexcept { return bytes_; }
+  std::size_t size() const noexcept { return size_; }
+
+ private:
+  Arg(Access access, const Buffer* buffer) noexcept : access_(access), buffer_(buffer) {}
+  Arg(Access access, const Buffer& buffer) noexcept : access_(access), buffer_(&buffer) {}
+
+  Access access_;
+  const Buffer* buffer_ = nullptr;  // the caller's Buffer outlives the launch expression
+  std::size_t size_ = 0;
+  alignas(8) std::byte bytes_[kMaxValueBytes] = {};
+};
+
+}  // namespace graphcap

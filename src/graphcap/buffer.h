@@ -1,0 +1,44 @@
+// Buffer: a shared handle to device memory from a stream's pool. Copies share the memory; when the
+// last copy goes, the slice goes onto its stream's drop queue and returns to the pool once the
+// stream has passed every operation that used it.
+//
+// A buffer can carry a failure: when an operation that should have written it failed (a launch,
+// a write, a refused recording), the buffer holds that error instead of data. A launch that reads
+// it fails with Errc::failed_buffer, read() returns the error, and a full write() clears it.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <optional>
+
+#include <graphcap/driver/cuda_types.h>
+#include <graphcap/error.h>
+
+namespace graphcap {
+
+namespace detail {
+class BufferState;
+}
+
+class Buffer {
+ public:
+  Buffer() = default;  // an empty handle: no memory; every operation on it is invalid_argument
+  explicit Buffer(std::shared_ptr<detail::BufferState> state) : state_(std::move(state)) {}
+
+  explicit operator bool() const noexcept { return state_ != nullptr; }
+  // Bytes requested (the slice behind it may be larger). 0 for an empty handle.
+  std::size_t size() const noexcept;
+  // The device address, for interop; 0 for an empty handle.
+  CUdeviceptr device_ptr() const noexcept;
+  // The error this buffer carries instead of data, if any.
+  std::optional<Error> failure() const;
+
+  friend bool operator==(const Buffer& a, const Buffer& b) noexcept { return a.state_ == b.state_; }
+
+  const std::shared_ptr<detail::BufferState>& state() const noexcept { return state_; }
+
+ private:
+  std::shared_ptr<detail::BufferState> state_;
+};
+
+}  // namespace graphcap

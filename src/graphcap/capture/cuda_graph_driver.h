@@ -1,0 +1,25 @@
+// CudaGraphDriver: GraphDriver over DriverApi (the real driver or the fake).
+#pragma once
+
+#include <graphcap/capture/graph_driver.h>
+#include <graphcap/driver/driver_api.h>
+
+namespace graphcap::capture {
+
+class CudaGraphDriver final : public GraphDriver {
+ public:
+  explicit CudaGraphDriver(DriverApi& driver) noexcept : driver_(&driver) {}
+
+  Result<void> begin(CUstream stream, CUstreamCaptureMode mode) override;
+  Result<Instantiated> instantiate(CUstream stream, const std::optional<Error>& doomed) override;
+  bool upload(const Executable& executable, CUstream stream, GraphReport& report) override;
+
+ private:
+  // Node counts by type into `report`; an error when the graph can't be read (the memory-node
+  // check can't be skipped: a graph that can't be checked can't be promised to replay).
+  Result<void> count_nodes(CUgraph graph, GraphReport& report);
+
+  DriverApi* driver_;
+};
+
+}  // namespace graphcap::capture

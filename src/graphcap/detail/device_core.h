@@ -1,0 +1,85 @@
+// DeviceCore: the state of one open Device, shared by everything that can outlive the Device
+// object (streams, buffers, modules, graphs). Closing marks it closed and releases every driver
+// handle it holds exactly once; the objects still alive then find it closed and turn inert.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include <graphcap/capture/cuda_graph_driver.h>
+#include <graphcap/detail/capture_tracker.h>
+#include <graphcap/detail/replay_gate.h>
+#include <graphcap/device.h>
+#include <graphcap/driver/driver_api.h>
+#include <graphcap/result.h>
+
+namespace graphcap::detail {
+
+class StreamCore;
+class ModuleState;
+class GraphState;
+
+class DeviceCore {
+ public:
+  DeviceCore(DriverApi& driver, DeviceOptions options);
+  DeviceCore(const DeviceCore&) = delete;
+  DeviceCore& operator=(const DeviceCore&) = delete;
+
+  DriverApi& driver() const noexcept { return *driver_; }
+  const DeviceOptions& options() const noexcept { return options_; }
+  capture::GraphDriver& graph_driver() noexcept { return graph_driver_; }
+  CaptureTracker& tracker() const noexcept { return *tracker_; }
+  bool is_open() const noexcept { return open_.load(std::memory_order_acquire); }
+  std::uint64_t id() const noexcept { return id_; }
+  bool unsafe_calls_forbidden() const noexcept { return tracker_->unsafe_calls_forbidden(); }
+
+  CUdevice device = 0;
+  CUcontext context = nullptr;
+  DeviceLimits limits;
+
+  // Make this device's context current on the calling thread (cached per thread: see
+  // t_bound_device; code that changes the current context behind graphcap's back defeats it).
+  Result<void> bind_thread() {
+    if (t_bound_device == id_) return {};
+    return bind_thread_slow();
+  }
+  // Errc::graph_state naming `operation` when the device is closed.
+  Result<void> check_open(const char* operation) const;
+
+  void add_stream(std::shared_ptr<StreamCore> stream);
+  void add_module(const std::shared_ptr<ModuleState>& module);
+  void add_graph(const std::shared_ptr<GraphState>& graph);
+  // A release that must wait until no recording forbids it (it waits, or destroys an executable
+  // or a module, all of which would invalidate an open recording).
+  void defer(std::shared_ptr<GraphState> graph);
+  void defer_unload(CUmodule module);
+  void collect_deferred() noexcept;
+
+  // Release everything, each handle once. Idempotent.
+  void close() noexcept;
+
+ private:
+  Result<void> bind_thread_slow();
+
+  DriverApi* driver_;
+  DeviceOptions options_;
+  capture::CudaGraphDriver graph_driver_;
+  std::shared_ptr<CaptureTracker> tracker_;
+  const std::uint64_t id_;
+  std::atomic<bool> open_{true};
+  bool context_retained_ = false;
+
+  std::mutex mutex_;
+  std::vector<std::shared_ptr<StreamCore>> streams_;
+  std::vector<std::weak_ptr<ModuleState>> modules_;
+  std::vector<std::weak_ptr<GraphState>> graphs_;
+  std::vector<std::shared_ptr<GraphState>> deferred_graphs_;
+  std::vector<CUmodule> deferred_unloads_;
+
+  friend class graphcap::Device;
+};
+
+}  // namespace graphcap::detail

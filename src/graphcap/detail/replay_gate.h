@@ -1,0 +1,28 @@
+// ReplayGate: the one word of a stream that Graph::replay reads before it launches: zero when a
+// replay may go to the driver now. Kept on its own cache line and written only by lifecycle
+// transitions, so the replay hot path touches the graph's own line, this one, and nothing else.
+#pragma once
+
+#include <atomic>
+
+namespace graphcap::detail {
+
+class ReplayGate {
+ public:
+  static constexpr unsigned kClosed = 1;     // the device closed
+  static constexpr unsigned kRecording = 2;  // a capture records on the stream
+
+  bool open() const noexcept { return bits_.load(std::memory_order_acquire) == 0; }
+  unsigned bits() const noexcept { return bits_.load(std::memory_order_acquire); }
+  void set(unsigned bit) noexcept { bits_.fetch_or(bit, std::memory_order_release); }
+  void clear(unsigned bit) noexcept { bits_.fetch_and(~bit, std::memory_order_release); }
+
+ private:
+  alignas(64) std::atomic<unsigned> bits_{0};
+};
+
+// The device whose context was last made current on this thread (0: none). Inline so that the
+// replay path checks it without a call.
+inline thread_local unsigned long long t_bound_device = 0;
+
+}  // namespace graphcap::detail

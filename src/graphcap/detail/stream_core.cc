@@ -1,0 +1,102 @@
+#include <graphcap/detail/stream_core.h>
+
+#include <string>
+
+#include <graphcap/detail/device_core.h>
+#include <graphcap/log.h>
+
+namespace graphcap::detail {
+
+StreamCore::StreamCore(std::shared_ptr<DeviceCore> device, CUstream handle)
+    : device_(std::move(device)),
+      handle_(handle),
+      device_pool_(device_->driver(), memory::SliceKind::device),
+      staging_pool_(device_->driver(), memory::SliceKind::pinned_host),
+      drops_(device_->driver(), handle, device_pool_, staging_pool_),
+      window_(device_->graph_driver(), device_pool_, staging_pool_, drops_, device_->tracker(),
+              gate_, handle, device_->options().capture_mode) {}
+
+StreamCore::~StreamCore() { close(); }
+
+void StreamCore::drop(const memory::Slice& slice, std::uint64_t last_use) noexcept {
+  try {
+    std::lock_guard lock(mutex_);
+    if (closed()) return;  // the pool already gave everything back to the driver
+    drops_.drop(slice, last_use);
+  } catch (...) {
+    log(LogLevel::error, "dropping a buffer failed unexpectedly; its memory stays reserved");
+  }
+}
+
+void StreamCore::queue_error(const Error& error) {
+  std::lock_guard lock(errors_mutex_);
+  errors_.push_back(error);
+  has_errors_.store(true, std::memory_order_release);
+}
+
+std::optional<Error> StreamCore::take_error() {
+  if (!has_queued_error()) return std::nullopt;
+  std::lock_guard lock(errors_mutex_);
+  if (errors_.empty()) return std::nullopt;
+  Error first = errors_.front();
+  if (errors_.size() > 1) {
+    first = Error(first.code(),
+                  first.message() + " (and " + std::to_string(errors_.size() - 1) +
+                      " later error(s) on this stream)",
+                  first.driver_code());
+  }
+  errors_.clear();
+  has_errors_.store(false, std::memory_order_release);
+  return first;
+}
+
+Result<void> StreamCore::synchronize(const char* operation) {
+  if (window_.recording()) {
+    return Error(Errc::graph_state,
+                 std::string(operation) + ": the stream is recording; waiting for it now would "
+                 "invalidate the recording (end_capture first)");
+  }
+  if (device_->unsafe_calls_forbidden()) {
+    return Error(Errc::graph_state,
+                 std::string(operation) + ": a recording is open in global mode (or on this "
+                 "thread); waiting for a stream now would invalidate it");
+  }
+  std::uint64_t sequence = 0;
+  {
+    std::lock_guard lock(mutex_);
+    sequence = drops_.last_enqueued();
+  }
+  if (CUresult result = device_->driver().cuStreamSynchronize(handle_); result != CUDA_SUCCESS) {
+    return Error::from_driver("cuStreamSynchronize", result).context(operation);
+  }
+  {
+    std::lock_guard lock(mutex_);
+    drops_.passed(sequence);
+  }
+  device_->collect_deferred();
+  return {};
+}
+
+void StreamCore::close() noexcept {
+  gate_.set(ReplayGate::kClosed);
+  if (closed_.exchange(true)) return;
+  try {
+    // An asynchronous failure nobody synced for (e.g. of a graph destroyed just before): the
+    // stream goes, so this is the last place it can be reported.
+    if (std::optional<Error> queued = take_error()) {
+      log(LogLevel::warn, queued->context("closing a stream with an unreported error").message());
+    }
+  } catch (...) {
+    log(LogLevel::error, "closing a stream: reporting its queued error failed");
+  }
+  std::lock_guard lock(mutex_);
+  drops_.destroy_events();
+  device_pool_.free_all();
+  staging_pool_.free_all();
+  if (CUresult result = device_->driver().cuStreamDestroy(handle_); result != CUDA_SUCCESS) {
+    log(LogLevel::warn, Error::from_driver("cuStreamDestroy", result).context("closing a stream")
+                            .message());
+  }
+}
+
+}  // namespace graphcap::detail

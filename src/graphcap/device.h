@@ -1,0 +1,116 @@
+// Device: one GPU (its primary context) seen through a DriverApi, with its streams, pooled memory,
+// modules, launches and the capture lifecycle. Closing the device (destroying it) releases
+// everything it holds, each driver handle exactly once; Buffers, Modules and Graphs that outlive
+// it turn inert (their operations return Errc::graph_state).
+#pragma once
+
+#include <cstddef>
+#include <initializer_list>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <vector>
+
+#include <graphcap/arg.h>
+#include <graphcap/buffer.h>
+#include <graphcap/driver/cuda_types.h>
+#include <graphcap/driver/driver_api.h>
+#include <graphcap/driver/launch_dims.h>
+#include <graphcap/graph.h>
+#include <graphcap/memory/slice_pool.h>
+#include <graphcap/module.h>
+#include <graphcap/result.h>
+#include <graphcap/stream.h>
+
+namespace graphcap {
+
+namespace detail {
+class DeviceCore;
+}
+
+struct DeviceOptions {
+  int ordinal = 0;
+  // How recordings open (cuStreamBeginCapture's mode). GLOBAL, as the seed: any unsafe call from
+  // any thread during a recording is an error. THREAD_LOCAL lets other threads work (and capture
+  // on their own streams) meanwhile. RELAXED is accepted but gives up the driver's checks.
+  CUstreamCaptureMode capture_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+  // Stage each new executable on the device at end_capture, so the first replay is not slower.
+  bool upload_on_capture = true;
+};
+
+struct DeviceLimits {
+  unsigned max_threads_per_block = 0;
+  Dim3 max_block;
+  Dim3 max_grid;
+  unsigned max_shared_bytes = 0;  // per block, with opt-in
+};
+
+struct MemoryStats {
+  memory::PoolStats device;
+  memory::PoolStats staging;
+  std::size_t pending_drops = 0;  // slices waiting for the stream to pass their last use
+};
+
+class Device {
+ public:
+  static Result<std::unique_ptr<Device>> open(DriverApi& driver, DeviceOptions options = {});
+  ~Device();
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+
+  // The default stream of this device (non-blocking).
+  Stream& stream();
+  Result<Stream*> create_stream();
+
+  // cubin, fatbin or PTX (a FakeDriver image on the fake). Empty or malformed images are
+  // Errc::invalid_argument before the driver sees them.
+  Result<Module> load_module(std::span<const std::byte> image);
+
+  // Pooled device memory, owned by stream `s` (its uses are ordered on it).
+  Result<Buffer> alloc(std::size_t bytes, Stream& s);
+  Result<Buffer> upload(std::span<const std::byte> bytes, Stream& s);
+  // Copies `bytes` to the start of `dst` through pinned staging memory. A full write clears a
+  // failure the buffer carries.
+  Result<void> write(const Buffer& dst, std::span<const std::byte> bytes, Stream& s);
+  // The same at byte `offset` of `dst`; the range must lie inside it (Errc::invalid_argument).
+  Result<void> write(const Buffer& dst, std::size_t offset, std::span<const std::byte> bytes,
+                     Stream& s);
+  // Waits for the stream; surfaces the error the buffer carries or the stream has queued.
+  Result<std::vector<std::byte>> read(const Buffer& src, Stream& s);
+  // `count` bytes from byte `offset` of `src`; the range must lie inside it.
+  Result<std::vector<std::byte>> read(const Buffer& src, std::size_t offset, std::size_t count,
+                                      Stream& s);
+
+  Result<void> launch(Stream& s, const Kernel& kernel, LaunchDims dims,
+                      std::initializer_list<Arg> args);
+  // Waits for the stream; surfaces queued errors (e.g. of a replay), once.
+  Result<void> sync(Stream& s);
+
+  // The capture lifecycle, per stream: prepare_capture (arm the pools; the warm-up run follows),
+  // begin_capture (open the recording), end_capture (close it: a replayable graph, or a refusal).
+  // Reads and syncs are refused while a stream records (they would invalidate the recording).
+  Result<void> prepare_capture(Stream& s);
+  Result<void> begin_capture(Stream& s);
+  Result<Graph> end_capture(Stream& s);
+  // Abandon a window in prepare or capture state: disarm the pools, close any driver capture,
+  // claim what the recording would have written. The stream is back to no_capture.
+  Result<void> abort_capture(Stream& s);
+
+  DriverApi& driver() const noexcept;
+  int ordinal() const noexcept;
+  const DeviceLimits& limits() const noexcept;
+  MemoryStats memory_stats(Stream& s) const;
+
+  detail::DeviceCore& core() const noexcept { return *core_; }
+
+ private:
+  explicit Device(std::shared_ptr<detail::DeviceCore> core);
+  Result<void> check_stream(const Stream& s, const char* operation) const;
+  Result<void> check_buffer(const Buffer& buffer, const Stream& s, const char* what) const;
+
+  std::shared_ptr<detail::DeviceCore> core_;
+  mutable std::mutex streams_mutex_;
+  std::vector<std::unique_ptr<Stream>> streams_;
+};
+
+}  // namespace graphcap

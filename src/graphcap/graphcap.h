@@ -1,0 +1,17 @@
+// graphcap: CUDA graph capture, tested first and off the GPU. The umbrella header.
+#pragma once
+
+#include <graphcap/arg.h>
+#include <graphcap/buffer.h>
+#include <graphcap/device.h>
+#include <graphcap/driver/cuda_driver.h>
+#include <graphcap/driver/cuda_types.h>
+#include <graphcap/driver/driver_api.h>
+#include <graphcap/driver/error_names.h>
+#include <graphcap/driver/launch_dims.h>
+#include <graphcap/error.h>
+#include <graphcap/graph.h>
+#include <graphcap/log.h>
+#include <graphcap/module.h>
+#include <graphcap/result.h>
+#include <graphcap/stream.h>

@@ -1,0 +1,58 @@
+// A Device opened on the test driver, with the test kernels loaded: the fixture of the device and
+// capture suites (which run on every driver) and of the fake-only unit tests. On the fake, tearing
+// down also proves the device released every handle exactly once and no memory-safety violation
+// happened.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include <graphcap/graphcap.h>
+
+#include "test_driver.h"
+
+namespace graphcap::testing {
+
+std::vector<std::byte> to_bytes(const std::vector<std::uint32_t>& values);
+std::vector<std::uint32_t> to_u32(const std::vector<std::byte>& bytes);
+// One thread per element, 256 per block.
+LaunchDims dims_for(std::size_t elements);
+// 0, 1, 2, ... n-1, plus `offset`.
+std::vector<std::uint32_t> iota_u32(std::size_t n, std::uint32_t offset = 0);
+
+class DeviceFixture : public ::testing::Test {
+ protected:
+  void SetUp() override;
+  void TearDown() override;
+
+  // Opens the device; subclasses may override the options before SetUp runs.
+  virtual DeviceOptions device_options() const { return {}; }
+
+  Stream& stream() { return device_->stream(); }
+  fake::FakeDriver* fake() { return driver_->fake(); }
+  bool on_fake() { return driver_->fake() != nullptr; }
+
+  // Upload / read helpers that fail the test on error.
+  Buffer upload_u32(const std::vector<std::uint32_t>& values);
+  Buffer upload_u32(const std::vector<std::uint32_t>& values, Stream& s);
+  std::vector<std::uint32_t> read_u32(const Buffer& buffer);
+  std::vector<std::uint32_t> read_u32(const Buffer& buffer, Stream& s);
+
+  // dst = src + 1 over n elements.
+  Result<void> add_one(const Buffer& src, const Buffer& dst, std::uint32_t n);
+  Result<void> add_one(const Buffer& src, const Buffer& dst, std::uint32_t n, Stream& s);
+  // dst = value over n elements.
+  Result<void> fill(const Buffer& dst, std::uint32_t value, std::uint32_t n);
+
+  std::unique_ptr<TestDriver> driver_;
+  std::unique_ptr<Device> device_;
+  Module module_;
+  Kernel empty_, add_one_, fill_, axpy_, copy_;
+  // Set false by a test that leaves handles on purpose (e.g. a driver call it made itself).
+  bool expect_clean_teardown_ = true;
+};
+
+}  // namespace graphcap::testing

@@ -1,0 +1,185 @@
+// The device layer under the fake's control: steady-state allocation counts, the drop queue under
+// a device that lags behind, failure-carrying buffers from injected faults, and asynchronous
+// errors surfacing once.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <graphcap/fake/fake_driver.h>
+
+#include "device_fixture.h"
+#include "matchers.h"
+
+namespace graphcap::testing {
+namespace {
+
+using ::testing::ElementsAreArray;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+class DeviceFaultsTest : public DeviceFixture {
+ protected:
+  void SetUp() override {
+    DeviceFixture::SetUp();
+    ASSERT_NE(fake(), nullptr) << "graphcap_unit_tests runs on the fake driver";
+  }
+
+  std::size_t allocations() {
+    return fake()->call_count("cuMemAlloc") + fake()->call_count("cuMemAllocHost");
+  }
+
+  // Upload, 150 ping-pong launches, read back: one decode-like pass.
+  std::vector<std::uint32_t> pass(std::uint32_t n) {
+    Buffer a = upload_u32(iota_u32(n));
+    Result<Buffer> b = device_->alloc(n * sizeof(std::uint32_t), stream());
+    EXPECT_THAT(b, IsOk());
+    for (int i = 0; i < 150; ++i) {
+      EXPECT_THAT(add_one(i % 2 == 0 ? a : *b, i % 2 == 0 ? *b : a, n), IsOk());
+    }
+    return read_u32(a);
+  }
+};
+
+TEST_F(DeviceFaultsTest, SecondIdenticalPassMakesNoDriverAllocation) {
+  EXPECT_THAT(pass(1000), ElementsAreArray(iota_u32(1000, 150)));
+  const std::size_t after_first = allocations();
+  EXPECT_GT(after_first, 0u);
+  EXPECT_THAT(pass(1000), ElementsAreArray(iota_u32(1000, 150)));
+  EXPECT_EQ(allocations(), after_first) << "steady state must be served from the pools";
+  EXPECT_THAT(pass(1000), ElementsAreArray(iota_u32(1000, 150)));
+  EXPECT_EQ(allocations(), after_first);
+}
+
+TEST_F(DeviceFaultsTest, DroppedBufferIsNotReusedWhileALaunchMayStillUseIt) {
+  fake()->set_device_paused(true);  // queries report work as unfinished until a wait
+  Buffer input = upload_u32(iota_u32(256));
+  CUdeviceptr dropped = 0;
+  {
+    Result<Buffer> scratch = device_->alloc(1024, stream());
+    ASSERT_THAT(scratch, IsOk());
+    dropped = scratch->device_ptr();
+    ASSERT_THAT(add_one(input, *scratch, 256), IsOk());  // queued, not run
+  }
+  EXPECT_GT(fake()->pending_operations(stream().handle()), 0u);
+  Result<Buffer> next = device_->alloc(1024, stream());
+  ASSERT_THAT(next, IsOk());
+  EXPECT_NE(next->device_ptr(), dropped) << "reused while its launch was still queued";
+  EXPECT_GE(device_->memory_stats(stream()).pending_drops, 1u);
+  ASSERT_THAT(device_->sync(stream()), IsOk());
+  EXPECT_EQ(device_->memory_stats(stream()).pending_drops, 0u);
+  Result<Buffer> reused = device_->alloc(1024, stream());
+  ASSERT_THAT(reused, IsOk());
+  EXPECT_EQ(reused->device_ptr(), dropped) << "released once the stream passed it";
+  EXPECT_THAT(fake()->violations(), IsEmpty());
+}
+
+TEST_F(DeviceFaultsTest, StagingIsNotReusedWhileItsCopyIsQueued) {
+  fake()->set_device_paused(true);
+  Result<Buffer> a = device_->alloc(64, stream());
+  Result<Buffer> b = device_->alloc(64, stream());
+  ASSERT_THAT(a, IsOk());
+  ASSERT_THAT(b, IsOk());
+  // Both copies stay queued; if the second write reused the first's staging slice, the first
+  // copy would read the second's bytes when it finally runs.
+  ASSERT_THAT(device_->write(*a, to_bytes(std::vector<std::uint32_t>(16, 1)), stream()), IsOk());
+  ASSERT_THAT(device_->write(*b, to_bytes(std::vector<std::uint32_t>(16, 2)), stream()), IsOk());
+  fake()->set_device_paused(false);
+  EXPECT_THAT(read_u32(*a), ElementsAreArray(std::vector<std::uint32_t>(16, 1)));
+  EXPECT_THAT(read_u32(*b), ElementsAreArray(std::vector<std::uint32_t>(16, 2)));
+}
+
+TEST_F(DeviceFaultsTest, FailedLaunchPoisonsItsOutputsUntilRewritten) {
+  Buffer a = upload_u32(iota_u32(64));
+  Buffer b = upload_u32(std::vector<std::uint32_t>(64, 0));
+  Buffer c = upload_u32(std::vector<std::uint32_t>(64, 0));
+  fake()->fail_call("cuLaunchKernel", CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES);
+  EXPECT_THAT(add_one(a, b, 64),
+              StatusIs(Errc::driver, CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES,
+                       HasSubstr("cuLaunchKernel failed: CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES")));
+  ASSERT_TRUE(b.failure().has_value());
+  EXPECT_FALSE(a.failure().has_value()) << "inputs are not poisoned";
+  // Downstream: the launch is skipped and names the original error; its output is poisoned too.
+  const std::size_t launches = fake()->call_count("cuLaunchKernel");
+  EXPECT_THAT(add_one(b, c, 64),
+              StatusIs(Errc::failed_buffer, CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES,
+                       HasSubstr("cuLaunchKernel failed")));
+  EXPECT_EQ(fake()->call_count("cuLaunchKernel"), launches) << "a skipped launch never reaches the driver";
+  EXPECT_THAT(device_->read(b, stream()),
+              StatusIs(Errc::driver, CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES));
+  EXPECT_THAT(device_->read(c, stream()),
+              StatusIs(Errc::failed_buffer, CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES));
+  // A partial write does not clear it; a full one does.
+  ASSERT_THAT(device_->write(b, to_bytes({1, 2}), stream()), IsOk());
+  EXPECT_THAT(device_->read(b, stream()), StatusIs(Errc::driver));
+  ASSERT_THAT(device_->write(b, to_bytes(iota_u32(64, 10)), stream()), IsOk());
+  EXPECT_THAT(read_u32(b), ElementsAreArray(iota_u32(64, 10)));
+  // And an `out` launch that succeeds replaces c's contents.
+  ASSERT_THAT(add_one(b, c, 64), IsOk());
+  EXPECT_THAT(read_u32(c), ElementsAreArray(iota_u32(64, 11)));
+}
+
+TEST_F(DeviceFaultsTest, FailedWritePoisonsTheDestination) {
+  Buffer a = upload_u32(iota_u32(8));
+  fake()->fail_call("cuMemcpyHtoDAsync", CUDA_ERROR_INVALID_VALUE);
+  EXPECT_THAT(device_->write(a, to_bytes(iota_u32(8, 5)), stream()),
+              StatusIs(Errc::driver, CUDA_ERROR_INVALID_VALUE, HasSubstr("cuMemcpyHtoDAsync")));
+  EXPECT_THAT(device_->read(a, stream()), StatusIs(Errc::driver, CUDA_ERROR_INVALID_VALUE));
+}
+
+TEST_F(DeviceFaultsTest, AsynchronousFaultSurfacesOnTheNextSyncOnce) {
+  fake()->register_kernel("trap", {}, [](fake::KernelContext& ctx) {
+    ctx.trap(CUDA_ERROR_ILLEGAL_ADDRESS);
+  });
+  Result<Module> module = device_->load_module(fake()->module_image({"trap"}));
+  ASSERT_THAT(module, IsOk());
+  Result<Kernel> trap = module->kernel("trap");
+  ASSERT_THAT(trap, IsOk());
+  ASSERT_THAT(device_->launch(stream(), *trap, dims_for(1), {}), IsOk());  // enqueued fine
+  EXPECT_THAT(device_->sync(stream()),
+              StatusIs(Errc::driver, CUDA_ERROR_ILLEGAL_ADDRESS, HasSubstr("cuStreamSynchronize")));
+  EXPECT_THAT(device_->sync(stream()), IsOk());
+}
+
+TEST_F(DeviceFaultsTest, OutOfMemoryTrimsTheCacheAndRetries) {
+  // Fill most of the fake's 1 GiB with cached free slices, then ask for more than is left.
+  {
+    std::vector<Buffer> hold;
+    for (int i = 0; i < 3; ++i) {
+      Result<Buffer> big = device_->alloc(std::size_t{300} << 20, stream());
+      ASSERT_THAT(big, IsOk());
+      hold.push_back(*big);
+    }
+    ASSERT_THAT(device_->sync(stream()), IsOk());
+  }  // now cached, free, in 320 MiB classes
+  Result<Buffer> other = device_->alloc(std::size_t{500} << 20, stream());
+  EXPECT_THAT(other, IsOk()) << "the cached slices should have been trimmed to make room";
+  EXPECT_GE(fake()->call_count("cuMemFree"), 1u);
+}
+
+TEST_F(DeviceFaultsTest, DriverNamesEveryFailureOfOpen) {
+  for (const char* entry : {"cuInit", "cuDeviceGet", "cuDevicePrimaryCtxRetain", "cuCtxSetCurrent",
+                            "cuDeviceGetAttribute", "cuStreamCreate"}) {
+    fake::FakeDriver driver;
+    driver.fail_call(entry, CUDA_ERROR_UNKNOWN);
+    Result<std::unique_ptr<Device>> device = Device::open(driver);
+    EXPECT_THAT(device, StatusIs(Errc::driver, CUDA_ERROR_UNKNOWN, HasSubstr(entry))) << entry;
+    EXPECT_EQ(driver.live_handles().total(), 0u) << entry;
+  }
+}
+
+TEST_F(DeviceFaultsTest, LogSinkReceivesWarnings) {
+  std::vector<std::string> messages;
+  LogSink previous = set_log_sink([&](LogLevel level, std::string_view message) {
+    if (level <= LogLevel::warn) messages.emplace_back(message);
+  });
+  log(LogLevel::warn, "hello");
+  log(LogLevel::debug, "quiet");
+  set_log_sink(previous);
+  EXPECT_THAT(messages, ElementsAreArray({std::string("hello")}));
+}
+
+}  // namespace
+}  // namespace graphcap::testing

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# One batched GPU session (device tool): configure + build the gpu preset, run every test on both
+# drivers, the benchmarks and the example on the real driver. Logs go to $OUT (at most 8 files).
+#   usage: tools/gpu_check.sh [tests|bench|all]   (default all)
+set -uo pipefail
+what="${1:-all}"
+out="${OUT:-/tmp/graphcap-gpu}"
+mkdir -p "$out"
+cd "$(dirname "$0")/.."
+
+{
+  date -u
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
+  nvcc --version | tail -2
+  cmake --version | head -1
+  nproc
+} > "$out/env.txt" 2>&1
+cat "$out/env.txt"
+
+if ! { cmake --preset gpu && cmake --build --preset gpu; } > "$out/build.log" 2>&1; then
+  echo "BUILD FAILED"; grep -E "error|Error" "$out/build.log" | head -40; tail -20 "$out/build.log"
+  exit 1
+fi
+echo "build ok"
+
+rc=0
+if [[ "$what" == tests || "$what" == all ]]; then
+  ctest --preset gpu --output-junit "$out/ctest.xml" > "$out/ctest.log" 2>&1 || rc=1
+  grep -E "tests passed|tests failed|Failed|\*\*\*" "$out/ctest.log" | tail -40
+  grep -cE "Test +#[0-9]+: cuda\." "$out/ctest.log" | sed 's/^/cuda tests run: /'
+  grep -cE "Test +#[0-9]+: fake\." "$out/ctest.log" | sed 's/^/fake tests run: /'
+fi
+if [[ "$what" == bench || "$what" == all ]]; then
+  if [[ -x build/gpu/examples/decode_loop/decode_loop ]]; then
+    build/gpu/examples/decode_loop/decode_loop --driver=cuda > "$out/decode_loop.txt" 2>&1 || rc=1
+    cat "$out/decode_loop.txt"
+  fi
+  if [[ -x build/gpu/bench/graphcap-bench ]]; then
+    build/gpu/bench/graphcap-bench --driver=cuda --benchmark_repetitions=5 \
+      --benchmark_report_aggregates_only=true --benchmark_out="$out/bench.json" \
+      --benchmark_out_format=json > "$out/bench.txt" 2>&1 || rc=1
+    tail -60 "$out/bench.txt"
+  fi
+fi
+exit $rc
