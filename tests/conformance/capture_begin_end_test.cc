@@ -1,0 +1,132 @@
+// Facts file, "Beginning and ending a capture": begin on a capturing stream, on the legacy/NULL
+// stream, with an invalid mode; end on a stream that is not capturing; the empty capture; and the
+// three capture modes each beginning and ending cleanly.
+#include <cstdint>
+
+#include "conformance_fixture.h"
+
+namespace graphcap::testing {
+namespace {
+
+using CaptureBeginEnd = ConformanceTest;
+
+TEST_F(CaptureBeginEnd, BeginOnACapturingStreamIsIllegalStateAndTheCaptureStaysValid) {
+  Module module = load_test_kernels();
+  CUfunction empty = kernel(module, "empty");
+  Stream s = new_stream();
+  ASSERT_FALSE(HasFailure());
+
+  ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  EXPECT_EQ(launch(empty, s.get(), 1, 1), CUDA_SUCCESS);
+  EXPECT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_GLOBAL),
+            CUDA_ERROR_ILLEGAL_STATE);
+  EXPECT_EQ(capture_status(s.get()), CU_STREAM_CAPTURE_STATUS_ACTIVE);
+  EXPECT_EQ(launch(empty, s.get(), 1, 1), CUDA_SUCCESS) << "the running capture still records";
+  expect_still_active(s.get(), 2);
+}
+
+TEST_F(CaptureBeginEnd, BeginOnTheNullStreamIsUnsupported) {
+  EXPECT_EQ(api().cuStreamBeginCapture(nullptr, CU_STREAM_CAPTURE_MODE_GLOBAL),
+            CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+  EXPECT_EQ(capture_status(nullptr), CU_STREAM_CAPTURE_STATUS_NONE);
+}
+
+TEST_F(CaptureBeginEnd, BeginOnTheLegacyStreamIsUnsupported) {
+  EXPECT_EQ(api().cuStreamBeginCapture(stream_legacy(), CU_STREAM_CAPTURE_MODE_GLOBAL),
+            CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+  EXPECT_EQ(capture_status(stream_legacy()), CU_STREAM_CAPTURE_STATUS_NONE);
+}
+
+TEST_F(CaptureBeginEnd, BeginWithAnInvalidModeIsInvalidValue) {
+  Stream s = new_stream();
+  ASSERT_FALSE(HasFailure());
+  EXPECT_EQ(api().cuStreamBeginCapture(s.get(), static_cast<CUstreamCaptureMode>(3)),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(api().cuStreamBeginCapture(s.get(), static_cast<CUstreamCaptureMode>(-1)),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(capture_status(s.get()), CU_STREAM_CAPTURE_STATUS_NONE);
+}
+
+TEST_F(CaptureBeginEnd, EndOnAStreamThatIsNotCapturingIsIllegalState) {
+  Stream s = new_stream();
+  ASSERT_FALSE(HasFailure());
+  CUgraph graph = nullptr;
+  EXPECT_EQ(api().cuStreamEndCapture(s.get(), &graph), CUDA_ERROR_ILLEGAL_STATE);
+  EXPECT_EQ(graph, nullptr);
+  EXPECT_EQ(capture_status(s.get()), CU_STREAM_CAPTURE_STATUS_NONE);
+}
+
+TEST_F(CaptureBeginEnd, EndTwiceIsIllegalStateTheSecondTime) {
+  Stream s = new_stream();
+  ASSERT_FALSE(HasFailure());
+  Graph graph = capture(s.get(), [] {});
+  CUgraph second = nullptr;
+  EXPECT_EQ(api().cuStreamEndCapture(s.get(), &second), CUDA_ERROR_ILLEGAL_STATE);
+  EXPECT_EQ(second, nullptr);
+}
+
+TEST_F(CaptureBeginEnd, EmptyCaptureIsAValidGraphWithNoNodesThatInstantiatesAndLaunches) {
+  Stream s = new_stream();
+  ASSERT_FALSE(HasFailure());
+  ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  EXPECT_EQ(capture_status(s.get()), CU_STREAM_CAPTURE_STATUS_ACTIVE);
+  CUgraph raw = nullptr;
+  ASSERT_EQ(api().cuStreamEndCapture(s.get(), &raw), CUDA_SUCCESS);
+  ASSERT_NE(raw, nullptr);
+  Graph graph(api(), raw);
+  EXPECT_EQ(capture_status(s.get()), CU_STREAM_CAPTURE_STATUS_NONE);
+
+  std::size_t count = 99;
+  EXPECT_EQ(api().cuGraphGetNodes(graph.get(), nullptr, &count), CUDA_SUCCESS);
+  EXPECT_EQ(count, 0u);
+
+  Exec exec = instantiate(graph.get());
+  ASSERT_TRUE(exec);
+  EXPECT_EQ(api().cuGraphLaunch(exec.get(), s.get()), CUDA_SUCCESS);
+  EXPECT_EQ(api().cuGraphLaunch(exec.get(), s.get()), CUDA_SUCCESS);
+  EXPECT_EQ(api().cuStreamSynchronize(s.get()), CUDA_SUCCESS);
+}
+
+// Every mode is a valid mode: each begins, records, and ends into a graph.
+class CaptureModes : public ConformanceTest,
+                     public ::testing::WithParamInterface<CUstreamCaptureMode> {};
+
+TEST_P(CaptureModes, BeginRecordEnd) {
+  Module module = load_test_kernels();
+  CUfunction empty = kernel(module, "empty");
+  Stream s = new_stream();
+  ASSERT_FALSE(HasFailure());
+  ASSERT_EQ(api().cuStreamBeginCapture(s.get(), GetParam()), CUDA_SUCCESS);
+  EXPECT_EQ(capture_status(s.get()), CU_STREAM_CAPTURE_STATUS_ACTIVE);
+
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  cuuint64_t id = 0;
+  CUgraph capturing_graph = nullptr;
+  const CUgraphNode* dependencies = nullptr;
+  const CUgraphEdgeData* edges = nullptr;
+  std::size_t dependency_count = 99;
+  EXPECT_EQ(api().cuStreamGetCaptureInfo(s.get(), &status, &id, &capturing_graph, &dependencies,
+                                         &edges, &dependency_count),
+            CUDA_SUCCESS);
+  EXPECT_EQ(status, CU_STREAM_CAPTURE_STATUS_ACTIVE);
+  EXPECT_NE(capturing_graph, nullptr);
+  EXPECT_EQ(dependency_count, 0u) << "nothing recorded yet";
+
+  EXPECT_EQ(launch(empty, s.get(), 1, 1), CUDA_SUCCESS);
+  EXPECT_EQ(api().cuStreamGetCaptureInfo(s.get(), &status, nullptr, nullptr, &dependencies,
+                                         nullptr, &dependency_count),
+            CUDA_SUCCESS);
+  EXPECT_EQ(dependency_count, 1u) << "the next node would depend on the kernel";
+  expect_still_active(s.get(), 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryMode, CaptureModes,
+                         ::testing::Values(CU_STREAM_CAPTURE_MODE_GLOBAL,
+                                           CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
+                                           CU_STREAM_CAPTURE_MODE_RELAXED),
+                         [](const ::testing::TestParamInfo<CUstreamCaptureMode>& param) {
+                           return ::testing::PrintToString(param.param);
+                         });
+
+}  // namespace
+}  // namespace graphcap::testing

@@ -1,0 +1,110 @@
+// Facts file, "Beginning and ending a capture": the node each captured operation adds. One kernel
+// launch: KERNEL; cuMemcpyHtoDAsync (even from pageable memory): MEMCPY; cuMemsetD8Async: MEMSET;
+// cuEventRecord: no node; waiting with CU_EVENT_WAIT_EXTERNAL on an event recorded outside any
+// capture: WAIT_EVENT.
+#include <cstdint>
+#include <vector>
+
+#include "conformance_fixture.h"
+
+namespace graphcap::testing {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+
+using CapturedNodes = ConformanceTest;
+
+TEST_F(CapturedNodes, OneKernelLaunchIsOneKernelNode) {
+  Module module = load_test_kernels();
+  CUfunction fill = kernel(module, "fill");
+  DeviceMemory buffer = alloc(64 * sizeof(std::uint32_t));
+  Stream s = new_stream();
+  ASSERT_FALSE(HasFailure());
+  Graph graph = capture(s.get(), [&] {
+    EXPECT_EQ(launch(fill, s.get(), kGrid, kBlock, buffer.get(), std::uint32_t{7},
+                     std::uint32_t{64}),
+              CUDA_SUCCESS);
+  });
+  EXPECT_THAT(node_types(graph.get()), ElementsAre(CU_GRAPH_NODE_TYPE_KERNEL));
+}
+
+TEST_F(CapturedNodes, HostToDeviceCopyFromPageableMemoryIsAMemcpyNode) {
+  DeviceMemory buffer = alloc(256);
+  Stream s = new_stream();
+  ASSERT_FALSE(HasFailure());
+  const std::vector<std::uint8_t> pageable(256, 0x5a);  // ordinary heap memory, not pinned
+  Graph graph = capture(s.get(), [&] {
+    EXPECT_EQ(api().cuMemcpyHtoDAsync(buffer.get(), pageable.data(), pageable.size(), s.get()),
+              CUDA_SUCCESS);
+  });
+  EXPECT_THAT(node_types(graph.get()), ElementsAre(CU_GRAPH_NODE_TYPE_MEMCPY));
+}
+
+TEST_F(CapturedNodes, MemsetD8IsAMemsetNode) {
+  DeviceMemory buffer = alloc(256);
+  Stream s = new_stream();
+  ASSERT_FALSE(HasFailure());
+  Graph graph = capture(s.get(), [&] {
+    EXPECT_EQ(api().cuMemsetD8Async(buffer.get(), 0xab, 256, s.get()), CUDA_SUCCESS);
+  });
+  EXPECT_THAT(node_types(graph.get()), ElementsAre(CU_GRAPH_NODE_TYPE_MEMSET));
+}
+
+TEST_F(CapturedNodes, EventRecordAddsNoNode) {
+  Module module = load_test_kernels();
+  CUfunction empty = kernel(module, "empty");
+  Event event = new_event();
+  Stream s = new_stream();
+  ASSERT_FALSE(HasFailure());
+  Graph only_record = capture(s.get(), [&] {
+    EXPECT_EQ(api().cuEventRecord(event.get(), s.get()), CUDA_SUCCESS);
+  });
+  EXPECT_THAT(node_types(only_record.get()), IsEmpty());
+
+  Graph between_kernels = capture(s.get(), [&] {
+    EXPECT_EQ(launch(empty, s.get(), 1, 1), CUDA_SUCCESS);
+    EXPECT_EQ(api().cuEventRecord(event.get(), s.get()), CUDA_SUCCESS);
+    EXPECT_EQ(launch(empty, s.get(), 1, 1), CUDA_SUCCESS);
+  });
+  EXPECT_THAT(node_types(between_kernels.get()),
+              ElementsAre(CU_GRAPH_NODE_TYPE_KERNEL, CU_GRAPH_NODE_TYPE_KERNEL));
+}
+
+TEST_F(CapturedNodes, ExternalWaitOnAnEventRecordedOutsideCaptureIsAWaitEventNode) {
+  Event event = new_event();
+  Stream s = new_stream();
+  Stream other = new_stream();
+  ASSERT_FALSE(HasFailure());
+  ASSERT_EQ(api().cuEventRecord(event.get(), other.get()), CUDA_SUCCESS);
+  ASSERT_EQ(api().cuStreamSynchronize(other.get()), CUDA_SUCCESS);
+  Graph graph = capture(s.get(), [&] {
+    EXPECT_EQ(api().cuStreamWaitEvent(s.get(), event.get(), CU_EVENT_WAIT_EXTERNAL),
+              CUDA_SUCCESS);
+  });
+  EXPECT_THAT(node_types(graph.get()), ElementsAre(CU_GRAPH_NODE_TYPE_WAIT_EVENT));
+}
+
+TEST_F(CapturedNodes, MixedSequenceListsNodesInCaptureOrder) {
+  Module module = load_test_kernels();
+  CUfunction fill = kernel(module, "fill");
+  DeviceMemory buffer = alloc(64 * sizeof(std::uint32_t));
+  Stream s = new_stream();
+  ASSERT_FALSE(HasFailure());
+  const std::vector<std::uint32_t> host = iota(64);
+  Graph graph = capture(s.get(), [&] {
+    EXPECT_EQ(api().cuMemcpyHtoDAsync(buffer.get(), host.data(), 64 * sizeof(std::uint32_t),
+                                      s.get()),
+              CUDA_SUCCESS);
+    EXPECT_EQ(launch(fill, s.get(), kGrid, kBlock, buffer.get(), std::uint32_t{1},
+                     std::uint32_t{64}),
+              CUDA_SUCCESS);
+    EXPECT_EQ(api().cuMemsetD8Async(buffer.get(), 0, 16, s.get()), CUDA_SUCCESS);
+  });
+  EXPECT_THAT(node_types(graph.get()),
+              ElementsAre(CU_GRAPH_NODE_TYPE_MEMCPY, CU_GRAPH_NODE_TYPE_KERNEL,
+                          CU_GRAPH_NODE_TYPE_MEMSET));
+}
+
+}  // namespace
+}  // namespace graphcap::testing

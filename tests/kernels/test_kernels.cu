@@ -1,0 +1,37 @@
+// The test kernels' CUDA source (see test_kernels.h for what each does; fake_test_kernels.cc holds
+// the same kernels as fake bodies). Built by nvcc into a fatbin that graphcap_tests_cuda embeds.
+// extern "C" keeps the names cuModuleGetFunction looks up unmangled; every kernel is a grid-stride
+// loop, so any launch shape covers all n elements.
+#include <cstdint>
+
+namespace {
+
+// The first element this thread handles, and the distance to its next one. 64-bit, so the loop
+// cannot wrap for n close to 2^32.
+__device__ std::uint64_t first_index() {
+  return static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+}
+__device__ std::uint64_t grid_stride() {
+  return static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
+}
+
+}  // namespace
+
+extern "C" __global__ void empty() {}
+
+extern "C" __global__ void add_one(const std::uint32_t* src, std::uint32_t* dst, std::uint32_t n) {
+  for (std::uint64_t i = first_index(); i < n; i += grid_stride()) dst[i] = src[i] + 1u;
+}
+
+extern "C" __global__ void fill(std::uint32_t* dst, std::uint32_t value, std::uint32_t n) {
+  for (std::uint64_t i = first_index(); i < n; i += grid_stride()) dst[i] = value;
+}
+
+extern "C" __global__ void axpy(const std::uint32_t* x, const std::uint32_t* y, std::uint32_t* out,
+                                std::uint32_t a, std::uint32_t n) {
+  for (std::uint64_t i = first_index(); i < n; i += grid_stride()) out[i] = a * x[i] + y[i];
+}
+
+extern "C" __global__ void copy(const std::uint32_t* src, std::uint32_t* dst, std::uint32_t n) {
+  for (std::uint64_t i = first_index(); i < n; i += grid_stride()) dst[i] = src[i];
+}
