@@ -1,0 +1,140 @@
+#include "bench_env.h"
+
+#include <span>
+#include <string>
+#include <utility>
+
+#include <graphcap/fake/fake_driver.h>
+
+#include "kernels/bench_kernels.h"
+
+#if GRAPHCAP_BENCH_CUDA_KERNELS
+#include <graphcap/embedded/graphcap_bench_kernels_fatbin.h>
+#endif
+
+namespace graphcap::bench {
+
+Result<std::unique_ptr<BenchEnv>> BenchEnv::open(DriverKind kind) {
+  std::unique_ptr<BenchEnv> env(new BenchEnv());
+  env->kind_ = kind;
+  DriverApi* inner = nullptr;
+  std::span<const std::byte> image;
+  if (kind == DriverKind::fake) {
+    fake::FakeDriverOptions options;
+    options.record_calls = false;  // the call log is a test aid; it would cost every call
+    env->fake_ = std::make_unique<fake::FakeDriver>(options);
+    register_bench_kernels(*env->fake_);
+    env->fake_image_ = env->fake_->module_image({kEmptyKernel});
+    image = env->fake_image_;
+    inner = env->fake_.get();
+  } else {
+#if GRAPHCAP_BENCH_CUDA_KERNELS
+    Result<std::unique_ptr<DriverApi>> loaded = load_cuda_driver();
+    if (!loaded) return loaded.error().context("--driver=cuda");
+    env->cuda_ = std::move(*loaded);
+    image = embedded::graphcap_bench_kernels_fatbin();
+    inner = env->cuda_.get();
+#else
+    return Error(Errc::driver_not_found,
+                 "--driver=cuda: this graphcap-bench was built without GRAPHCAP_GPU, so it holds "
+                 "no CUDA kernels; configure with -DGRAPHCAP_GPU=ON (the gpu preset) on a machine "
+                 "with nvcc, then run it there");
+#endif
+  }
+  env->observer_ = std::make_unique<ObservingDriver>(*inner);
+
+  Result<std::unique_ptr<Device>> device = Device::open(*env->observer_);
+  if (!device) return device.error().context("opening the benchmark device");
+  env->device_ = std::move(*device);
+  Result<Module> module = env->device_->load_module(image);
+  if (!module) return module.error().context("loading the benchmark kernels");
+  env->module_ = std::move(*module);
+  Result<Kernel> empty = env->module_.kernel(kEmptyKernel);
+  if (!empty) return empty.error().context("finding the benchmark kernel 'empty'");
+  env->empty_ = std::move(*empty);
+
+  char name[256] = {};
+  int version = 0;
+  DriverApi& driver = env->device_->driver();
+  CUdevice ordinal = 0;
+  if (driver.cuDeviceGet(&ordinal, env->device_->ordinal()) == CUDA_SUCCESS &&
+      driver.cuDeviceGetName(name, static_cast<int>(sizeof(name) - 1), ordinal) == CUDA_SUCCESS) {
+    env->description_ = name;
+  } else {
+    env->description_ = "unknown device";
+  }
+  if (driver.cuDriverGetVersion(&version) == CUDA_SUCCESS) {
+    env->description_ += ", CUDA driver API " + std::to_string(version / 1000) + "." +
+                         std::to_string(version % 1000 / 10);
+  }
+  return env;
+}
+
+BenchEnv::~BenchEnv() {
+  graphs_.clear();  // each Graph waits for its replays, then frees its executable
+  empty_ = Kernel();
+  module_ = Module();
+  device_.reset();
+  observer_.reset();
+  cuda_.reset();
+  fake_.reset();
+}
+
+const char* BenchEnv::driver_name() const noexcept {
+  return kind_ == DriverKind::fake ? "fake" : "cuda";
+}
+
+DriverApi& BenchEnv::driver() noexcept { return *observer_; }
+
+Result<void> BenchEnv::launch_empty() {
+  return device_->launch(stream(), empty_, kEmptyDims, {});
+}
+
+CUresult BenchEnv::raw_launch_empty() {
+  return driver().cuLaunchKernel(empty_.function(), kEmptyDims.grid.x, kEmptyDims.grid.y,
+                                 kEmptyDims.grid.z, kEmptyDims.block.x, kEmptyDims.block.y,
+                                 kEmptyDims.block.z, kEmptyDims.shared_bytes, stream().handle(),
+                                 nullptr, nullptr);
+}
+
+Result<CapturedGraph*> BenchEnv::graph(int n) {
+  if (auto found = graphs_.find(n); found != graphs_.end()) return found->second.get();
+  const std::string what = "capturing a graph of " + std::to_string(n) + " empty launches";
+  Stream& s = stream();
+  if (Result<void> prepared = device_->prepare_capture(s); !prepared) {
+    return prepared.error().context(what);
+  }
+  for (int pass = 0; pass < 2; ++pass) {  // the warm-up, then the recording
+    if (pass == 1) {
+      if (Result<void> begun = device_->begin_capture(s); !begun) return begun.error().context(what);
+    }
+    for (int i = 0; i < n; ++i) {
+      if (Result<void> launched = launch_empty(); !launched) {
+        (void)device_->abort_capture(s);
+        return launched.error().context(what);
+      }
+    }
+  }
+  Result<Graph> ended = device_->end_capture(s);
+  if (!ended) return ended.error().context(what);
+  auto captured = std::make_unique<CapturedGraph>();
+  captured->graph = std::move(*ended);
+  captured->exec = observer_->last_exec();
+  const GraphReport& report = captured->graph.report();
+  if (report.node_count != static_cast<std::size_t>(n) ||
+      report.nodes(CU_GRAPH_NODE_TYPE_KERNEL) != static_cast<std::size_t>(n)) {
+    return Error(Errc::graph_state, what + ": the graph holds " +
+                                        std::to_string(report.node_count) + " nodes, " +
+                                        std::to_string(report.nodes(CU_GRAPH_NODE_TYPE_KERNEL)) +
+                                        " of them kernels");
+  }
+  if (captured->exec == nullptr) {
+    return Error(Errc::graph_state, what + ": no cuGraphInstantiateWithFlags was seen");
+  }
+  if (Result<void> synced = sync(); !synced) return synced.error().context(what);
+  CapturedGraph* out = captured.get();
+  graphs_.emplace(n, std::move(captured));
+  return out;
+}
+
+}  // namespace graphcap::bench

@@ -1,0 +1,82 @@
+// BenchEnv: what every benchmark runs against: the driver (the fake by default, libcuda with
+// --driver=cuda), an ObservingDriver in front of it, one open Device, the benchmark kernels, and
+// a cache of captured graphs of n empty launches (captured once, replayed by every benchmark
+// that needs them).
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <graphcap/graphcap.h>
+
+#include "observing_driver.h"
+
+namespace graphcap::fake {
+class FakeDriver;
+}
+
+namespace graphcap::bench {
+
+enum class DriverKind { fake, cuda };
+
+// A graph of n launches of `empty` on the device's stream, and its executable.
+struct CapturedGraph {
+  Graph graph;
+  CUgraphExec exec = nullptr;  // the CUgraphExec graph.replay() launches
+};
+
+class BenchEnv {
+ public:
+  // Opens the driver, the device and the kernels. The error names what is missing.
+  static Result<std::unique_ptr<BenchEnv>> open(DriverKind kind);
+  ~BenchEnv();
+  BenchEnv(const BenchEnv&) = delete;
+  BenchEnv& operator=(const BenchEnv&) = delete;
+
+  DriverKind kind() const noexcept { return kind_; }
+  // "fake" or "cuda"; and a description of the device for the report's context.
+  const char* driver_name() const noexcept;
+  const std::string& device_description() const noexcept { return description_; }
+
+  // The driver the device was opened on (the ObservingDriver). Out of line on purpose: a raw
+  // call through it is an indirect call, as graphcap's own calls are.
+  DriverApi& driver() noexcept;
+  const ObservingDriver& observer() const noexcept { return *observer_; }
+  fake::FakeDriver* fake() noexcept { return fake_.get(); }
+
+  Device& device() noexcept { return *device_; }
+  Stream& stream() noexcept { return device_->stream(); }
+  const Kernel& empty_kernel() const noexcept { return empty_; }
+  static constexpr LaunchDims kEmptyDims{Dim3{1, 1, 1}, Dim3{32, 1, 1}, 0};
+
+  // One eager launch of `empty` through graphcap (Device::launch).
+  Result<void> launch_empty();
+  // One raw launch of `empty` through the driver (cuLaunchKernel).
+  CUresult raw_launch_empty();
+
+  // The cached graph of n empty launches: captured on first use (prepare, warm-up, begin,
+  // n launches, end), checked to hold n kernel nodes.
+  Result<CapturedGraph*> graph(int n);
+
+  // Everything queued on the stream has run; a queued error surfaces here.
+  Result<void> sync() { return device_->sync(stream()); }
+
+ private:
+  BenchEnv() = default;
+
+  DriverKind kind_ = DriverKind::fake;
+  std::unique_ptr<fake::FakeDriver> fake_;
+  std::unique_ptr<DriverApi> cuda_;
+  std::unique_ptr<ObservingDriver> observer_;
+  std::unique_ptr<Device> device_;
+  std::vector<std::byte> fake_image_;
+  Module module_;
+  Kernel empty_;
+  std::string description_;
+  std::map<int, std::unique_ptr<CapturedGraph>> graphs_;
+};
+
+}  // namespace graphcap::bench

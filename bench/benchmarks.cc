@@ -1,0 +1,468 @@
+// The benchmarks. Every family is one side of a pair measured in the same iterations: each
+// iteration runs both sides back to back, alternating which goes first, and each family reports
+// its own side as its time and both sides (and their ratio) as counters. Drift of the machine
+// (clocks, other tenants, the driver's internal state) therefore hits both sides of a ratio
+// equally, and the ratio counters of e.g. ReplayHost and RawGraphLaunch agree.
+//
+// Timing is manual (UseManualTime): steady_clock around exactly the calls being compared; stream
+// syncs, checks and clean-up between batches fall outside it. Iteration counts are fixed per node
+// count (so a 1000-node pass on a GPU cannot make a run last minutes); --scale multiplies them.
+//
+// ReplayHost/n, RawGraphLaunch/n: the host time of one call. One side is Graph::replay(), the
+// other DriverApi::cuGraphLaunch on the same CUgraphExec and stream (both through the same
+// DriverApi object). A batch of K calls (K = 32, or 8 at 1000 nodes, small enough never to fill
+// the launch queue) is timed as a whole, then the stream is synced untimed; time per call =
+// batch time / K. Counters: graphcap_ns and raw_ns (medians of the per-batch means), ratio,
+// over_raw_ns, us_per_node, and two probes run once outside the timing: drv_calls (driver calls
+// one replay makes; 1 is ideal) and extra_allocs (heap allocations one replay makes beyond what
+// the raw call makes; 0 is ideal).
+//
+// ReplayHostSingle/n, RawGraphLaunchSingle/n: the same with K = 1: one call timed alone right
+// after a sync, the way the reference figures in cuda-driver-facts.md were taken. Each call
+// starts with the caches the sync left (on the fake, the sync also ran n nodes: colder still),
+// and the time includes one steady_clock::now() pair on both sides.
+//
+// EagerPass/n, ReplayPass/n: wall time of one pass including its device work: n Device::launch
+// of `empty` then Device::sync, against Graph::replay() then Device::sync. Counters: eager_us,
+// replay_us (medians), speedup, us_per_node, and launch_allocs (heap allocations one
+// Device::launch makes beyond a raw cuLaunchKernel, probed once outside the timing).
+//
+// CaptureCost/n, RawCapture/n: graphcap: prepare_capture + warm-up (n Device::launch) + then,
+// after an untimed sync that drains the warm-up's device work, begin_capture + n launches +
+// end_capture (which instantiates and uploads). Raw: cuStreamBeginCapture + n cuLaunchKernel +
+// cuStreamEndCapture + cuGraphInstantiateWithFlags + cuGraphUpload + cuGraphDestroy. Destroying
+// the executables (graphcap: Graph::destroy; raw: sync + cuGraphExecDestroy) is untimed on both
+// sides. Counters: incl_us (graphcap with warm-up), excl_us (begin..end only), warmup_us,
+// raw_us, ratio_incl, ratio_excl.
+#include "benchmarks.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <benchmark/benchmark.h>
+
+#include "alloc_counter.h"
+#include "bench_env.h"
+
+namespace graphcap::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr int kNodeCounts[] = {1, 10, 100, 1000};
+
+double ns_between(Clock::time_point start, Clock::time_point stop) {
+  return std::chrono::duration<double, std::nano>(stop - start).count();
+}
+
+double median(std::vector<double> values) {
+  if (values.empty()) return 0.0;
+  const std::size_t mid = values.size() / 2;
+  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid), values.end());
+  const double upper = values[mid];
+  if (values.size() % 2 == 1) return upper;
+  const double lower = *std::max_element(values.begin(),
+                                         values.begin() + static_cast<std::ptrdiff_t>(mid));
+  return (lower + upper) / 2.0;
+}
+
+void skip(benchmark::State& state, const Error& error) {
+  state.SkipWithError(to_string(error).c_str());
+}
+
+void skip(benchmark::State& state, const std::string& message) {
+  state.SkipWithError(message.c_str());
+}
+
+std::string driver_failure(const char* entry_point, CUresult result) {
+  return Error::from_driver(entry_point, result).message();
+}
+
+// ---- ReplayHost / RawGraphLaunch ---------------------------------------------------------------
+
+int replay_batch(int nodes) { return nodes >= 1000 ? 8 : 32; }
+int single_call(int) { return 1; }
+
+std::int64_t replay_calls(int nodes) { return nodes <= 10 ? 8192 : nodes <= 100 ? 2048 : 512; }
+std::int64_t single_calls(int nodes) { return nodes <= 100 ? 2048 : 512; }
+
+void replay_vs_raw(benchmark::State& state, BenchEnv& env, bool graphcap_is_primary, int batch) {
+  const int n = static_cast<int>(state.range(0));
+  Result<CapturedGraph*> captured = env.graph(n);
+  if (!captured) return skip(state, captured.error());
+  Graph& graph = (*captured)->graph;
+  const CUgraphExec exec = (*captured)->exec;
+  DriverApi& driver = env.driver();
+  const CUstream stream = env.stream().handle();
+
+  // Probes, untimed: what one call costs in driver calls and heap allocations.
+  constexpr int kProbe = 16;
+  std::uint64_t replay_allocs = 0;
+  std::uint64_t raw_allocs = 0;
+  std::size_t replay_driver_calls = 0;
+  {
+    if (Result<void> synced = env.sync(); !synced) return skip(state, synced.error());
+    const std::size_t calls_before = env.observer().calls();
+    const std::uint64_t allocs_before = allocations_on_this_thread();
+    for (int i = 0; i < kProbe; ++i) {
+      if (Result<void> replayed = graph.replay(); !replayed) return skip(state, replayed.error());
+    }
+    replay_allocs = allocations_on_this_thread() - allocs_before;
+    replay_driver_calls = env.observer().calls() - calls_before;
+    if (Result<void> synced = env.sync(); !synced) return skip(state, synced.error());
+    const std::uint64_t raw_before = allocations_on_this_thread();
+    for (int i = 0; i < kProbe; ++i) {
+      if (CUresult r = driver.cuGraphLaunch(exec, stream); r != CUDA_SUCCESS) {
+        return skip(state, driver_failure("cuGraphLaunch", r));
+      }
+    }
+    raw_allocs = allocations_on_this_thread() - raw_before;
+    if (Result<void> synced = env.sync(); !synced) return skip(state, synced.error());
+  }
+
+  std::vector<double> graphcap_ns;
+  std::vector<double> raw_ns;
+  const auto batches = static_cast<std::size_t>(state.max_iterations / batch + 1);
+  graphcap_ns.reserve(batches);
+  raw_ns.reserve(batches);
+  bool graphcap_first = true;
+  while (state.KeepRunningBatch(batch)) {
+    double graphcap_batch = 0;
+    double raw_batch = 0;
+    bool failed = false;
+    CUresult raw_result = CUDA_SUCCESS;
+    for (int side = 0; side < 2; ++side) {
+      if ((side == 0) == graphcap_first) {
+        const Clock::time_point start = Clock::now();
+        for (int i = 0; i < batch; ++i) {
+          if (!graph.replay()) failed = true;
+        }
+        graphcap_batch = ns_between(start, Clock::now());
+      } else {
+        const Clock::time_point start = Clock::now();
+        for (int i = 0; i < batch; ++i) {
+          if (CUresult r = driver.cuGraphLaunch(exec, stream); r != CUDA_SUCCESS) raw_result = r;
+        }
+        raw_batch = ns_between(start, Clock::now());
+      }
+      if (Result<void> synced = env.sync(); !synced) {
+        skip(state, synced.error());
+        break;
+      }
+    }
+    if (state.error_occurred()) break;
+    graphcap_first = !graphcap_first;
+    if (failed) {
+      skip(state, "Graph::replay failed in the timed loop");
+      break;
+    }
+    if (raw_result != CUDA_SUCCESS) {
+      skip(state, driver_failure("cuGraphLaunch", raw_result));
+      break;
+    }
+    state.SetIterationTime((graphcap_is_primary ? graphcap_batch : raw_batch) * 1e-9);
+    graphcap_ns.push_back(graphcap_batch / batch);
+    raw_ns.push_back(raw_batch / batch);
+  }
+  if (state.error_occurred()) return;
+
+  const double graphcap_median = median(graphcap_ns);
+  const double raw_median = median(raw_ns);
+  const double primary = graphcap_is_primary ? graphcap_median : raw_median;
+  state.SetItemsProcessed(state.iterations());
+  state.counters["nodes"] = n;
+  state.counters["graphcap_ns"] = graphcap_median;
+  state.counters["raw_ns"] = raw_median;
+  state.counters["ratio"] = raw_median > 0 ? graphcap_median / raw_median : 0.0;
+  state.counters["over_raw_ns"] = graphcap_median - raw_median;
+  state.counters["us_per_node"] = primary / 1000.0 / n;
+  state.counters["batch"] = batch;
+  state.counters["drv_calls"] = static_cast<double>(replay_driver_calls) / kProbe;
+  state.counters["extra_allocs"] =
+      (static_cast<double>(replay_allocs) - static_cast<double>(raw_allocs)) / kProbe;
+}
+
+// ---- EagerPass / ReplayPass --------------------------------------------------------------------
+
+std::int64_t pass_iterations(int nodes) { return std::max<std::int64_t>(50, 20000 / nodes); }
+
+void eager_vs_replay(benchmark::State& state, BenchEnv& env, bool eager_is_primary, int) {
+  const int n = static_cast<int>(state.range(0));
+  Result<CapturedGraph*> captured = env.graph(n);
+  if (!captured) return skip(state, captured.error());
+  Graph& graph = (*captured)->graph;
+  if (Result<void> synced = env.sync(); !synced) return skip(state, synced.error());
+
+  // Probe, untimed: heap allocations of one Device::launch beyond a raw cuLaunchKernel's.
+  constexpr int kProbe = 16;
+  const std::uint64_t launch_before = allocations_on_this_thread();
+  for (int i = 0; i < kProbe; ++i) {
+    if (Result<void> launched = env.launch_empty(); !launched) {
+      return skip(state, launched.error());
+    }
+  }
+  const std::uint64_t launch_allocs = allocations_on_this_thread() - launch_before;
+  const std::uint64_t raw_before = allocations_on_this_thread();
+  for (int i = 0; i < kProbe; ++i) {
+    if (CUresult r = env.raw_launch_empty(); r != CUDA_SUCCESS) {
+      return skip(state, driver_failure("cuLaunchKernel", r));
+    }
+  }
+  const std::uint64_t raw_allocs = allocations_on_this_thread() - raw_before;
+  if (Result<void> synced = env.sync(); !synced) return skip(state, synced.error());
+
+  // Three sides per iteration, in a rotating order so drift hits each equally: the pass through
+  // Device::launch, the same n launches through raw cuLaunchKernel (the hardware's own eager cost,
+  // which bounds any eager-vs-replay ratio), and one replay.
+  std::vector<double> eager_ns;
+  std::vector<double> raw_eager_ns;
+  std::vector<double> replay_ns;
+  eager_ns.reserve(static_cast<std::size_t>(state.max_iterations));
+  raw_eager_ns.reserve(static_cast<std::size_t>(state.max_iterations));
+  replay_ns.reserve(static_cast<std::size_t>(state.max_iterations));
+  int rotation = 0;
+  for (auto _ : state) {
+    double eager = 0;
+    double raw_eager = 0;
+    double replayed = 0;
+    for (int step = 0; step < 3; ++step) {
+      const int side = (step + rotation) % 3;
+      Result<void> outcome;
+      const Clock::time_point start = Clock::now();
+      if (side == 0) {
+        for (int i = 0; i < n && outcome; ++i) outcome = env.launch_empty();
+      } else if (side == 1) {
+        for (int i = 0; i < n && outcome; ++i) {
+          if (CUresult r = env.raw_launch_empty(); r != CUDA_SUCCESS) {
+            outcome = Error::from_driver("cuLaunchKernel", r);
+          }
+        }
+      } else {
+        outcome = graph.replay();
+      }
+      if (outcome) outcome = env.sync();
+      const double elapsed = ns_between(start, Clock::now());
+      (side == 0 ? eager : side == 1 ? raw_eager : replayed) = elapsed;
+      if (!outcome) {
+        skip(state, outcome.error());
+        break;
+      }
+    }
+    if (state.error_occurred()) break;
+    rotation = (rotation + 1) % 3;
+    state.SetIterationTime((eager_is_primary ? eager : replayed) * 1e-9);
+    eager_ns.push_back(eager);
+    raw_eager_ns.push_back(raw_eager);
+    replay_ns.push_back(replayed);
+  }
+  if (state.error_occurred()) return;
+
+  const double eager_median = median(eager_ns);
+  const double raw_eager_median = median(raw_eager_ns);
+  const double replay_median = median(replay_ns);
+  state.SetItemsProcessed(state.iterations());
+  state.counters["nodes"] = n;
+  state.counters["eager_us"] = eager_median / 1000.0;
+  state.counters["raw_eager_us"] = raw_eager_median / 1000.0;
+  state.counters["replay_us"] = replay_median / 1000.0;
+  state.counters["speedup"] = replay_median > 0 ? eager_median / replay_median : 0.0;
+  state.counters["raw_speedup"] = replay_median > 0 ? raw_eager_median / replay_median : 0.0;
+  state.counters["eager_vs_raw"] = raw_eager_median > 0 ? eager_median / raw_eager_median : 0.0;
+  state.counters["us_per_node"] = (eager_is_primary ? eager_median : replay_median) / 1000.0 / n;
+  state.counters["launch_allocs"] =
+      (static_cast<double>(launch_allocs) - static_cast<double>(raw_allocs)) / kProbe;
+}
+
+// ---- CaptureCost / RawCapture ------------------------------------------------------------------
+
+std::int64_t capture_iterations(int nodes) { return std::max<std::int64_t>(30, 4000 / nodes); }
+
+struct CaptureTimes {
+  double warmup_ns = 0;  // prepare_capture + warm-up
+  double window_ns = 0;  // begin_capture + recorded launches + end_capture
+};
+
+Result<CaptureTimes> graphcap_capture(BenchEnv& env, int n) {
+  Device& device = env.device();
+  Stream& s = env.stream();
+  CaptureTimes times;
+  const Clock::time_point start = Clock::now();
+  if (Result<void> r = device.prepare_capture(s); !r) return r.error();
+  for (int i = 0; i < n; ++i) {
+    if (Result<void> r = env.launch_empty(); !r) {
+      (void)device.abort_capture(s);
+      return r.error();
+    }
+  }
+  times.warmup_ns = ns_between(start, Clock::now());
+  if (Result<void> r = env.sync(); !r) {  // untimed: the warm-up's device work drains here
+    (void)device.abort_capture(s);
+    return r.error();
+  }
+  const Clock::time_point begin = Clock::now();
+  if (Result<void> r = device.begin_capture(s); !r) {
+    (void)device.abort_capture(s);
+    return r.error();
+  }
+  for (int i = 0; i < n; ++i) {
+    if (Result<void> r = env.launch_empty(); !r) {
+      (void)device.abort_capture(s);
+      return r.error();
+    }
+  }
+  Result<Graph> graph = device.end_capture(s);
+  times.window_ns = ns_between(begin, Clock::now());
+  if (!graph) return graph.error();
+  if (graph->report().node_count != static_cast<std::size_t>(n)) {
+    return Error(Errc::graph_state, "CaptureCost: the graph holds " +
+                                        std::to_string(graph->report().node_count) + " nodes");
+  }
+  if (Result<void> r = graph->destroy(); !r) return r.error();
+  return times;
+}
+
+Result<double> raw_capture(BenchEnv& env, int n) {
+  DriverApi& driver = env.driver();
+  const CUstream stream = env.stream().handle();
+  const Clock::time_point start = Clock::now();
+  if (CUresult r = driver.cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL);
+      r != CUDA_SUCCESS) {
+    return Error::from_driver("cuStreamBeginCapture", r);
+  }
+  CUresult launched = CUDA_SUCCESS;
+  for (int i = 0; i < n; ++i) {
+    if (CUresult r = env.raw_launch_empty(); r != CUDA_SUCCESS) launched = r;
+  }
+  CUgraph graph = nullptr;
+  const CUresult ended = driver.cuStreamEndCapture(stream, &graph);
+  CUgraphExec exec = nullptr;
+  CUresult instantiated = CUDA_ERROR_INVALID_VALUE;
+  CUresult uploaded = CUDA_ERROR_INVALID_VALUE;
+  if (ended == CUDA_SUCCESS && graph != nullptr) {
+    instantiated = driver.cuGraphInstantiateWithFlags(&exec, graph, 0);
+    if (instantiated == CUDA_SUCCESS) uploaded = driver.cuGraphUpload(exec, stream);
+  }
+  const CUresult destroyed = graph != nullptr ? driver.cuGraphDestroy(graph) : CUDA_SUCCESS;
+  const double elapsed = ns_between(start, Clock::now());
+  // Untimed clean-up: wait for the upload, free the executable.
+  const CUresult synced = driver.cuStreamSynchronize(stream);
+  const CUresult freed = exec != nullptr ? driver.cuGraphExecDestroy(exec) : CUDA_SUCCESS;
+  if (launched != CUDA_SUCCESS) return Error::from_driver("cuLaunchKernel", launched);
+  if (ended != CUDA_SUCCESS) return Error::from_driver("cuStreamEndCapture", ended);
+  if (instantiated != CUDA_SUCCESS) {
+    return Error::from_driver("cuGraphInstantiateWithFlags", instantiated);
+  }
+  if (uploaded != CUDA_SUCCESS) return Error::from_driver("cuGraphUpload", uploaded);
+  if (destroyed != CUDA_SUCCESS) return Error::from_driver("cuGraphDestroy", destroyed);
+  if (synced != CUDA_SUCCESS) return Error::from_driver("cuStreamSynchronize", synced);
+  if (freed != CUDA_SUCCESS) return Error::from_driver("cuGraphExecDestroy", freed);
+  return elapsed;
+}
+
+void capture_vs_raw(benchmark::State& state, BenchEnv& env, bool graphcap_is_primary, int) {
+  const int n = static_cast<int>(state.range(0));
+  if (Result<void> synced = env.sync(); !synced) return skip(state, synced.error());
+  std::vector<double> incl_ns;
+  std::vector<double> excl_ns;
+  std::vector<double> warmup_ns;
+  std::vector<double> raw_ns;
+  const auto reserve = static_cast<std::size_t>(state.max_iterations);
+  incl_ns.reserve(reserve);
+  excl_ns.reserve(reserve);
+  warmup_ns.reserve(reserve);
+  raw_ns.reserve(reserve);
+  bool graphcap_first = true;
+  for (auto _ : state) {
+    CaptureTimes ours;
+    double raw = 0;
+    for (int side = 0; side < 2; ++side) {
+      if ((side == 0) == graphcap_first) {
+        Result<CaptureTimes> times = graphcap_capture(env, n);
+        if (!times) {
+          skip(state, times.error().context("CaptureCost"));
+          break;
+        }
+        ours = *times;
+      } else {
+        Result<double> elapsed = raw_capture(env, n);
+        if (!elapsed) {
+          skip(state, elapsed.error().context("RawCapture"));
+          break;
+        }
+        raw = *elapsed;
+      }
+    }
+    if (state.error_occurred()) break;
+    graphcap_first = !graphcap_first;
+    const double incl = ours.warmup_ns + ours.window_ns;
+    state.SetIterationTime((graphcap_is_primary ? incl : raw) * 1e-9);
+    incl_ns.push_back(incl);
+    excl_ns.push_back(ours.window_ns);
+    warmup_ns.push_back(ours.warmup_ns);
+    raw_ns.push_back(raw);
+  }
+  if (state.error_occurred()) return;
+
+  const double incl = median(incl_ns);
+  const double excl = median(excl_ns);
+  const double raw = median(raw_ns);
+  state.SetItemsProcessed(state.iterations());
+  state.counters["nodes"] = n;
+  state.counters["incl_us"] = incl / 1000.0;
+  state.counters["excl_us"] = excl / 1000.0;
+  state.counters["warmup_us"] = median(warmup_ns) / 1000.0;
+  state.counters["raw_us"] = raw / 1000.0;
+  state.counters["ratio_incl"] = raw > 0 ? incl / raw : 0.0;
+  state.counters["ratio_excl"] = raw > 0 ? excl / raw : 0.0;
+  state.counters["us_per_node"] = (graphcap_is_primary ? incl : raw) / 1000.0 / n;
+}
+
+// ---- registration ------------------------------------------------------------------------------
+
+std::int64_t scaled(std::int64_t count, double scale, std::int64_t multiple_of) {
+  auto value = static_cast<std::int64_t>(std::llround(static_cast<double>(count) * scale));
+  value = std::max(value, multiple_of);
+  return value / multiple_of * multiple_of;  // KeepRunningBatch never overshoots
+}
+
+using PairFunction = void (*)(benchmark::State&, BenchEnv&, bool, int);
+
+void register_pair(BenchEnv& env, const BenchPlan& plan, const char* first, const char* second,
+                   PairFunction function, benchmark::TimeUnit unit, int (*batch)(int),
+                   std::int64_t (*iterations)(int)) {
+  for (const bool first_is_primary : {true, false}) {
+    const char* name = first_is_primary ? first : second;
+    for (const int n : kNodeCounts) {
+      const int calls = batch != nullptr ? batch(n) : 1;
+      benchmark::RegisterBenchmark(
+          name,
+          [&env, function, first_is_primary, calls](benchmark::State& state) {
+            function(state, env, first_is_primary, calls);
+          })
+          ->Arg(n)
+          ->Iterations(scaled(iterations(n), plan.scale, calls))
+          ->UseManualTime()
+          ->Unit(unit);
+    }
+  }
+}
+
+}  // namespace
+
+void register_benchmarks(BenchEnv& env, const BenchPlan& plan) {
+  register_pair(env, plan, "ReplayHost", "RawGraphLaunch", replay_vs_raw, benchmark::kNanosecond,
+                replay_batch, replay_calls);
+  register_pair(env, plan, "ReplayHostSingle", "RawGraphLaunchSingle", replay_vs_raw,
+                benchmark::kNanosecond, single_call, single_calls);
+  register_pair(env, plan, "EagerPass", "ReplayPass", eager_vs_replay, benchmark::kMicrosecond,
+                nullptr, pass_iterations);
+  register_pair(env, plan, "CaptureCost", "RawCapture", capture_vs_raw, benchmark::kMicrosecond,
+                nullptr, capture_iterations);
+}
+
+}  // namespace graphcap::bench

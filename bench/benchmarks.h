@@ -1,0 +1,20 @@
+// The benchmark families of graphcap-bench (benchmarks.cc has the method of each).
+#pragma once
+
+namespace graphcap::bench {
+
+class BenchEnv;
+
+struct BenchPlan {
+  double scale = 1.0;  // multiplies every fixed iteration count (--scale)
+};
+
+// Registers every family on `env` (which must outlive the run), for 1/10/100/1000 nodes:
+//   ReplayHost/n, RawGraphLaunch/n    host time of one Graph::replay() / raw cuGraphLaunch,
+//                                     batches of 32 (8 at 1000 nodes) between syncs
+//   ReplayHostSingle/n, RawGraphLaunchSingle/n   the same, one call between syncs
+//   EagerPass/n, ReplayPass/n         wall time of a pass of n launches + sync, eager / replayed
+//   CaptureCost/n, RawCapture/n       graphcap's prepare+warm-up+begin+end / raw capture
+void register_benchmarks(BenchEnv& env, const BenchPlan& plan);
+
+}  // namespace graphcap::bench

@@ -1,0 +1,7 @@
+// The benchmark kernels' CUDA source; bench_kernels.h says what each does and
+// fake_bench_kernels.cc holds the same kernels as fake bodies. nvcc builds this into the fatbin
+// graphcap-bench embeds when GRAPHCAP_GPU is ON. extern "C": cuModuleGetFunction looks the names
+// up unmangled.
+
+// Does nothing: a launch of it costs only what launching costs.
+extern "C" __global__ void empty() {}

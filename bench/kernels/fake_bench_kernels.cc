@@ -1,0 +1,14 @@
+// The fake bodies of the benchmark kernels (bench_kernels.h).
+#include <string>
+
+#include <graphcap/fake/fake_driver.h>
+
+#include "kernels/bench_kernels.h"
+
+namespace graphcap::bench {
+
+void register_bench_kernels(fake::FakeDriver& driver) {
+  driver.register_kernel(std::string(kEmptyKernel), {}, [](fake::KernelContext&) {});
+}
+
+}  // namespace graphcap::bench

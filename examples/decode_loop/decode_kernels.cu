@@ -1,0 +1,39 @@
+// The decode loop's kernels (decode_kernels.h says what each does; fake_decode_kernels.cc holds
+// the same as fake bodies). Built by nvcc into the fatbin decode_loop embeds when GRAPHCAP_GPU is
+// ON. Grid-stride loops: any launch shape covers all n elements.
+#include <cstdint>
+
+namespace {
+
+__device__ std::uint64_t first_index() {
+  return static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+}
+__device__ std::uint64_t grid_stride() {
+  return static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
+}
+
+}  // namespace
+
+extern "C" __global__ void embed(const std::uint32_t* token, const std::uint32_t* state,
+                                 std::uint32_t* out, std::uint32_t n) {
+  for (std::uint64_t i = first_index(); i < n; i += grid_stride()) {
+    out[i] = 31u * state[i] + token[i];
+  }
+}
+
+extern "C" __global__ void mix(const std::uint32_t* src, std::uint32_t* dst, std::uint32_t salt,
+                               std::uint32_t n) {
+  for (std::uint64_t i = first_index(); i < n; i += grid_stride()) {
+    const std::uint32_t x = src[i] ^ salt;
+    dst[i] = ((x << 5) | (x >> 27)) * 0x9E3779B1u + src[(i + 1) % n];
+  }
+}
+
+extern "C" __global__ void axpy(const std::uint32_t* x, const std::uint32_t* y, std::uint32_t* out,
+                                std::uint32_t a, std::uint32_t n) {
+  for (std::uint64_t i = first_index(); i < n; i += grid_stride()) out[i] = a * x[i] + y[i];
+}
+
+extern "C" __global__ void copy(const std::uint32_t* src, std::uint32_t* dst, std::uint32_t n) {
+  for (std::uint64_t i = first_index(); i < n; i += grid_stride()) dst[i] = src[i];
+}

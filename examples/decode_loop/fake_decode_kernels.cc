@@ -1,0 +1,63 @@
+// The fake bodies of the decode loop's kernels (decode_kernels.h): the same arithmetic as the
+// CUDA source, over every element at once.
+#include <cstddef>
+#include <cstdint>
+
+#include <graphcap/fake/fake_driver.h>
+
+#include "decode_kernels.h"
+
+namespace decode {
+namespace {
+
+using graphcap::fake::KernelContext;
+constexpr std::size_t kPointer = sizeof(std::uint64_t);  // a CUdeviceptr parameter
+constexpr std::size_t kU32 = sizeof(std::uint32_t);
+
+void embed(KernelContext& k) {
+  const auto n = k.value<std::uint32_t>(3);
+  auto token = k.buffer<const std::uint32_t>(0, n);
+  auto state = k.buffer<const std::uint32_t>(1, n);
+  auto out = k.buffer<std::uint32_t>(2, n);
+  for (std::size_t i = 0; i < out.size() && i < token.size() && i < state.size(); ++i) {
+    out[i] = embed_one(token[i], state[i]);
+  }
+}
+
+void mix(KernelContext& k) {
+  const auto salt = k.value<std::uint32_t>(2);
+  const auto n = k.value<std::uint32_t>(3);
+  auto src = k.buffer<const std::uint32_t>(0, n);
+  auto dst = k.buffer<std::uint32_t>(1, n);
+  if (src.size() != n || dst.size() != n) return;  // a violation the fake has recorded
+  for (std::size_t i = 0; i < n; ++i) dst[i] = mix_one(src[i], src[(i + 1) % n], salt);
+}
+
+void axpy(KernelContext& k) {
+  const auto a = k.value<std::uint32_t>(3);
+  const auto n = k.value<std::uint32_t>(4);
+  auto x = k.buffer<const std::uint32_t>(0, n);
+  auto y = k.buffer<const std::uint32_t>(1, n);
+  auto out = k.buffer<std::uint32_t>(2, n);
+  for (std::size_t i = 0; i < out.size() && i < x.size() && i < y.size(); ++i) {
+    out[i] = axpy_one(a, x[i], y[i]);
+  }
+}
+
+void copy(KernelContext& k) {
+  const auto n = k.value<std::uint32_t>(2);
+  auto src = k.buffer<const std::uint32_t>(0, n);
+  auto dst = k.buffer<std::uint32_t>(1, n);
+  for (std::size_t i = 0; i < dst.size() && i < src.size(); ++i) dst[i] = src[i];
+}
+
+}  // namespace
+
+void register_fake_kernels(graphcap::fake::FakeDriver& driver) {
+  driver.register_kernel("embed", {kPointer, kPointer, kPointer, kU32}, embed);
+  driver.register_kernel("mix", {kPointer, kPointer, kU32, kU32}, mix);
+  driver.register_kernel("axpy", {kPointer, kPointer, kPointer, kU32, kU32}, axpy);
+  driver.register_kernel("copy", {kPointer, kPointer, kU32}, copy);
+}
+
+}  // namespace decode

@@ -1,0 +1,391 @@
+// decode_loop: a decode-like loop run eagerly, then captured once and replayed.
+//
+// Each step of the loop feeds a new token into a state, as a language model's decode step does:
+// the host writes the step's token into the token buffer (the input, rewritten every step), then
+// `embed` mixes it into the state and `layers` rounds of `mix` + `axpy` run over ping-pong buffers
+// allocated for the step, and `copy` writes the result back as the next state: 2 * layers + 2
+// launches per step.
+//
+// The loop runs `steps` steps eagerly (every launch through Device::launch). Then, from the same
+// initial state, it is captured once: prepare_capture, one warm-up step, begin_capture, one
+// recorded step, end_capture. The graph is replayed for `steps` steps, the token rewritten before
+// each replay. Both final states must equal each other and a host-computed reference; the
+// program exits 1 and says where they differ otherwise.
+//
+//   decode_loop [--driver=fake|cuda] [--steps=N] [--elements=N] [--layers=N]
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <graphcap/fake/fake_driver.h>
+#include <graphcap/graphcap.h>
+
+#include "decode_kernels.h"
+
+#if DECODE_LOOP_CUDA_KERNELS
+#include <graphcap/embedded/decode_loop_kernels_fatbin.h>
+#endif
+
+namespace {
+
+using graphcap::Arg;
+using graphcap::Buffer;
+using graphcap::Device;
+using graphcap::Error;
+using graphcap::Graph;
+using graphcap::Kernel;
+using graphcap::LaunchDims;
+using graphcap::Result;
+using Clock = std::chrono::steady_clock;
+
+struct Options {
+  bool cuda = false;
+  std::uint32_t steps = 200;
+  std::uint32_t elements = 1024;
+  std::uint32_t layers = 16;
+};
+
+// A failure: what the program was doing, and why. Printed once by main.
+struct Failure {
+  std::string message;
+};
+
+[[noreturn]] void fail(const std::string& message) { throw Failure{message}; }
+
+template <class T>
+T check(Result<T> result, const char* what) {
+  if (!result) fail(std::string(what) + ": " + graphcap::to_string(result.error()));
+  return std::move(result).value();
+}
+
+void check(Result<void> result, const char* what) {
+  if (!result) fail(std::string(what) + ": " + graphcap::to_string(result.error()));
+}
+
+bool parse_count(std::string_view text, std::string_view name, std::uint32_t min,
+                 std::uint32_t max, std::uint32_t& out) {
+  if (text.substr(0, name.size()) != name) return false;
+  const std::string value(text.substr(name.size()));
+  char* end = nullptr;
+  const unsigned long parsed = std::strtoul(value.c_str(), &end, 10);
+  if (value.empty() || *end != '\0' || parsed < min || parsed > max) {
+    fail(std::string(name.substr(0, name.size() - 1)) + " needs a whole number from " + std::to_string(min) + " to " +
+         std::to_string(max) + ", not '" + value + "'");
+  }
+  out = static_cast<std::uint32_t>(parsed);
+  return true;
+}
+
+Options parse(int argc, char** argv) {
+  Options options;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg(argv[i]);
+    if (arg == "--driver=fake") {
+      options.cuda = false;
+    } else if (arg == "--driver=cuda") {
+      options.cuda = true;
+    } else if (parse_count(arg, "--steps=", 1, 1000000, options.steps) ||
+               parse_count(arg, "--elements=", 1, 1u << 26, options.elements) ||
+               parse_count(arg, "--layers=", 1, 1000, options.layers)) {
+    } else if (arg == "--help" || arg == "-h") {
+      std::puts("usage: decode_loop [--driver=fake|cuda] [--steps=N] [--elements=N] [--layers=N]");
+      std::exit(0);
+    } else {
+      fail("unknown argument '" + std::string(arg) + "' (try --help)");
+    }
+  }
+  return options;
+}
+
+// The token of step `step`: deterministic, different every step and every element.
+std::vector<std::uint32_t> token_of(std::uint32_t step, std::uint32_t elements) {
+  std::vector<std::uint32_t> token(elements);
+  std::uint32_t x = 0x12345678u ^ (step * 0x01000193u);
+  for (std::uint32_t& value : token) {
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    value = x;
+  }
+  return token;
+}
+
+std::vector<std::uint32_t> initial_state(std::uint32_t elements) {
+  std::vector<std::uint32_t> state(elements);
+  for (std::uint32_t i = 0; i < elements; ++i) state[i] = i * 2654435761u + 7u;
+  return state;
+}
+
+std::uint32_t salt_of(std::uint32_t layer) { return 0xA5A5A5A5u + layer * 0x9E3779B9u; }
+constexpr std::uint32_t kResidualScale = 3;
+
+std::span<const std::byte> bytes_of(const std::vector<std::uint32_t>& values) {
+  return std::as_bytes(std::span<const std::uint32_t>(values));
+}
+
+std::vector<std::uint32_t> words_of(const std::vector<std::byte>& bytes) {
+  std::vector<std::uint32_t> words(bytes.size() / sizeof(std::uint32_t));
+  std::memcpy(words.data(), bytes.data(), words.size() * sizeof(std::uint32_t));
+  return words;
+}
+
+// The same loop on the host: what both runs must produce.
+std::vector<std::uint32_t> reference(const Options& o) {
+  std::vector<std::uint32_t> state = initial_state(o.elements);
+  std::vector<std::uint32_t> h(o.elements), s(o.elements), other(o.elements);
+  for (std::uint32_t step = 0; step < o.steps; ++step) {
+    const std::vector<std::uint32_t> token = token_of(step, o.elements);
+    for (std::uint32_t i = 0; i < o.elements; ++i) h[i] = decode::embed_one(token[i], state[i]);
+    for (std::uint32_t layer = 0; layer < o.layers; ++layer) {
+      for (std::uint32_t i = 0; i < o.elements; ++i) {
+        s[i] = decode::mix_one(h[i], h[(i + 1) % o.elements], salt_of(layer));
+      }
+      for (std::uint32_t i = 0; i < o.elements; ++i) {
+        other[i] = decode::axpy_one(kResidualScale, s[i], h[i]);
+      }
+      std::swap(h, other);
+    }
+    state = h;
+  }
+  return state;
+}
+
+class DecodeLoop {
+ public:
+  DecodeLoop(Device& device, const graphcap::Module& module, const Options& options)
+      : device_(device), options_(options) {
+    embed_ = check(module.kernel("embed"), "finding kernel embed");
+    mix_ = check(module.kernel("mix"), "finding kernel mix");
+    axpy_ = check(module.kernel("axpy"), "finding kernel axpy");
+    copy_ = check(module.kernel("copy"), "finding kernel copy");
+    const unsigned blocks = std::min<unsigned>((options.elements + 255) / 256, 1024);
+    dims_ = LaunchDims{graphcap::Dim3{blocks, 1, 1}, graphcap::Dim3{256, 1, 1}, 0};
+    state_ = check(device.alloc(bytes(), device.stream()), "allocating the state");
+    token_ = check(device.alloc(bytes(), device.stream()), "allocating the token buffer");
+  }
+
+  std::uint32_t launches_per_step() const { return 2 * options_.layers + 2; }
+  std::size_t bytes() const { return std::size_t{options_.elements} * sizeof(std::uint32_t); }
+
+  void reset_state() {
+    check(device_.write(state_, bytes_of(initial_state(options_.elements)), device_.stream()),
+          "writing the initial state");
+  }
+  void write_token(std::uint32_t step) {
+    check(device_.write(token_, bytes_of(token_of(step, options_.elements)), device_.stream()),
+          "writing the token");
+  }
+
+  // The step's launches. Its ping-pong buffers come from the stream's pool each step and go
+  // back to it when the step ends (a recorded step's stay pinned on the graph).
+  void launch_step() {
+    graphcap::Stream& s = device_.stream();
+    const std::uint32_t n = options_.elements;
+    Buffer h = check(device_.alloc(bytes(), s), "allocating a step buffer");
+    Buffer other = check(device_.alloc(bytes(), s), "allocating a step buffer");
+    Buffer scratch = check(device_.alloc(bytes(), s), "allocating a step buffer");
+    check(device_.launch(s, embed_, dims_,
+                         {Arg::in(token_), Arg::in(state_), Arg::out(h), Arg::value(n)}),
+          "launching embed");
+    for (std::uint32_t layer = 0; layer < options_.layers; ++layer) {
+      check(device_.launch(s, mix_, dims_,
+                           {Arg::in(h), Arg::out(scratch), Arg::value(salt_of(layer)),
+                            Arg::value(n)}),
+            "launching mix");
+      check(device_.launch(s, axpy_, dims_,
+                           {Arg::in(scratch), Arg::in(h), Arg::out(other),
+                            Arg::value(kResidualScale), Arg::value(n)}),
+            "launching axpy");
+      std::swap(h, other);
+    }
+    check(device_.launch(s, copy_, dims_, {Arg::in(h), Arg::out(state_), Arg::value(n)}),
+          "launching copy");
+  }
+
+  std::vector<std::uint32_t> read_state() {
+    return words_of(check(device_.read(state_, device_.stream()), "reading the state"));
+  }
+  void sync() { check(device_.sync(device_.stream()), "syncing the stream"); }
+
+ private:
+  Device& device_;
+  Options options_;
+  Kernel embed_, mix_, axpy_, copy_;
+  LaunchDims dims_;
+  Buffer state_;
+  Buffer token_;
+};
+
+double us_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+}
+
+std::string with_commas(std::size_t value) {
+  const std::string digits = std::to_string(value);
+  std::string out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out.push_back(',');
+    out.push_back(digits[i]);
+  }
+  return out;
+}
+
+// The first element where two states differ, if any.
+std::optional<std::size_t> first_difference(const std::vector<std::uint32_t>& a,
+                                            const std::vector<std::uint32_t>& b) {
+  if (a.size() != b.size()) return std::min(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (a[i] != b[i]) return i;
+  }
+  return std::nullopt;
+}
+
+std::uint32_t checksum(const std::vector<std::uint32_t>& words) {
+  std::uint32_t hash = 2166136261u;  // FNV-1a over the words
+  for (std::uint32_t word : words) hash = (hash ^ word) * 16777619u;
+  return hash;
+}
+
+int run(const Options& options) {
+  // The driver: the fake (with the kernels' fake bodies) or libcuda (with the embedded fatbin).
+  std::unique_ptr<graphcap::fake::FakeDriver> fake;
+  std::unique_ptr<graphcap::DriverApi> cuda;
+  std::vector<std::byte> fake_image;
+  std::span<const std::byte> image;
+  graphcap::DriverApi* driver = nullptr;
+  if (!options.cuda) {
+    graphcap::fake::FakeDriverOptions fake_options;
+    fake_options.record_calls = false;
+    fake = std::make_unique<graphcap::fake::FakeDriver>(fake_options);
+    decode::register_fake_kernels(*fake);
+    fake_image = fake->module_image({"embed", "mix", "axpy", "copy"});
+    image = fake_image;
+    driver = fake.get();
+  } else {
+#if DECODE_LOOP_CUDA_KERNELS
+    cuda = check(graphcap::load_cuda_driver(), "--driver=cuda");
+    image = graphcap::embedded::decode_loop_kernels_fatbin();
+    driver = cuda.get();
+#else
+    fail("--driver=cuda: this decode_loop was built without GRAPHCAP_GPU, so it holds no CUDA "
+         "kernels; configure with -DGRAPHCAP_GPU=ON (the gpu preset) and run it on a GPU");
+#endif
+  }
+
+  std::unique_ptr<Device> device = check(Device::open(*driver), "opening the device");
+  graphcap::Module module = check(device->load_module(image), "loading the kernels");
+  DecodeLoop loop(*device, module, options);
+
+  // Eager: one untimed step first (the pools reach their working set), then the timed run.
+  loop.reset_state();
+  loop.write_token(0);
+  loop.launch_step();
+  loop.sync();
+  loop.reset_state();
+  const Clock::time_point eager_start = Clock::now();
+  for (std::uint32_t step = 0; step < options.steps; ++step) {
+    loop.write_token(step);
+    loop.launch_step();
+  }
+  loop.sync();
+  const double eager_us = us_since(eager_start);
+  const std::vector<std::uint32_t> eager = loop.read_state();
+
+  // Captured: prepare, a warm-up step, then one recorded step (not executed).
+  graphcap::Stream& stream = device->stream();
+  check(device->prepare_capture(stream), "prepare_capture");
+  loop.reset_state();
+  loop.write_token(0);
+  loop.launch_step();
+  check(device->begin_capture(stream), "begin_capture");
+  loop.launch_step();
+  Graph graph = check(device->end_capture(stream), "end_capture");
+
+  // Replayed, from the same initial state.
+  loop.reset_state();
+  loop.sync();
+  const Clock::time_point replay_start = Clock::now();
+  for (std::uint32_t step = 0; step < options.steps; ++step) {
+    loop.write_token(step);
+    check(graph.replay(), "replay");
+  }
+  loop.sync();
+  const double replay_us = us_since(replay_start);
+  const std::vector<std::uint32_t> replayed = loop.read_state();
+  const std::vector<std::uint32_t> expected = reference(options);
+
+  const graphcap::GraphReport& report = graph.report();
+  const double eager_step = eager_us / options.steps;
+  const double replay_step = replay_us / options.steps;
+  std::printf("decode_loop on the %s driver: %u-element state, %u layers, %u steps\n",
+              driver->name(), options.elements, options.layers, options.steps);
+  std::printf("(a step writes the token, then makes %u launches eagerly or one graph replay)\n\n",
+              loop.launches_per_step());
+  std::printf("  %-24s %12u\n", "launches per step", loop.launches_per_step());
+  std::printf("  %-24s %12zu  (%zu kernel)\n", "graph nodes", report.node_count,
+              report.nodes(graphcap::CU_GRAPH_NODE_TYPE_KERNEL));
+  std::printf("  %-24s %12s  (%zu slices)\n", "pinned bytes",
+              with_commas(report.pinned_bytes).c_str(), report.pinned_slices);
+  std::printf("  %-24s %9.2f us\n", "time per step, eager", eager_step);
+  std::printf("  %-24s %9.2f us\n", "time per step, replayed", replay_step);
+  std::printf("  %-24s %11.2fx\n\n", "speedup", replay_step > 0 ? eager_step / replay_step : 0.0);
+  if (fake) {
+    std::printf("(on the fake driver kernels run as host code when the stream is synced: the times\n"
+                " measure the simulation and graphcap's own overhead, not a GPU)\n\n");
+  }
+
+  int status = 0;
+  if (fake) {
+    for (const std::string& violation : fake->violations()) {
+      std::printf("FAKE DRIVER VIOLATION: %s\n", violation.c_str());
+      status = 1;
+    }
+  }
+  const auto report_difference = [&](const char* a_name, const std::vector<std::uint32_t>& a,
+                                     const char* b_name, const std::vector<std::uint32_t>& b) {
+    if (std::optional<std::size_t> at = first_difference(a, b)) {
+      if (*at < a.size() && *at < b.size()) {
+        std::printf("MISMATCH: the %s and %s states differ first at element %zu (0x%08x vs 0x%08x)\n",
+                    a_name, b_name, *at, a[*at], b[*at]);
+      } else {
+        std::printf("MISMATCH: the %s state has %zu elements, the %s state %zu\n", a_name,
+                    a.size(), b_name, b.size());
+      }
+      status = 1;
+    }
+  };
+  report_difference("eager", eager, "replayed", replayed);
+  report_difference("eager", eager, "host reference", expected);
+  report_difference("replayed", replayed, "host reference", expected);
+  if (status == 0) {
+    std::printf("eager and replayed states are identical, and equal the host reference "
+                "(checksum 0x%08x)\n", checksum(replayed));
+  }
+  check(graph.destroy(), "destroying the graph");
+  return status;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(parse(argc, argv));
+  } catch (const Failure& failure) {
+    std::fprintf(stderr, "decode_loop: %s\n", failure.message.c_str());
+    return 1;
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "decode_loop: %s\n", error.what());
+    return 1;
+  }
+}
