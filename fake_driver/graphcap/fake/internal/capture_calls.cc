@@ -1,0 +1,263 @@
+// Stream capture: capture sequences (id, mode, beginning thread, status, member streams with their
+// dependency frontiers), the rules that refuse calls and invalidate captures, and how a capture
+// ends. Every rule here is a row of shared/reference/cuda-driver-facts.md unless marked.
+#include <graphcap/fake/internal/fake_state.h>
+
+namespace graphcap::fake {
+
+FakeState::Capture* FakeState::capture_of(const Stream& stream) {
+  if (stream.capture == 0) return nullptr;
+  auto it = captures_.find(stream.capture);
+  return it == captures_.end() ? nullptr : &it->second;
+}
+
+CUresult FakeState::refuse(Capture& capture, CUresult code) {
+  if (capture.status == CU_STREAM_CAPTURE_STATUS_ACTIVE) {
+    capture.status = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
+  }
+  return code;
+}
+
+CUresult FakeState::refuse(Stream& stream, CUresult code) {
+  if (Capture* capture = capture_of(stream)) refuse(*capture, code);
+  return code;
+}
+
+CUresult FakeState::route(Stream& stream, bool* captured) {
+  *captured = false;
+  if (stream.legacy) {
+    // Not measured (cuda.h): work on the legacy NULL stream would wait for every blocking stream
+    // of its context, so a capturing blocking stream makes it 906, invalidating that capture.
+    bool implicit = false;
+    for (auto& [id, capture] : captures_) {
+      if (capture.device != stream.device) continue;
+      for (std::uint64_t member : capture.members) {
+        const Stream* other = stream_by_id(member);
+        if (other != nullptr && other->handle != nullptr &&
+            (other->flags & CU_STREAM_NON_BLOCKING) == 0) {
+          refuse(capture, CUDA_ERROR_STREAM_CAPTURE_IMPLICIT);
+          implicit = true;
+          break;
+        }
+      }
+    }
+    if (implicit) return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
+  }
+  if (Capture* capture = capture_of(stream)) {
+    if (capture->status != CU_STREAM_CAPTURE_STATUS_ACTIVE) {
+      return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    }
+    *captured = true;
+  }
+  return CUDA_SUCCESS;
+}
+
+// CUDA's rule for potentially unsafe calls: a thread whose mode is RELAXED may always make them;
+// otherwise they are prohibited while the thread has its own capture not begun in RELAXED mode,
+// or (for a thread in GLOBAL mode) while another thread has a GLOBAL capture. A prohibited call
+// returns 900 and invalidates the captures that prohibited it.
+CUresult FakeState::check_unsafe_call() {
+  const CUstreamCaptureMode mine = this_thread().mode;
+  if (mine == CU_STREAM_CAPTURE_MODE_RELAXED) return CUDA_SUCCESS;
+  const std::thread::id me = std::this_thread::get_id();
+  bool prohibited = false;
+  for (auto& [id, capture] : captures_) {
+    const bool blocks = capture.thread == me ? capture.mode != CU_STREAM_CAPTURE_MODE_RELAXED
+                                             : mine == CU_STREAM_CAPTURE_MODE_GLOBAL &&
+                                                   capture.mode == CU_STREAM_CAPTURE_MODE_GLOBAL;
+    if (blocks) {
+      refuse(capture, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+      prohibited = true;
+    }
+  }
+  return prohibited ? CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED : CUDA_SUCCESS;
+}
+
+void FakeState::finish_capture(Capture& capture, bool keep_graph) {
+  for (std::uint64_t member : capture.members) {
+    if (Stream* stream = stream_by_id(member); stream != nullptr && stream->capture == capture.id) {
+      stream->capture = 0;
+      stream->frontier.clear();
+      stream->frontier_handles.clear();
+    }
+  }
+  if (keep_graph) {
+    graphs_.at(capture.graph).under_capture = false;
+  } else {
+    erase_graph(capture.graph);
+  }
+  captures_.erase(capture.id);
+}
+
+void FakeState::add_node(Stream& stream, internal::NodeWork work) {
+  Capture& capture = *capture_of(stream);
+  internal::Graph& graph = graphs_.at(capture.graph);
+  const std::size_t index = graph.nodes.size();
+  graph.nodes.push_back(internal::NodeData{std::move(work), stream.frontier});
+  const auto handle = new_handle<CUgraphNode>();
+  graph.node_handles.push_back(handle);
+  nodes_.emplace(handle, std::make_pair(capture.graph, index));
+  stream.frontier.assign(1, index);
+}
+
+void FakeState::refresh_frontier_handles(Stream& stream) {
+  stream.frontier_handles.clear();
+  const Capture* capture = capture_of(stream);
+  if (capture == nullptr) return;
+  const internal::Graph& graph = graphs_.at(capture->graph);
+  for (std::size_t node : stream.frontier)
+    stream.frontier_handles.push_back(graph.node_handles[node]);
+}
+
+CUresult FakeState::begin_capture(CUstream handle, CUstreamCaptureMode mode) {
+  Context* context = nullptr;
+  if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
+  Stream* stream = nullptr;
+  if (CUresult r = resolve_stream(handle, *context, &stream); r != CUDA_SUCCESS) return r;
+  if (stream->legacy) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  if (mode != CU_STREAM_CAPTURE_MODE_GLOBAL && mode != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
+      mode != CU_STREAM_CAPTURE_MODE_RELAXED) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (stream->capture != 0) return CUDA_ERROR_ILLEGAL_STATE;  // the running capture stays valid
+
+  Capture capture;
+  capture.id = next_capture_id_++;
+  capture.mode = mode;
+  capture.thread = std::this_thread::get_id();
+  capture.graph = new_handle<CUgraph>();
+  capture.origin = stream->id;
+  capture.members.insert(stream->id);
+  capture.device = context->device;
+  internal::Graph graph;
+  graph.handle = capture.graph;
+  graph.context = context->handle;
+  graph.under_capture = true;
+  graphs_.emplace(graph.handle, std::move(graph));
+  stream->capture = capture.id;
+  stream->frontier.clear();
+  captures_.emplace(capture.id, std::move(capture));
+  return CUDA_SUCCESS;
+}
+
+CUresult FakeState::end_capture(CUstream handle, CUgraph* graph_out) {
+  Context* context = nullptr;
+  if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
+  if (graph_out == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  Stream* stream = nullptr;
+  if (CUresult r = resolve_stream(handle, *context, &stream); r != CUDA_SUCCESS) return r;
+  *graph_out = nullptr;
+  Capture* capture = capture_of(*stream);
+  if (capture == nullptr) return CUDA_ERROR_ILLEGAL_STATE;
+
+  if (capture->mode != CU_STREAM_CAPTURE_MODE_RELAXED &&
+      capture->thread != std::this_thread::get_id()) {
+    finish_capture(*capture, false);  // terminated: the owner's own end then gives 401
+    return CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD;
+  }
+  if (capture->status != CU_STREAM_CAPTURE_STATUS_ACTIVE) {
+    finish_capture(*capture, false);
+    return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+  }
+  if (capture->origin != stream->id) {
+    capture->status = CU_STREAM_CAPTURE_STATUS_INVALIDATED;  // both streams stay, INVALIDATED
+    return CUDA_ERROR_STREAM_CAPTURE_UNMATCHED;
+  }
+  // Every other member stream must have been joined back: its frontier lies in the history of
+  // the origin's frontier.
+  const internal::Graph& graph = graphs_.at(capture->graph);
+  std::vector<bool> joined(graph.nodes.size(), false);
+  std::vector<std::size_t> todo = stream->frontier;
+  while (!todo.empty()) {
+    const std::size_t node = todo.back();
+    todo.pop_back();
+    if (joined[node]) continue;
+    joined[node] = true;
+    for (std::size_t dep : graph.nodes[node].deps) todo.push_back(dep);
+  }
+  for (std::uint64_t member : capture->members) {
+    const Stream* other = stream_by_id(member);
+    if (other == nullptr || other == stream) continue;
+    for (std::size_t node : other->frontier) {
+      if (!joined[node]) {
+        finish_capture(*capture, false);
+        return CUDA_ERROR_STREAM_CAPTURE_UNJOINED;
+      }
+    }
+  }
+  const CUgraph result = capture->graph;
+  finish_capture(*capture, true);
+  *graph_out = result;
+  return CUDA_SUCCESS;
+}
+
+CUresult FakeState::is_capturing(CUstream handle, CUstreamCaptureStatus* status) {
+  Context* context = nullptr;
+  if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
+  if (status == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  Stream* stream = nullptr;
+  if (CUresult r = resolve_stream(handle, *context, &stream); r != CUDA_SUCCESS) return r;
+  if (stream->legacy) {
+    // Not measured (cuda.h): asking about the legacy stream while a blocking stream of its
+    // context captures is 906; the capture is not invalidated.
+    for (auto& [id, capture] : captures_) {
+      for (std::uint64_t member : capture.members) {
+        const Stream* other = stream_by_id(member);
+        if (capture.device == stream->device && other != nullptr && other->handle != nullptr &&
+            (other->flags & CU_STREAM_NON_BLOCKING) == 0) {
+          return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
+        }
+      }
+    }
+  }
+  const Capture* capture = capture_of(*stream);
+  *status = capture == nullptr ? CU_STREAM_CAPTURE_STATUS_NONE : capture->status;
+  return CUDA_SUCCESS;
+}
+
+CUresult FakeState::get_capture_info(CUstream handle, CUstreamCaptureStatus* status, cuuint64_t* id,
+                                     CUgraph* graph, const CUgraphNode** dependencies,
+                                     const CUgraphEdgeData** edge_data,
+                                     std::size_t* dependency_count) {
+  if (CUresult r = is_capturing(handle, status); r != CUDA_SUCCESS) return r;
+  Context* context = nullptr;
+  (void)need_context(&context);
+  Stream* stream = nullptr;
+  (void)resolve_stream(handle, *context, &stream);
+  const Capture* capture = capture_of(*stream);
+  if (capture == nullptr) return CUDA_SUCCESS;  // NONE: nothing else is written
+  refresh_frontier_handles(*stream);
+  if (id != nullptr) *id = capture->id;
+  if (graph != nullptr) *graph = capture->graph;
+  if (dependencies != nullptr) {
+    *dependencies = stream->frontier_handles.empty() ? nullptr : stream->frontier_handles.data();
+  }
+  if (edge_data != nullptr) *edge_data = nullptr;  // every edge is a default edge
+  if (dependency_count != nullptr) *dependency_count = stream->frontier_handles.size();
+  return CUDA_SUCCESS;
+}
+
+CUresult FakeState::exchange_capture_mode(CUstreamCaptureMode* mode) {
+  if (CUresult r = need_init(); r != CUDA_SUCCESS) return r;
+  if (mode == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (*mode != CU_STREAM_CAPTURE_MODE_GLOBAL && *mode != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
+      *mode != CU_STREAM_CAPTURE_MODE_RELAXED) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  ThreadState& thread = this_thread();
+  std::swap(thread.mode, *mode);
+  return CUDA_SUCCESS;
+}
+
+void FakeState::injected_captured_operation(CUstream handle) {
+  if (Stream* stream = find_stream(handle)) refuse(*stream, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+}
+
+void FakeState::injected_end_capture(CUstream handle, CUgraph* graph) {
+  if (graph != nullptr) *graph = nullptr;
+  Stream* stream = find_stream(handle);
+  if (stream == nullptr) return;
+  if (Capture* capture = capture_of(*stream)) finish_capture(*capture, false);
+}
+
+}  // namespace graphcap::fake

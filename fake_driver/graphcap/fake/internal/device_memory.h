@@ -1,0 +1,64 @@
+// Simulated device memory: host bytes behind fake 64-bit device addresses. Ranges never overlap
+// and are never handed out twice (with a guard gap between them), so an access to freed or
+// foreign memory is always detectable and always names the allocation it hit.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <graphcap/driver/cuda_types.h>
+
+namespace graphcap::fake::internal {
+
+class DeviceMemory {
+ public:
+  enum class Kind { sync, async, graph };  // cuMemAlloc, cuMemAllocAsync, a MEM_ALLOC node
+
+  struct Allocation {
+    CUdeviceptr base = 0;
+    std::size_t size = 0;
+    int device = 0;
+    CUcontext context = nullptr;
+    Kind kind = Kind::sync;
+    // The host's view: allocated and not yet freed by any call (what cuMemFree/cuMemFreeAsync
+    // accept, and what the graph relaunch rule checks).
+    bool host_allocated = false;
+    // The device's view: work executing now may touch it (backing bytes exist).
+    bool device_live = false;
+    std::shared_ptr<std::byte> bytes;  // zero-filled while device_live
+  };
+
+  DeviceMemory(int devices, std::size_t bytes_per_device);
+
+  // A fresh address range for `size` bytes, neither live nor host-allocated yet.
+  Allocation& reserve(std::size_t size, int device, CUcontext context, Kind kind);
+  // Give a reserved range backing bytes (zeroed) / take them away.
+  void make_live(Allocation& allocation);
+  void make_dead(Allocation& allocation);
+
+  Allocation* find_base(CUdeviceptr base);
+  Allocation* find_containing(CUdeviceptr address);
+
+  // The host bytes behind [address, address + bytes) when the range lies inside one live
+  // allocation; otherwise nullptr and `why` says what is wrong, as the end of a sentence.
+  std::byte* access(CUdeviceptr address, std::size_t bytes, std::string* why);
+
+  std::size_t used(int device) const { return used_.at(static_cast<std::size_t>(device)); }
+  std::size_t total() const noexcept { return total_; }
+
+  // Visits every allocation record (live, dead and reserved).
+  void for_each(const std::function<void(Allocation&)>& visit);
+
+ private:
+  std::size_t total_;
+  std::vector<std::size_t> used_;
+  std::vector<CUdeviceptr> next_;
+  std::map<CUdeviceptr, Allocation> allocations_;
+};
+
+}  // namespace graphcap::fake::internal

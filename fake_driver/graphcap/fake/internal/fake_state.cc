@@ -1,0 +1,87 @@
+// FakeState's construction, per-thread state and the context checks every entry point starts with.
+#include <graphcap/fake/internal/fake_state.h>
+
+#include <atomic>
+#include <unordered_map>
+
+namespace graphcap::fake {
+namespace {
+
+std::uint64_t next_serial() {
+  static std::atomic<std::uint64_t> serial{0};
+  return ++serial;
+}
+
+}  // namespace
+
+FakeState::FakeState(FakeDriverOptions options)
+    : serial_(next_serial()),
+      options_(options),
+      device_memory_(options.device_count, options.device_memory_bytes),
+      pinned_memory_(options.pinned_host_bytes),
+      log_(options.record_calls) {
+  const int devices = options_.device_count > 0 ? options_.device_count : 0;
+  contexts_.resize(static_cast<std::size_t>(devices));
+  for (int device = 0; device < devices; ++device) {
+    Context& context = contexts_[static_cast<std::size_t>(device)];
+    context.handle = new_handle<CUcontext>();
+    context.device = device;
+    context.default_stream = new_stream(device, nullptr, CU_STREAM_DEFAULT, true).id;
+  }
+}
+
+FakeState::~FakeState() = default;
+
+// The current context and capture mode are per thread, as in CUDA, and per FakeDriver instance.
+// thread_local (not a map keyed by std::thread::id, whose values are reused after a thread ends)
+// so that a new thread always starts with no context and GLOBAL mode.
+FakeState::ThreadState& FakeState::this_thread() {
+  thread_local std::unordered_map<std::uint64_t, ThreadState> states;
+  return states[serial_];
+}
+
+CUresult FakeState::need_init() const {
+  return initialized_ ? CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED;
+}
+
+CUresult FakeState::need_context(Context** context) {
+  if (CUresult r = need_init(); r != CUDA_SUCCESS) return r;
+  const CUcontext current = this_thread().context;
+  if (current == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+  Context* found = find_context(current);
+  if (found == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+  // A primary context released for the last time is destroyed; cuda.h documents 709 for a
+  // current context in that state.
+  if (found->refs == 0) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+  *context = found;
+  return CUDA_SUCCESS;
+}
+
+FakeState::Context* FakeState::find_context(CUcontext handle) {
+  for (Context& context : contexts_) {
+    if (context.handle == handle) return &context;
+  }
+  return nullptr;
+}
+
+FakeState::Stream& FakeState::new_stream(int device, CUstream handle, unsigned flags, bool legacy) {
+  auto stream = std::make_unique<Stream>();
+  stream->id = next_stream_id_++;
+  stream->handle = handle;
+  stream->device = device;
+  stream->flags = flags;
+  stream->legacy = legacy;
+  Stream& ref = *stream;
+  streams_.emplace(ref.id, std::move(stream));
+  if (handle != nullptr) user_streams_.emplace(handle, ref.id);
+  return ref;
+}
+
+void FakeState::remove_stream(std::uint64_t id) {
+  auto it = streams_.find(id);
+  if (it == streams_.end()) return;
+  if (it->second->handle != nullptr) user_streams_.erase(it->second->handle);
+  streams_.erase(it);
+}
+
+}  // namespace graphcap::fake

@@ -1,0 +1,193 @@
+// Graphs and executables: inspection, instantiation (with the one-executable rule for graphs
+// holding memory nodes), upload, launch (with the memory-node relaunch rule), exec update and
+// destruction.
+#include <graphcap/fake/internal/fake_state.h>
+
+#include <fstream>
+
+namespace graphcap::fake {
+
+using internal::DeviceMemory;
+
+void FakeState::erase_graph(CUgraph handle) {
+  auto it = graphs_.find(handle);
+  if (it == graphs_.end()) return;
+  for (CUgraphNode node : it->second.node_handles) nodes_.erase(node);
+  graphs_.erase(it);
+}
+
+void FakeState::erase_exec(CUgraphExec handle) {
+  auto it = execs_.find(handle);
+  if (it == execs_.end()) return;
+  if (auto graph = graphs_.find(it->second.source);
+      graph != graphs_.end() && graph->second.live_execs > 0) {
+    --graph->second.live_execs;
+  }
+  execs_.erase(it);  // launches still queued hold their own reference to the body
+}
+
+CUresult FakeState::graph_get_nodes(CUgraph handle, CUgraphNode* nodes, std::size_t* count) {
+  if (CUresult r = need_init(); r != CUDA_SUCCESS) return r;
+  if (count == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  auto it = graphs_.find(handle);
+  if (it == graphs_.end()) return CUDA_ERROR_INVALID_HANDLE;
+  const std::vector<CUgraphNode>& handles = it->second.node_handles;
+  if (nodes == nullptr) {
+    *count = handles.size();
+    return CUDA_SUCCESS;
+  }
+  // cuda.h: fill *count entries, NULL past the last node, and report how many were real.
+  for (std::size_t i = 0; i < *count; ++i) nodes[i] = i < handles.size() ? handles[i] : nullptr;
+  if (*count > handles.size()) *count = handles.size();
+  return CUDA_SUCCESS;
+}
+
+CUresult FakeState::graph_node_get_type(CUgraphNode node, CUgraphNodeType* type) {
+  if (CUresult r = need_init(); r != CUDA_SUCCESS) return r;
+  if (type == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  auto it = nodes_.find(node);
+  if (it == nodes_.end()) return CUDA_ERROR_INVALID_HANDLE;
+  *type = internal::node_type(graphs_.at(it->second.first).nodes[it->second.second].work);
+  return CUDA_SUCCESS;
+}
+
+CUresult FakeState::graph_instantiate(CUgraphExec* exec, CUgraph handle, unsigned long long flags) {
+  Context* context = nullptr;
+  if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
+  if (exec == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  auto it = graphs_.find(handle);
+  if (it == graphs_.end()) return CUDA_ERROR_INVALID_HANDLE;
+  internal::Graph& graph = it->second;
+  if (graph.under_capture) return CUDA_ERROR_INVALID_VALUE;  // not measured
+  // UPLOAD (2) is only for cuGraphInstantiateWithParams; AUTO_FREE_ON_LAUNCH and DEVICE_LAUNCH
+  // exclude each other; unknown bits are refused.
+  constexpr unsigned long long kAccepted = CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH |
+                                           CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH |
+                                           CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY;
+  if ((flags & ~kAccepted) != 0 ||
+      ((flags & CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH) != 0 &&
+       (flags & CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH) != 0)) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (graph.has_memory_nodes() && graph.live_execs > 0) return CUDA_ERROR_NOT_SUPPORTED;
+  Exec created;
+  created.handle = new_handle<CUgraphExec>();
+  created.device = context->device;
+  created.flags = flags;
+  created.source = handle;
+  created.body = internal::make_exec_body(graph.nodes);
+  ++graph.live_execs;
+  *exec = created.handle;
+  execs_.emplace(created.handle, std::move(created));
+  return CUDA_SUCCESS;
+}
+
+CUresult FakeState::graph_upload(CUgraphExec exec, CUstream handle) {
+  Context* context = nullptr;
+  if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
+  auto it = execs_.find(exec);
+  if (it == execs_.end()) return CUDA_ERROR_INVALID_HANDLE;
+  Stream* stream = nullptr;
+  if (CUresult r = resolve_stream(handle, *context, &stream); r != CUDA_SUCCESS) return r;
+  bool captured = false;
+  if (CUresult r = route(*stream, &captured); r != CUDA_SUCCESS) return r;
+  if (captured) return refuse(*stream, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);  // not measured
+  it->second.uploaded = true;
+  return CUDA_SUCCESS;
+}
+
+CUresult FakeState::graph_launch(CUgraphExec exec, CUstream handle) {
+  Context* context = nullptr;
+  if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
+  auto it = execs_.find(exec);
+  Stream* stream = nullptr;
+  if (CUresult r = resolve_stream(handle, *context, &stream); r != CUDA_SUCCESS) return r;
+  bool captured = false;
+  if (CUresult r = route(*stream, &captured); r != CUDA_SUCCESS) return r;
+  if (captured) return refuse(*stream, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+  if (it == execs_.end()) return CUDA_ERROR_INVALID_HANDLE;
+  Exec& launched = it->second;
+  const internal::ExecBody& body = *launched.body;
+  const bool auto_free = (launched.flags & CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH) != 0;
+
+  // The relaunch rule: an allocation the graph made and does not free must have been freed by
+  // the host before the graph runs again (unless AUTO_FREE_ON_LAUNCH frees it).
+  for (CUdeviceptr address : body.kept_allocs) {
+    const DeviceMemory::Allocation* allocation = device_memory_.find_base(address);
+    if (allocation != nullptr && allocation->host_allocated && !auto_free) {
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+  }
+  for (CUdeviceptr address : body.outside_frees) {
+    const DeviceMemory::Allocation* allocation = device_memory_.find_base(address);
+    if (allocation == nullptr || !allocation->host_allocated) return CUDA_ERROR_INVALID_VALUE;
+  }
+  for (CUdeviceptr address : body.kept_allocs) {
+    DeviceMemory::Allocation* allocation = device_memory_.find_base(address);
+    if (allocation == nullptr) continue;
+    if (allocation->host_allocated) {  // AUTO_FREE_ON_LAUNCH: freed in order, before the graph
+      allocation->host_allocated = false;
+      enqueue(*stream, "cuGraphLaunch", internal::NodeWork{internal::FreeWork{address}});
+    }
+    allocation->host_allocated = true;  // the host owns what this launch allocates
+  }
+  for (CUdeviceptr address : body.outside_frees) {
+    device_memory_.find_base(address)->host_allocated = false;
+  }
+  launched.uploaded = true;
+  enqueue(*stream, "cuGraphLaunch", GraphLaunchWork{launched.body, exec});
+  return CUDA_SUCCESS;
+}
+
+CUresult FakeState::graph_exec_update(CUgraphExec exec, CUgraph handle,
+                                      CUgraphExecUpdateResultInfo* info) {
+  Context* context = nullptr;
+  if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
+  if (info == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  auto updated = execs_.find(exec);
+  auto graph = graphs_.find(handle);
+  if (updated == execs_.end() || graph == graphs_.end()) return CUDA_ERROR_INVALID_HANDLE;
+  const internal::UpdateCheck check =
+      internal::check_exec_update(updated->second.body->nodes, graph->second.nodes);
+  info->result = check.result;
+  info->errorNode = check.error_node ? graph->second.node_handles[*check.error_node] : nullptr;
+  info->errorFromNode = nullptr;
+  if (check.result != CU_GRAPH_EXEC_UPDATE_SUCCESS) return CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
+  // Launches already queued keep the body they were launched with.
+  updated->second.body = internal::make_exec_body(graph->second.nodes);
+  return CUDA_SUCCESS;
+}
+
+CUresult FakeState::graph_destroy(CUgraph handle) {
+  if (CUresult r = need_init(); r != CUDA_SUCCESS) return r;
+  auto it = graphs_.find(handle);
+  if (it == graphs_.end()) return CUDA_ERROR_INVALID_HANDLE;
+  // Not measured: the graph a capture is still building belongs to the capture.
+  if (it->second.under_capture) return CUDA_ERROR_ILLEGAL_STATE;
+  // Graph allocations a launch made stay allocated: destroying the graph does not free them.
+  erase_graph(handle);
+  return CUDA_SUCCESS;
+}
+
+CUresult FakeState::graph_exec_destroy(CUgraphExec exec) {
+  Context* context = nullptr;
+  if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
+  if (CUresult r = check_unsafe_call(); r != CUDA_SUCCESS) return r;
+  if (execs_.find(exec) == execs_.end()) return CUDA_ERROR_INVALID_HANDLE;
+  erase_exec(exec);
+  return CUDA_SUCCESS;
+}
+
+CUresult FakeState::graph_dot_print(CUgraph handle, const char* path, unsigned flags) {
+  if (CUresult r = need_init(); r != CUDA_SUCCESS) return r;
+  if (path == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  auto it = graphs_.find(handle);
+  if (it == graphs_.end()) return CUDA_ERROR_INVALID_HANDLE;
+  std::ofstream file(path, std::ios::out | std::ios::trunc);
+  if (!file) return CUDA_ERROR_OPERATING_SYSTEM;
+  file << internal::to_dot(it->second, (flags & CU_GRAPH_DEBUG_DOT_FLAGS_VERBOSE) != 0);
+  file.close();
+  return file ? CUDA_SUCCESS : CUDA_ERROR_OPERATING_SYSTEM;
+}
+
+}  // namespace graphcap::fake

@@ -1,0 +1,136 @@
+#include <graphcap/fake/internal/graph_model.h>
+
+#include <algorithm>
+#include <queue>
+#include <set>
+
+namespace graphcap::fake::internal {
+
+bool Graph::has_memory_nodes() const {
+  return std::any_of(nodes.begin(), nodes.end(), [](const NodeData& node) {
+    const CUgraphNodeType type = node_type(node.work);
+    return type == CU_GRAPH_NODE_TYPE_MEM_ALLOC || type == CU_GRAPH_NODE_TYPE_MEM_FREE;
+  });
+}
+
+std::vector<std::size_t> topological_order(const std::vector<NodeData>& nodes) {
+  std::vector<std::size_t> waiting(nodes.size(), 0);
+  std::vector<std::vector<std::size_t>> dependents(nodes.size());
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    for (std::size_t dep : nodes[i].deps) {
+      ++waiting[i];
+      dependents[dep].push_back(i);
+    }
+  }
+  std::priority_queue<std::size_t, std::vector<std::size_t>, std::greater<>> ready;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    if (waiting[i] == 0) ready.push(i);
+  }
+  std::vector<std::size_t> order;
+  order.reserve(nodes.size());
+  while (!ready.empty()) {
+    const std::size_t next = ready.top();
+    ready.pop();
+    order.push_back(next);
+    for (std::size_t dependent : dependents[next]) {
+      if (--waiting[dependent] == 0) ready.push(dependent);
+    }
+  }
+  return order;
+}
+
+std::shared_ptr<const ExecBody> make_exec_body(const std::vector<NodeData>& nodes) {
+  auto body = std::make_shared<ExecBody>();
+  body->nodes = nodes;
+  body->order = topological_order(nodes);
+  std::set<CUdeviceptr> allocated;
+  std::set<CUdeviceptr> freed;
+  for (const NodeData& node : nodes) {
+    if (const auto* alloc = std::get_if<AllocWork>(&node.work)) allocated.insert(alloc->address);
+    if (const auto* free = std::get_if<FreeWork>(&node.work)) freed.insert(free->address);
+  }
+  for (CUdeviceptr address : allocated) {
+    if (!freed.count(address)) body->kept_allocs.push_back(address);
+  }
+  for (CUdeviceptr address : freed) {
+    if (!allocated.count(address)) body->outside_frees.push_back(address);
+  }
+  return body;
+}
+
+namespace {
+
+std::vector<std::size_t> sorted(std::vector<std::size_t> values) {
+  std::sort(values.begin(), values.end());
+  values.erase(std::unique(values.begin(), values.end()), values.end());
+  return values;
+}
+
+// Memory nodes can't take new parameters (their ranges belong to the executable).
+bool same_memory_node(const NodeWork& a, const NodeWork& b) {
+  if (const auto* x = std::get_if<AllocWork>(&a)) {
+    const auto* y = std::get_if<AllocWork>(&b);
+    return y != nullptr && x->address == y->address && x->bytes == y->bytes;
+  }
+  if (const auto* x = std::get_if<FreeWork>(&a)) {
+    const auto* y = std::get_if<FreeWork>(&b);
+    return y != nullptr && x->address == y->address;
+  }
+  return true;
+}
+
+}  // namespace
+
+UpdateCheck check_exec_update(const std::vector<NodeData>& current,
+                              const std::vector<NodeData>& next) {
+  if (current.size() != next.size()) return {CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED, {}};
+  for (std::size_t i = 0; i < next.size(); ++i) {
+    if (sorted(current[i].deps) != sorted(next[i].deps)) {
+      return {CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED, i};
+    }
+  }
+  for (std::size_t i = 0; i < next.size(); ++i) {
+    if (node_type(current[i].work) != node_type(next[i].work)) {
+      return {CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED, i};
+    }
+  }
+  for (std::size_t i = 0; i < next.size(); ++i) {
+    if (!same_memory_node(current[i].work, next[i].work)) {
+      return {CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED, i};
+    }
+  }
+  return {};
+}
+
+std::string to_dot(const Graph& graph, bool verbose) {
+  std::string dot = "digraph graphcap_fake {\n  node [shape=box];\n";
+  for (std::size_t i = 0; i < graph.nodes.size(); ++i) {
+    const NodeData& node = graph.nodes[i];
+    std::string label = std::to_string(i) + " " + node_type_name(node_type(node.work));
+    if (verbose) label += "\\n" + describe(node.work);
+    if (const auto* kernel = std::get_if<KernelWork>(&node.work)) {
+      if (!verbose) label += "\\n" + kernel->kernel->name;
+      const LaunchDims& d = kernel->dims;
+      if (verbose) {
+        label += "\\ngrid (" + std::to_string(d.grid.x) + "," + std::to_string(d.grid.y) + "," +
+                 std::to_string(d.grid.z) + ") block (" + std::to_string(d.block.x) + "," +
+                 std::to_string(d.block.y) + "," + std::to_string(d.block.z) + ")";
+      }
+    }
+    std::string escaped;
+    for (char c : label) {
+      if (c == '"') escaped += '\\';
+      escaped += c;
+    }
+    dot += "  n" + std::to_string(i) + " [label=\"" + escaped + "\"];\n";
+  }
+  for (std::size_t i = 0; i < graph.nodes.size(); ++i) {
+    for (std::size_t dep : graph.nodes[i].deps) {
+      dot += "  n" + std::to_string(dep) + " -> n" + std::to_string(i) + ";\n";
+    }
+  }
+  dot += "}\n";
+  return dot;
+}
+
+}  // namespace graphcap::fake::internal

@@ -1,0 +1,56 @@
+// Graphs and executables as data: nodes (typed work) with dependency edges, the order they run
+// in, how exec update compares two graphs, and the DOT rendering.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <graphcap/driver/cuda_types.h>
+#include <graphcap/fake/internal/work.h>
+
+namespace graphcap::fake::internal {
+
+struct NodeData {
+  NodeWork work;
+  std::vector<std::size_t> deps;  // indices of earlier nodes of the same graph
+};
+
+struct Graph {
+  CUgraph handle = nullptr;
+  CUcontext context = nullptr;
+  std::vector<NodeData> nodes;            // creation order
+  std::vector<CUgraphNode> node_handles;  // parallel to nodes
+  bool under_capture = false;             // still owned by a capture sequence
+  std::size_t live_execs = 0;             // executables instantiated from it, not destroyed
+  bool has_memory_nodes() const;
+};
+
+// What an executable runs: an immutable copy of a graph's nodes, shared with launches still in
+// the queue (an exec update replaces it for later launches only).
+struct ExecBody {
+  std::vector<NodeData> nodes;
+  std::vector<std::size_t> order;          // a topological order
+  std::vector<CUdeviceptr> kept_allocs;    // MEM_ALLOC ranges the graph does not free itself
+  std::vector<CUdeviceptr> outside_frees;  // MEM_FREE of memory the graph did not allocate
+};
+
+std::shared_ptr<const ExecBody> make_exec_body(const std::vector<NodeData>& nodes);
+
+// Kahn's algorithm, ties broken by creation order.
+std::vector<std::size_t> topological_order(const std::vector<NodeData>& nodes);
+
+struct UpdateCheck {
+  CUgraphExecUpdateResult result = CU_GRAPH_EXEC_UPDATE_SUCCESS;
+  std::optional<std::size_t> error_node;  // index in the new graph
+};
+// Whether an executable of `current` can take `next`'s parameters (nodes pair up by creation
+// order).
+UpdateCheck check_exec_update(const std::vector<NodeData>& current,
+                              const std::vector<NodeData>& next);
+
+std::string to_dot(const Graph& graph, bool verbose);
+
+}  // namespace graphcap::fake::internal

@@ -1,0 +1,206 @@
+// Device and pinned host memory: allocation (synchronous, stream-ordered, and captured as graph
+// allocations), the implicit device synchronization of the synchronous frees, and the copies and
+// memsets that move bytes through the queue.
+#include <graphcap/fake/internal/fake_state.h>
+
+#include <cstring>
+
+namespace graphcap::fake {
+
+using internal::DeviceMemory;
+
+CUresult FakeState::mem_get_info(std::size_t* free, std::size_t* total) {
+  Context* context = nullptr;
+  if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
+  if (free == nullptr || total == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  *total = device_memory_.total();
+  const std::size_t used = device_memory_.used(context->device);
+  *free = used >= *total ? 0 : *total - used;
+  return CUDA_SUCCESS;
+}
+
+CUresult FakeState::mem_alloc(CUdeviceptr* pointer, std::size_t bytes) {
+  Context* context = nullptr;
+  if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
+  if (CUresult r = check_unsafe_call(); r != CUDA_SUCCESS) return r;
+  if (pointer == nullptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+  const std::size_t used = device_memory_.used(context->device);
+  if (used > device_memory_.total() || bytes > device_memory_.total() - used) {
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  DeviceMemory::Allocation& allocation =
+      device_memory_.reserve(bytes, context->device, context->handle, DeviceMemory::Kind::sync);
+  device_memory_.make_live(allocation);
+  allocation.host_allocated = true;
+  *pointer = allocation.base;
+  return CUDA_SUCCESS;
+}
+
+CUresult FakeState::mem_free(CUdeviceptr pointer) {
+  Context* context = nullptr;
+  if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
+  if (CUresult r = check_unsafe_call(); r != CUDA_SUCCESS) return r;
+  if (pointer == 0) return CUDA_SUCCESS;  // not measured: freeing NULL does nothing
+  DeviceMemory::Allocation* allocation = device_memory_.find_base(pointer);
+  if (allocation == nullptr || !allocation->host_allocated) return CUDA_ERROR_INVALID_VALUE;
+  run_all();  // cuMemFree synchronizes the device first
+  allocation->host_allocated = false;
+  device_memory_.make_dead(*allocation);
+  return CUDA_SUCCESS;
+}
+
+CUresult FakeState::mem_alloc_async(CUdeviceptr* pointer, std::size_t bytes, CUstream handle) {
+  Context* context = nullptr;
+  if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
+  Stream* stream = nullptr;
+  if (CUresult r = resolve_stream(handle, *context, &stream); r != CUDA_SUCCESS) return r;
+  bool captured = false;
+  if (CUresult r = route(*stream, &captured); r != CUDA_SUCCESS) return r;
+  if (pointer == nullptr || bytes == 0) return refuse(*stream, CUDA_ERROR_INVALID_VALUE);
+  if (captured) {
+    // A graph allocation: its address is fixed now, its memory exists while a launch holds it.
+    DeviceMemory::Allocation& allocation =
+        device_memory_.reserve(bytes, context->device, context->handle, DeviceMemory::Kind::graph);
+    add_node(*stream, internal::AllocWork{allocation.base, bytes});
+    *pointer = allocation.base;
+    return CUDA_SUCCESS;
+  }
+  const std::size_t used = device_memory_.used(context->device);
+  if (used > device_memory_.total() || bytes > device_memory_.total() - used) {
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  // Usable at once: the fake's queue runs in order, so nothing can touch it before it exists.
+  DeviceMemory::Allocation& allocation =
+      device_memory_.reserve(bytes, context->device, context->handle, DeviceMemory::Kind::async);
+  device_memory_.make_live(allocation);
+  allocation.host_allocated = true;
+  *pointer = allocation.base;
+  return CUDA_SUCCESS;
+}
+
+CUresult FakeState::mem_free_async(CUdeviceptr pointer, CUstream handle) {
+  Context* context = nullptr;
+  if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
+  Stream* stream = nullptr;
+  if (CUresult r = resolve_stream(handle, *context, &stream); r != CUDA_SUCCESS) return r;
+  bool captured = false;
+  if (CUresult r = route(*stream, &captured); r != CUDA_SUCCESS) return r;
+  if (pointer == 0) return refuse(*stream, CUDA_ERROR_INVALID_VALUE);
+  DeviceMemory::Allocation* allocation = device_memory_.find_base(pointer);
+  if (captured) {
+    // A MEM_FREE node may free an allocation of this graph that it has not freed yet, or memory
+    // the host holds now (freed, for the host, when the graph launches).
+    const internal::Graph& graph = graphs_.at(capture_of(*stream)->graph);
+    bool in_graph = false;
+    for (const internal::NodeData& node : graph.nodes) {
+      if (const auto* alloc = std::get_if<internal::AllocWork>(&node.work)) {
+        in_graph = in_graph || alloc->address == pointer;
+      }
+      if (const auto* free = std::get_if<internal::FreeWork>(&node.work)) {
+        if (free->address == pointer) return refuse(*stream, CUDA_ERROR_INVALID_VALUE);
+      }
+    }
+    if (!in_graph && (allocation == nullptr || !allocation->host_allocated)) {
+      return refuse(*stream, CUDA_ERROR_INVALID_VALUE);
+    }
+    add_node(*stream, internal::FreeWork{pointer});
+    return CUDA_SUCCESS;
+  }
+  if (allocation == nullptr || !allocation->host_allocated) return CUDA_ERROR_INVALID_VALUE;
+  allocation->host_allocated = false;  // for the host it is gone now; the device frees it in order
+  enqueue(*stream, "cuMemFreeAsync", internal::NodeWork{internal::FreeWork{pointer}});
+  return CUDA_SUCCESS;
+}
+
+CUresult FakeState::mem_alloc_host(void** pointer, std::size_t bytes) {
+  Context* context = nullptr;
+  if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
+  if (CUresult r = check_unsafe_call(); r != CUDA_SUCCESS) return r;
+  if (pointer == nullptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+  void* allocated = pinned_memory_.allocate(bytes, context->handle);
+  if (allocated == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
+  *pointer = allocated;
+  return CUDA_SUCCESS;
+}
+
+CUresult FakeState::mem_free_host(void* pointer) {
+  Context* context = nullptr;
+  if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
+  if (CUresult r = check_unsafe_call(); r != CUDA_SUCCESS) return r;
+  if (pointer == nullptr) return CUDA_SUCCESS;  // not measured: freeing NULL does nothing
+  if (!pinned_memory_.contains(pointer, 0)) return CUDA_ERROR_INVALID_VALUE;
+  run_all();  // cuMemFreeHost synchronizes the device first
+  return pinned_memory_.free(pointer) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult FakeState::memcpy_htod(CUdeviceptr dst, const void* src, std::size_t bytes,
+                                CUstream handle) {
+  Context* context = nullptr;
+  if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
+  Stream* stream = nullptr;
+  if (CUresult r = resolve_stream(handle, *context, &stream); r != CUDA_SUCCESS) return r;
+  bool captured = false;
+  if (CUresult r = route(*stream, &captured); r != CUDA_SUCCESS) return r;
+  if (bytes != 0 && (src == nullptr || dst == 0)) return refuse(*stream, CUDA_ERROR_INVALID_VALUE);
+  internal::CopyToDeviceWork copy;
+  copy.dst = dst;
+  copy.src = src;
+  copy.bytes = bytes;
+  copy.pinned = pinned_memory_.contains(src, bytes);
+  if (captured) {
+    add_node(*stream, internal::NodeWork{std::move(copy)});  // reads `src` on every launch
+    return CUDA_SUCCESS;
+  }
+  if (!copy.pinned && bytes != 0) {
+    // A pageable source is staged at call time: the caller may reuse it when this returns.
+    copy.from_snapshot = true;
+    copy.snapshot.assign(static_cast<const std::byte*>(src),
+                         static_cast<const std::byte*>(src) + bytes);
+  }
+  enqueue(*stream, "cuMemcpyHtoDAsync", internal::NodeWork{std::move(copy)});
+  return CUDA_SUCCESS;
+}
+
+CUresult FakeState::memcpy_dtoh(void* dst, CUdeviceptr src, std::size_t bytes, CUstream handle) {
+  Context* context = nullptr;
+  if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
+  Stream* stream = nullptr;
+  if (CUresult r = resolve_stream(handle, *context, &stream); r != CUDA_SUCCESS) return r;
+  bool captured = false;
+  if (CUresult r = route(*stream, &captured); r != CUDA_SUCCESS) return r;
+  if (bytes != 0 && (dst == nullptr || src == 0)) return refuse(*stream, CUDA_ERROR_INVALID_VALUE);
+  internal::CopyToHostWork copy{dst, src, bytes, pinned_memory_.contains(dst, bytes)};
+  if (captured) {
+    add_node(*stream, internal::NodeWork{copy});  // writes `dst` on every launch
+    return CUDA_SUCCESS;
+  }
+  if (copy.pinned || bytes == 0) {
+    enqueue(*stream, "cuMemcpyDtoHAsync", internal::NodeWork{copy});
+    return CUDA_SUCCESS;
+  }
+  // Into pageable memory the copy is synchronous: everything queued before it runs first.
+  run_all();
+  tick();
+  execute_node(internal::NodeWork{copy}, "cuMemcpyDtoHAsync");
+  return CUDA_SUCCESS;
+}
+
+CUresult FakeState::memset_d8(CUdeviceptr dst, unsigned char value, std::size_t count,
+                              CUstream handle) {
+  Context* context = nullptr;
+  if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
+  Stream* stream = nullptr;
+  if (CUresult r = resolve_stream(handle, *context, &stream); r != CUDA_SUCCESS) return r;
+  bool captured = false;
+  if (CUresult r = route(*stream, &captured); r != CUDA_SUCCESS) return r;
+  if (count != 0 && dst == 0) return refuse(*stream, CUDA_ERROR_INVALID_VALUE);
+  internal::MemsetWork memset{dst, value, count};
+  if (captured) {
+    add_node(*stream, internal::NodeWork{memset});
+  } else {
+    enqueue(*stream, "cuMemsetD8Async", internal::NodeWork{memset});
+  }
+  return CUDA_SUCCESS;
+}
+
+}  // namespace graphcap::fake

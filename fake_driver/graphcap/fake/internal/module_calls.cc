@@ -1,0 +1,124 @@
+// Modules and launches: fake kernels are registered host functions, named by a module image;
+// cuLaunchKernel checks the launch shape against the H200's limits, copies the parameters and
+// queues (or captures) the kernel.
+#include <graphcap/fake/internal/fake_state.h>
+
+#include <graphcap/fake/internal/kernel_params.h>
+#include <graphcap/fake/internal/module_image.h>
+
+namespace graphcap::fake {
+namespace {
+
+// The H200's launch limits (as cuDeviceGetAttribute reports them).
+constexpr unsigned kMaxThreadsPerBlock = 1024;
+constexpr unsigned kMaxBlock[3] = {1024, 1024, 64};
+constexpr unsigned kMaxGrid[3] = {2147483647u, 65535, 65535};
+constexpr unsigned kMaxStaticSharedBytes = 49152;
+
+bool valid_shape(const LaunchDims& dims) {
+  const unsigned grid[3] = {dims.grid.x, dims.grid.y, dims.grid.z};
+  const unsigned block[3] = {dims.block.x, dims.block.y, dims.block.z};
+  for (int i = 0; i < 3; ++i) {
+    if (grid[i] == 0 || block[i] == 0) return false;
+    if (grid[i] > kMaxGrid[i] || block[i] > kMaxBlock[i]) return false;
+  }
+  const unsigned long long threads =
+      static_cast<unsigned long long>(block[0]) * block[1] * block[2];
+  if (threads > kMaxThreadsPerBlock) return false;
+  // No cuFuncSetAttribute here, so the opt-in limit is never unlocked.
+  return dims.shared_bytes <= kMaxStaticSharedBytes;
+}
+
+}  // namespace
+
+void FakeState::register_kernel(std::string name, bool declared_sizes,
+                                std::vector<std::size_t> sizes, KernelBody body) {
+  std::lock_guard<std::mutex> guard(mutex_);
+  auto kernel = std::make_shared<internal::KernelDef>();
+  kernel->name = name;
+  kernel->declared_sizes = declared_sizes;
+  kernel->param_sizes = std::move(sizes);
+  kernel->body = std::move(body);
+  kernels_.insert_or_assign(std::move(name), std::move(kernel));
+}
+
+CUresult FakeState::module_load(CUmodule* module, const void* image) {
+  Context* context = nullptr;
+  if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
+  if (module == nullptr || image == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  const auto names = internal::parse_module_image(static_cast<const char*>(image));
+  if (!names) return CUDA_ERROR_INVALID_IMAGE;
+  Module loaded;
+  for (const std::string& name : *names) {
+    auto it = kernels_.find(name);
+    if (it == kernels_.end()) return CUDA_ERROR_INVALID_IMAGE;  // no code for that entry
+    loaded.kernels.emplace(name, it->second);
+  }
+  loaded.handle = new_handle<CUmodule>();
+  loaded.device = context->device;
+  *module = loaded.handle;
+  modules_.emplace(loaded.handle, std::move(loaded));
+  return CUDA_SUCCESS;
+}
+
+CUresult FakeState::module_unload(CUmodule handle) {
+  Context* context = nullptr;
+  if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
+  if (CUresult r = check_unsafe_call(); r != CUDA_SUCCESS) return r;
+  auto it = modules_.find(handle);
+  if (it == modules_.end()) return CUDA_ERROR_INVALID_HANDLE;
+  run_all();  // not measured: work already queued with its kernels finishes first
+  for (auto& [name, function] : it->second.functions) functions_.erase(function);
+  modules_.erase(it);
+  return CUDA_SUCCESS;
+}
+
+CUresult FakeState::module_get_function(CUfunction* function, CUmodule handle, const char* name) {
+  Context* context = nullptr;
+  if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
+  if (function == nullptr || name == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  auto it = modules_.find(handle);
+  if (it == modules_.end()) return CUDA_ERROR_INVALID_HANDLE;
+  Module& module = it->second;
+  auto kernel = module.kernels.find(name);
+  if (kernel == module.kernels.end()) return CUDA_ERROR_NOT_FOUND;
+  auto existing = module.functions.find(name);
+  if (existing == module.functions.end()) {
+    const auto created = new_handle<CUfunction>();
+    functions_.emplace(created, Function{handle, kernel->second});
+    existing = module.functions.emplace(name, created).first;
+  }
+  *function = existing->second;
+  return CUDA_SUCCESS;
+}
+
+CUresult FakeState::launch_kernel(CUfunction function, const LaunchDims& dims, CUstream handle,
+                                  void** params, void** extra) {
+  Context* context = nullptr;
+  if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
+  Stream* stream = nullptr;
+  if (CUresult r = resolve_stream(handle, *context, &stream); r != CUDA_SUCCESS) return r;
+  bool captured = false;
+  if (CUresult r = route(*stream, &captured); r != CUDA_SUCCESS) return r;
+  // Functions of an unloaded module are gone with it.
+  auto it = functions_.find(function);
+  if (it == functions_.end()) return refuse(*stream, CUDA_ERROR_INVALID_HANDLE);
+  if (!valid_shape(dims)) return refuse(*stream, CUDA_ERROR_INVALID_VALUE);
+  internal::KernelWork work;
+  work.kernel = it->second.kernel;
+  work.module = it->second.module;
+  work.function = function;
+  work.dims = dims;
+  if (CUresult r = internal::copy_launch_params(*work.kernel, params, extra, &work.params);
+      r != CUDA_SUCCESS) {
+    return refuse(*stream, r);
+  }
+  if (captured) {
+    add_node(*stream, internal::NodeWork{std::move(work)});
+  } else {
+    enqueue(*stream, "cuLaunchKernel", internal::NodeWork{std::move(work)});
+  }
+  return CUDA_SUCCESS;
+}
+
+}  // namespace graphcap::fake

@@ -1,0 +1,171 @@
+// Streams: creation and destruction, the NULL and per-thread streams, host waits on a stream, and
+// cross-stream waits (which, outside capture, the single global queue already satisfies).
+#include <graphcap/fake/internal/fake_state.h>
+
+namespace graphcap::fake {
+
+FakeState::Stream* FakeState::stream_by_id(std::uint64_t id) {
+  auto it = streams_.find(id);
+  return it == streams_.end() ? nullptr : it->second.get();
+}
+
+CUresult FakeState::resolve_stream(CUstream handle, Context& context, Stream** stream) {
+  if (handle == nullptr || handle == stream_legacy()) {
+    *stream = stream_by_id(context.default_stream);
+    return CUDA_SUCCESS;
+  }
+  if (handle == stream_per_thread()) {
+    const auto key = std::make_pair(std::this_thread::get_id(), context.device);
+    auto it = per_thread_streams_.find(key);
+    if (it == per_thread_streams_.end()) {
+      const std::uint64_t id = new_stream(context.device, nullptr, CU_STREAM_DEFAULT, false).id;
+      it = per_thread_streams_.emplace(key, id).first;
+    }
+    *stream = stream_by_id(it->second);
+    return CUDA_SUCCESS;
+  }
+  auto it = user_streams_.find(handle);
+  if (it == user_streams_.end()) return CUDA_ERROR_INVALID_HANDLE;
+  *stream = stream_by_id(it->second);
+  return CUDA_SUCCESS;
+}
+
+FakeState::Stream* FakeState::find_stream(CUstream handle) {
+  Context* context = nullptr;
+  if (handle == nullptr || handle == stream_legacy() || handle == stream_per_thread()) {
+    if (need_context(&context) != CUDA_SUCCESS) return nullptr;
+    if (handle == stream_per_thread()) {
+      auto it =
+          per_thread_streams_.find(std::make_pair(std::this_thread::get_id(), context->device));
+      return it == per_thread_streams_.end() ? nullptr : stream_by_id(it->second);
+    }
+    return stream_by_id(context->default_stream);
+  }
+  auto it = user_streams_.find(handle);
+  return it == user_streams_.end() ? nullptr : stream_by_id(it->second);
+}
+
+CUresult FakeState::stream_create(CUstream* stream, unsigned flags) {
+  Context* context = nullptr;
+  if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
+  if (stream == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if ((flags & ~unsigned{CU_STREAM_NON_BLOCKING}) != 0) return CUDA_ERROR_INVALID_VALUE;
+  *stream = new_stream(context->device, new_handle<CUstream>(), flags, false).handle;
+  return CUDA_SUCCESS;
+}
+
+CUresult FakeState::stream_destroy(CUstream handle) {
+  Context* context = nullptr;
+  if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
+  auto it = user_streams_.find(handle);
+  if (it == user_streams_.end()) return CUDA_ERROR_INVALID_HANDLE;
+  Stream& stream = *stream_by_id(it->second);
+  // Not measured: destroying a capturing stream invalidates its capture, and destroying the
+  // stream a capture began on ends that capture (nothing could end it any more).
+  if (Capture* capture = capture_of(stream)) {
+    refuse(*capture, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    if (capture->origin == stream.id) {
+      finish_capture(*capture, false);
+    } else {
+      capture->members.erase(stream.id);
+      stream.capture = 0;
+    }
+  }
+  // CUDA lets queued work finish after cuStreamDestroy returns; the fake runs it now.
+  run_until(stream.last_seq);
+  remove_stream(stream.id);
+  return CUDA_SUCCESS;
+}
+
+CUresult FakeState::stream_synchronize(CUstream handle) {
+  Context* context = nullptr;
+  if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
+  Stream* stream = nullptr;
+  if (CUresult r = resolve_stream(handle, *context, &stream); r != CUDA_SUCCESS) return r;
+  if (Capture* capture = capture_of(*stream)) {
+    return capture->status == CU_STREAM_CAPTURE_STATUS_ACTIVE
+               ? refuse(*capture, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)
+               : CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+  }
+  if (CUresult r = check_unsafe_call(); r != CUDA_SUCCESS) return r;
+  run_until(stream->last_seq);
+  return take_error(*stream, stream->last_seq + 1).value_or(CUDA_SUCCESS);
+}
+
+CUresult FakeState::stream_query(CUstream handle) {
+  Context* context = nullptr;
+  if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
+  Stream* stream = nullptr;
+  if (CUresult r = resolve_stream(handle, *context, &stream); r != CUDA_SUCCESS) return r;
+  if (Capture* capture = capture_of(*stream)) {
+    return capture->status == CU_STREAM_CAPTURE_STATUS_ACTIVE
+               ? refuse(*capture, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)
+               : CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+  }
+  if (CUresult r = check_unsafe_call(); r != CUDA_SUCCESS) return r;
+  if (stream->pending == 0) return CUDA_SUCCESS;
+  if (paused_) return CUDA_ERROR_NOT_READY;
+  run_until(stream->last_seq);  // the device catches up
+  return CUDA_SUCCESS;
+}
+
+CUresult FakeState::stream_wait_event(CUstream handle, CUevent event_handle, unsigned flags) {
+  Context* context = nullptr;
+  if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
+  Stream* stream = nullptr;
+  if (CUresult r = resolve_stream(handle, *context, &stream); r != CUDA_SUCCESS) return r;
+  bool captured = false;
+  if (CUresult r = route(*stream, &captured); r != CUDA_SUCCESS) return r;
+  auto it = events_.find(event_handle);
+  if (it == events_.end()) return refuse(*stream, CUDA_ERROR_INVALID_HANDLE);
+  if ((flags & ~unsigned{CU_EVENT_WAIT_EXTERNAL}) != 0) {
+    return refuse(*stream, CUDA_ERROR_INVALID_VALUE);
+  }
+  Event& event = it->second;
+  Capture* event_capture = nullptr;
+  if (event.state == Event::State::captured) {
+    auto found = captures_.find(event.capture);
+    if (found != captures_.end()) event_capture = &found->second;
+  }
+
+  if (captured) {
+    Capture& capture = *capture_of(*stream);
+    if ((flags & CU_EVENT_WAIT_EXTERNAL) != 0) {
+      add_node(*stream, internal::WaitEventWork{event_handle});
+      return CUDA_SUCCESS;
+    }
+    if (event_capture == &capture) {
+      // A join inside one capture: the stream now also depends on the event's nodes.
+      for (std::size_t node : event.nodes) {
+        bool present = false;
+        for (std::size_t mine : stream->frontier) present = present || mine == node;
+        if (!present) stream->frontier.push_back(node);
+      }
+      return CUDA_SUCCESS;
+    }
+    if (event_capture != nullptr) {
+      refuse(*event_capture, CUDA_ERROR_STREAM_CAPTURE_MERGE);
+      return refuse(capture, CUDA_ERROR_STREAM_CAPTURE_MERGE);
+    }
+    if (event.state == Event::State::recorded) {
+      return refuse(capture, CUDA_ERROR_STREAM_CAPTURE_ISOLATION);
+    }
+    return CUDA_SUCCESS;  // never recorded (or recorded in a capture now over): no dependency
+  }
+
+  if (event_capture != nullptr) {
+    // A fork: the waiting stream joins the event's capture, depending on the event's nodes.
+    if (stream->legacy) return refuse(*event_capture, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    if (event_capture->status != CU_STREAM_CAPTURE_STATUS_ACTIVE) {
+      return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    }
+    stream->capture = event_capture->id;
+    stream->frontier = event.nodes;
+    event_capture->members.insert(stream->id);
+    return CUDA_SUCCESS;
+  }
+  // Outside capture the single global queue already orders everything recorded before.
+  return CUDA_SUCCESS;
+}
+
+}  // namespace graphcap::fake

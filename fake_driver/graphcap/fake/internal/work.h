@@ -1,0 +1,86 @@
+// The units of simulated device work. The same payloads are queued on streams by eager calls and
+// stored in graph nodes by stream capture, so one executor runs both.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include <graphcap/driver/cuda_types.h>
+#include <graphcap/driver/launch_dims.h>
+#include <graphcap/fake/fake_driver.h>
+
+namespace graphcap::fake::internal {
+
+// A registered kernel: its body and how its parameters are laid out.
+struct KernelDef {
+  std::string name;
+  bool declared_sizes = false;           // false: 8 bytes each, nullptr-terminated
+  std::vector<std::size_t> param_sizes;  // when declared_sizes
+  KernelBody body;
+};
+
+struct KernelWork {
+  std::shared_ptr<const KernelDef> kernel;
+  CUmodule module = nullptr;  // the module it came from: it must still be loaded when it runs
+  CUfunction function = nullptr;
+  LaunchDims dims;
+  std::vector<std::vector<std::byte>> params;  // copied at launch time, as CUDA does
+};
+
+// cuMemcpyHtoDAsync. Pageable sources of an eager copy are snapshotted at call time; pinned
+// sources, and every source of a captured copy, are read when the copy executes.
+struct CopyToDeviceWork {
+  CUdeviceptr dst = 0;
+  const void* src = nullptr;
+  std::size_t bytes = 0;
+  bool pinned = false;  // src lay in cuMemAllocHost memory at call time
+  bool from_snapshot = false;
+  std::vector<std::byte> snapshot;
+};
+
+// cuMemcpyDtoHAsync (queued into pinned memory, or captured).
+struct CopyToHostWork {
+  void* dst = nullptr;
+  CUdeviceptr src = 0;
+  std::size_t bytes = 0;
+  bool pinned = false;
+};
+
+struct MemsetWork {
+  CUdeviceptr dst = 0;
+  unsigned char value = 0;
+  std::size_t count = 0;
+};
+
+// A graph allocation (MEM_ALLOC node): its address range was reserved at capture time.
+struct AllocWork {
+  CUdeviceptr address = 0;
+  std::size_t bytes = 0;
+};
+
+// cuMemFreeAsync (queued or captured as MEM_FREE).
+struct FreeWork {
+  CUdeviceptr address = 0;
+};
+
+struct WaitEventWork {
+  CUevent event = nullptr;
+};
+
+struct EmptyWork {};
+
+using NodeWork = std::variant<KernelWork, CopyToDeviceWork, CopyToHostWork, MemsetWork, AllocWork,
+                              FreeWork, WaitEventWork, EmptyWork>;
+
+CUgraphNodeType node_type(const NodeWork& work) noexcept;
+// "KERNEL", "MEMCPY", ...
+const char* node_type_name(CUgraphNodeType type) noexcept;
+// A short description for messages and DOT labels: "kernel 'fill'", "memset of 64 bytes at 0x...".
+std::string describe(const NodeWork& work);
+std::string hex(std::uint64_t value);
+
+}  // namespace graphcap::fake::internal

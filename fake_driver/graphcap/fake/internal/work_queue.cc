@@ -1,0 +1,186 @@
+// The lazy device. Every stream-ordered operation joins one global FIFO, which respects stream
+// order and event waits, and runs only when the host waits for it. Graph launches run their
+// nodes in dependency order against the same simulated memory.
+#include <graphcap/fake/internal/fake_state.h>
+
+#include <cstring>
+
+namespace graphcap::fake {
+namespace {
+
+template <class... F>
+struct Overloaded : F... {
+  using F::operator()...;
+};
+template <class... F>
+Overloaded(F...) -> Overloaded<F...>;
+
+}  // namespace
+
+void FakeState::enqueue(Stream& stream, const char* entry_point, QueuedWork work) {
+  const std::uint64_t seq = next_seq_++;
+  queue_.push_back(Op{seq, stream.id, entry_point, std::move(work)});
+  stream.last_seq = seq;
+  ++stream.pending;
+}
+
+void FakeState::run_until(std::uint64_t seq) {
+  while (!queue_.empty() && queue_.front().seq <= seq) {
+    Op op = std::move(queue_.front());
+    queue_.pop_front();
+    execute(op);
+  }
+}
+
+void FakeState::run_all() {
+  while (!queue_.empty()) {
+    Op op = std::move(queue_.front());
+    queue_.pop_front();
+    execute(op);
+  }
+}
+
+std::optional<CUresult> FakeState::take_error(Stream& stream, std::uint64_t before_seq) {
+  if (!stream.error || stream.error->seq >= before_seq) return std::nullopt;
+  const CUresult code = stream.error->code;
+  stream.error.reset();
+  return code;
+}
+
+void FakeState::violation(std::string text) { violations_.push_back(std::move(text)); }
+
+void FakeState::execute(Op& op) {
+  Stream* stream = stream_by_id(op.stream);
+  if (stream != nullptr && stream->pending > 0) --stream->pending;
+  std::optional<CUresult> fault;
+  std::visit(Overloaded{
+                 [&](const internal::NodeWork& work) {
+                   tick();
+                   fault = execute_node(work, op.entry_point) ? std::nullopt : running_.trap;
+                 },
+                 [&](const EventRecordWork& record) {
+                   tick();
+                   auto it = events_.find(record.event);
+                   if (it == events_.end()) return;
+                   Event& event = it->second;
+                   if (event.state == Event::State::recorded && event.record_seq == op.seq) {
+                     event.done = true;
+                     event.time_ns = clock_ns_;
+                   }
+                 },
+                 [&](const GraphLaunchWork& launch) {
+                   for (std::size_t index : launch.body->order) {
+                     tick();
+                     const std::string where =
+                         "cuGraphLaunch of exec " +
+                         internal::hex(reinterpret_cast<std::uintptr_t>(launch.exec)) + " (node " +
+                         std::to_string(index) + ")";
+                     if (!execute_node(launch.body->nodes[index].work, where)) {
+                       fault = running_.trap;  // a faulted graph does not run its other nodes
+                       return;
+                     }
+                   }
+                 },
+             },
+             op.work);
+  if (fault && stream != nullptr && !stream->error) stream->error = StreamError{*fault, op.seq};
+}
+
+bool FakeState::execute_node(const internal::NodeWork& work, const std::string& where) {
+  running_ = RunningKernel{};
+  std::string why;
+  std::visit(
+      Overloaded{
+          [&](const internal::KernelWork& kernel) { execute_kernel(kernel, where); },
+          [&](const internal::CopyToDeviceWork& copy) {
+            if (copy.bytes == 0) return;
+            std::byte* dst = device_memory_.access(copy.dst, copy.bytes, &why);
+            if (dst == nullptr) {
+              violation(where + ": " + internal::describe(work) + ": destination " + why);
+              return;
+            }
+            if (copy.from_snapshot) {
+              std::memcpy(dst, copy.snapshot.data(), copy.bytes);
+              return;
+            }
+            if (copy.pinned && !pinned_memory_.contains(copy.src, copy.bytes)) {
+              violation(where + ": " + internal::describe(work) + ": source " +
+                        internal::hex(reinterpret_cast<std::uintptr_t>(copy.src)) +
+                        " was pinned host memory and has been freed");
+              return;
+            }
+            std::memcpy(dst, copy.src, copy.bytes);
+          },
+          [&](const internal::CopyToHostWork& copy) {
+            if (copy.bytes == 0) return;
+            std::byte* src = device_memory_.access(copy.src, copy.bytes, &why);
+            if (src == nullptr) {
+              violation(where + ": " + internal::describe(work) + ": source " + why);
+              return;
+            }
+            if (copy.pinned && !pinned_memory_.contains(copy.dst, copy.bytes)) {
+              violation(where + ": " + internal::describe(work) + ": destination " +
+                        internal::hex(reinterpret_cast<std::uintptr_t>(copy.dst)) +
+                        " was pinned host memory and has been freed");
+              return;
+            }
+            std::memcpy(copy.dst, src, copy.bytes);
+          },
+          [&](const internal::MemsetWork& memset) {
+            if (memset.count == 0) return;
+            std::byte* dst = device_memory_.access(memset.dst, memset.count, &why);
+            if (dst == nullptr) {
+              violation(where + ": " + internal::describe(work) + ": " + why);
+              return;
+            }
+            std::memset(dst, memset.value, memset.count);
+          },
+          [&](const internal::AllocWork& alloc) {
+            internal::DeviceMemory::Allocation* allocation =
+                device_memory_.find_base(alloc.address);
+            if (allocation == nullptr) {
+              violation(where + ": " + internal::describe(work) + ": no such reservation");
+            } else if (allocation->device_live) {
+              violation(where + ": " + internal::describe(work) + ": still allocated by an " +
+                        "earlier launch");
+            } else {
+              device_memory_.make_live(*allocation);
+            }
+          },
+          [&](const internal::FreeWork& free) {
+            internal::DeviceMemory::Allocation* allocation = device_memory_.find_base(free.address);
+            if (allocation == nullptr || !allocation->device_live) {
+              violation(where + ": " + internal::describe(work) + ": not allocated at this point");
+            } else {
+              device_memory_.make_dead(*allocation);
+            }
+          },
+          [&](const internal::WaitEventWork&) {},  // the global order already satisfies it
+          [&](const internal::EmptyWork&) {},
+      },
+      work);
+  return !running_.trap.has_value();
+}
+
+void FakeState::execute_kernel(const internal::KernelWork& work, const std::string& where) {
+  const std::string& name = work.kernel->name;
+  if (modules_.find(work.module) == modules_.end()) {
+    violation(where + ": kernel '" + name + "' belongs to a module that has been unloaded");
+    return;
+  }
+  KernelContext context(*this, name, work.dims, work.params);
+  running_.kernel = work.kernel.get();
+  running_.where = where;
+  try {
+    work.kernel->body(context);
+  } catch (const std::exception& error) {
+    violation(where + ": kernel '" + name + "' threw: " + error.what());
+    running_.trap = CUDA_ERROR_LAUNCH_FAILED;
+  } catch (...) {
+    violation(where + ": kernel '" + name + "' threw");
+    running_.trap = CUDA_ERROR_LAUNCH_FAILED;
+  }
+  running_.kernel = nullptr;
+}
+
+}  // namespace graphcap::fake
