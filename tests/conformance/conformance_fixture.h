@@ -116,6 +116,8 @@ class Stream {
 
   // Ends any capture still open on the stream, then destroys it.
   void reset();
+  // Stops owning a stream the driver already destroyed (a test call consumed it).
+  CUstream release() noexcept { return std::exchange(stream_, nullptr); }
 
   CUstream get() const noexcept { return stream_; }
   explicit operator bool() const noexcept { return stream_ != nullptr; }

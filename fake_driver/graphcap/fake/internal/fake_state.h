@@ -269,6 +269,9 @@ class FakeState {
   ThreadState& this_thread();
   CUresult need_init() const;
   CUresult need_context(Context** context);
+  // A device allocation the host owns from now on, if the device has room.
+  CUresult allocate_live(const Context& context, std::size_t bytes,
+                         internal::DeviceMemory::Kind kind, CUdeviceptr* pointer);
   Context* find_context(CUcontext handle);
   void destroy_context(Context& context);
   Stream& new_stream(int device, CUstream handle, unsigned flags, bool legacy);

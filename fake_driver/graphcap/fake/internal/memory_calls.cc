@@ -19,21 +19,26 @@ CUresult FakeState::mem_get_info(std::size_t* free, std::size_t* total) {
   return CUDA_SUCCESS;
 }
 
+CUresult FakeState::allocate_live(const Context& context, std::size_t bytes,
+                                  internal::DeviceMemory::Kind kind, CUdeviceptr* pointer) {
+  const std::size_t used = device_memory_.used(context.device);
+  if (used > device_memory_.total() || bytes > device_memory_.total() - used) {
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  DeviceMemory::Allocation& allocation =
+      device_memory_.reserve(bytes, context.device, context.handle, kind);
+  device_memory_.make_live(allocation);
+  allocation.host_allocated = true;
+  *pointer = allocation.base;
+  return CUDA_SUCCESS;
+}
+
 CUresult FakeState::mem_alloc(CUdeviceptr* pointer, std::size_t bytes) {
   Context* context = nullptr;
   if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
   if (CUresult r = check_unsafe_call(); r != CUDA_SUCCESS) return r;
   if (pointer == nullptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
-  const std::size_t used = device_memory_.used(context->device);
-  if (used > device_memory_.total() || bytes > device_memory_.total() - used) {
-    return CUDA_ERROR_OUT_OF_MEMORY;
-  }
-  DeviceMemory::Allocation& allocation =
-      device_memory_.reserve(bytes, context->device, context->handle, DeviceMemory::Kind::sync);
-  device_memory_.make_live(allocation);
-  allocation.host_allocated = true;
-  *pointer = allocation.base;
-  return CUDA_SUCCESS;
+  return allocate_live(*context, bytes, DeviceMemory::Kind::sync, pointer);
 }
 
 CUresult FakeState::mem_free(CUdeviceptr pointer) {
@@ -65,17 +70,8 @@ CUresult FakeState::mem_alloc_async(CUdeviceptr* pointer, std::size_t bytes, CUs
     *pointer = allocation.base;
     return CUDA_SUCCESS;
   }
-  const std::size_t used = device_memory_.used(context->device);
-  if (used > device_memory_.total() || bytes > device_memory_.total() - used) {
-    return CUDA_ERROR_OUT_OF_MEMORY;
-  }
   // Usable at once: the fake's queue runs in order, so nothing can touch it before it exists.
-  DeviceMemory::Allocation& allocation =
-      device_memory_.reserve(bytes, context->device, context->handle, DeviceMemory::Kind::async);
-  device_memory_.make_live(allocation);
-  allocation.host_allocated = true;
-  *pointer = allocation.base;
-  return CUDA_SUCCESS;
+  return allocate_live(*context, bytes, DeviceMemory::Kind::async, pointer);
 }
 
 CUresult FakeState::mem_free_async(CUdeviceptr pointer, CUstream handle) {

@@ -1,0 +1,229 @@
+// Rules the fake implements that the facts file does not measure (docs/fake-driver.md marks them
+// "not measured: a guess"). Each test asserts the fake's answer; run on the H200 in the gpu preset,
+// a disagreement shows where the guess was wrong, and the fake is fixed to the GPU's answer.
+// Only rules graphcap relies on, or a user of DriverApi would: sizes of zero, bad frees, launch
+// limits, calls on an invalidated capture, copies to and from pageable memory.
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "conformance_fixture.h"
+
+namespace graphcap::testing {
+namespace {
+
+using UnmeasuredRules = ConformanceTest;
+
+TEST_F(UnmeasuredRules, ZeroSizedAllocationsAreInvalidValue) {
+  CUdeviceptr pointer = 0;
+  EXPECT_EQ(api().cuMemAlloc(&pointer, 0), CUDA_ERROR_INVALID_VALUE);
+  void* host = nullptr;
+  EXPECT_EQ(api().cuMemAllocHost(&host, 0), CUDA_ERROR_INVALID_VALUE);
+}
+
+TEST_F(UnmeasuredRules, FreeingNullSucceedsAndFreeingTwiceIsInvalidValue) {
+  EXPECT_EQ(api().cuMemFree(0), CUDA_SUCCESS);
+  EXPECT_EQ(api().cuMemFreeHost(nullptr), CUDA_SUCCESS);
+  DeviceMemory memory = alloc(4096);
+  const CUdeviceptr address = memory.get();
+  EXPECT_EQ(api().cuMemFree(address + 256), CUDA_ERROR_INVALID_VALUE) << "interior address";
+  ASSERT_EQ(memory.reset(), CUDA_SUCCESS);
+  EXPECT_EQ(api().cuMemFree(address), CUDA_ERROR_INVALID_VALUE) << "already freed";
+}
+
+TEST_F(UnmeasuredRules, LaunchShapesPastTheLimitsAreInvalidValue) {
+  Module module = load_test_kernels();
+  CUfunction empty = kernel(module, "empty");
+  Stream s = new_stream();
+  auto launch_shape = [&](unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                          unsigned bz, unsigned shared) {
+    return api().cuLaunchKernel(empty, gx, gy, gz, bx, by, bz, shared, s.get(), nullptr, nullptr);
+  };
+  EXPECT_EQ(launch_shape(0, 1, 1, 32, 1, 1, 0), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(launch_shape(1, 1, 1, 0, 1, 1, 0), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(launch_shape(1, 1, 1, 1025, 1, 1, 0), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(launch_shape(1, 1, 1, 32, 32, 2, 0), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(launch_shape(1, 1, 1, 1, 1, 65, 0), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(launch_shape(1, 65536, 1, 1, 1, 1, 0), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(launch_shape(1, 1, 1, 32, 1, 1, 49152 + 1), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(launch_shape(1, 1, 1, 32, 1, 1, 49152), CUDA_SUCCESS);
+  EXPECT_EQ(api().cuStreamSynchronize(s.get()), CUDA_SUCCESS);
+}
+
+TEST_F(UnmeasuredRules, SameKernelNameGivesTheSameFunction) {
+  Module module = load_test_kernels();
+  EXPECT_EQ(kernel(module, "add_one"), kernel(module, "add_one"));
+  EXPECT_NE(kernel(module, "add_one"), kernel(module, "fill"));
+}
+
+TEST_F(UnmeasuredRules, SyncOfAnInvalidatedCapturingStreamIsInvalidated) {
+  Module module = load_test_kernels();
+  CUfunction empty = kernel(module, "empty");
+  Stream s = new_stream();
+  ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  EXPECT_EQ(api().cuStreamQuery(s.get()), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);  // invalidates
+  EXPECT_EQ(api().cuStreamSynchronize(s.get()), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+  EXPECT_EQ(api().cuStreamQuery(s.get()), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+  expect_invalidated(s.get(), empty);
+}
+
+TEST_F(UnmeasuredRules, CtxSynchronizeInvalidatesACaptureOnAnotherStream) {
+  Module module = load_test_kernels();
+  CUfunction empty = kernel(module, "empty");
+  Stream s = new_stream();
+  ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  EXPECT_EQ(api().cuCtxSynchronize(), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+  expect_invalidated(s.get(), empty);
+}
+
+TEST_F(UnmeasuredRules, FreeHostDuringAGlobalCaptureIsUnsafe) {
+  Module module = load_test_kernels();
+  CUfunction empty = kernel(module, "empty");
+  void* host = nullptr;
+  ASSERT_EQ(api().cuMemAllocHost(&host, 4096), CUDA_SUCCESS);
+  Stream s = new_stream();
+  ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  const CUresult freed = api().cuMemFreeHost(host);
+  EXPECT_EQ(freed, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+  expect_invalidated(s.get(), empty);
+  if (freed != CUDA_SUCCESS) {
+    EXPECT_EQ(api().cuMemFreeHost(host), CUDA_SUCCESS);
+  }
+}
+
+TEST_F(UnmeasuredRules, UploadIntoACapturingStreamIsUnsupportedAndInvalidates) {
+  Module module = load_test_kernels();
+  CUfunction empty = kernel(module, "empty");
+  Stream other = new_stream();
+  Graph graph = capture(other.get(), [&] {
+    ASSERT_EQ(launch(empty, other.get(), 1, 1), CUDA_SUCCESS);
+  });
+  Exec exec = instantiate(graph.get());
+  Stream s = new_stream();
+  ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  EXPECT_EQ(api().cuGraphUpload(exec.get(), s.get()), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+  expect_invalidated(s.get(), empty);
+}
+
+TEST_F(UnmeasuredRules, ACapturedLaunchWithABadShapeInvalidatesTheCapture) {
+  Module module = load_test_kernels();
+  CUfunction empty = kernel(module, "empty");
+  Stream s = new_stream();
+  ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  EXPECT_EQ(api().cuLaunchKernel(empty, 0, 1, 1, 32, 1, 1, 0, s.get(), nullptr, nullptr),
+            CUDA_ERROR_INVALID_VALUE);
+  expect_invalidated(s.get(), empty);
+}
+
+TEST_F(UnmeasuredRules, WaitingOnANeverRecordedEventAddsNothing) {
+  Module module = load_test_kernels();
+  CUfunction empty = kernel(module, "empty");
+  Event never = new_event();
+  Stream s = new_stream();
+  ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  ASSERT_EQ(launch(empty, s.get(), 1, 1), CUDA_SUCCESS);
+  EXPECT_EQ(api().cuStreamWaitEvent(s.get(), never.get(), 0), CUDA_SUCCESS);
+  expect_still_active(s.get(), 1);
+}
+
+TEST_F(UnmeasuredRules, TheGraphUnderConstructionCannotBeDestroyedOrInstantiated) {
+  Module module = load_test_kernels();
+  CUfunction empty = kernel(module, "empty");
+  Stream s = new_stream();
+  ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  ASSERT_EQ(launch(empty, s.get(), 1, 1), CUDA_SUCCESS);
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  cuuint64_t id = 0;
+  CUgraph building = nullptr;
+  ASSERT_EQ(api().cuStreamGetCaptureInfo(s.get(), &status, &id, &building, nullptr, nullptr,
+                                         nullptr),
+            CUDA_SUCCESS);
+  ASSERT_NE(building, nullptr);
+  std::size_t count = 0;
+  EXPECT_EQ(api().cuGraphGetNodes(building, nullptr, &count), CUDA_SUCCESS);
+  EXPECT_EQ(count, 1u);
+  CUgraphExec exec = nullptr;
+  EXPECT_EQ(api().cuGraphInstantiateWithFlags(&exec, building, 0), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(api().cuGraphDestroy(building), CUDA_ERROR_ILLEGAL_STATE);
+  expect_still_active(s.get(), 1);
+}
+
+TEST_F(UnmeasuredRules, GetNodesFillsAtMostTheArrayAndReportsTheRealCount) {
+  Module module = load_test_kernels();
+  CUfunction empty = kernel(module, "empty");
+  Stream s = new_stream();
+  Graph graph = capture(s.get(), [&] {
+    for (int i = 0; i < 3; ++i) ASSERT_EQ(launch(empty, s.get(), 1, 1), CUDA_SUCCESS);
+  });
+  std::vector<CUgraphNode> nodes(5, reinterpret_cast<CUgraphNode>(std::uintptr_t{1}));
+  std::size_t count = 2;
+  ASSERT_EQ(api().cuGraphGetNodes(graph.get(), nodes.data(), &count), CUDA_SUCCESS);
+  EXPECT_EQ(count, 2u) << "a smaller array: filled, and the count stays what was asked";
+  EXPECT_NE(nodes[1], nullptr);
+  EXPECT_EQ(nodes[2], reinterpret_cast<CUgraphNode>(std::uintptr_t{1})) << "nothing past it";
+  count = 5;
+  ASSERT_EQ(api().cuGraphGetNodes(graph.get(), nodes.data(), &count), CUDA_SUCCESS);
+  EXPECT_EQ(count, 3u);
+  EXPECT_EQ(nodes[3], nullptr);
+  EXPECT_EQ(nodes[4], nullptr);
+}
+
+TEST_F(UnmeasuredRules, DestroyingAnExecutableWithAQueuedLaunchLetsItFinish) {
+  Module module = load_test_kernels();
+  CUfunction fill = kernel(module, "fill");
+  Stream s = new_stream();
+  DeviceMemory memory = alloc(1024 * sizeof(std::uint32_t));
+  upload(memory.get(), std::vector<std::uint32_t>(1024, 0), s.get());
+  Graph graph = capture(s.get(), [&] {
+    ASSERT_EQ(launch(fill, s.get(), kGrid, kBlock, memory.get(), std::uint32_t{77},
+                     std::uint32_t{1024}),
+              CUDA_SUCCESS);
+  });
+  Exec exec = instantiate(graph.get());
+  ASSERT_EQ(api().cuGraphLaunch(exec.get(), s.get()), CUDA_SUCCESS);
+  ASSERT_EQ(exec.reset(), CUDA_SUCCESS);
+  EXPECT_EQ(download(memory.get(), 1024, s.get()), std::vector<std::uint32_t>(1024, 77));
+}
+
+TEST_F(UnmeasuredRules, PageableCopiesSnapshotOnTheWayInAndCompleteOnTheWayOut) {
+  Module module = load_test_kernels();
+  CUfunction fill = kernel(module, "fill");
+  Stream s = new_stream();
+  DeviceMemory memory = alloc(256 * sizeof(std::uint32_t));
+  // In: the pageable source is staged when the call returns; changing it afterwards changes nothing.
+  std::vector<std::uint32_t> source(256, 5);
+  ASSERT_EQ(api().cuMemcpyHtoDAsync(memory.get(), source.data(), source.size() * 4, s.get()),
+            CUDA_SUCCESS);
+  std::fill(source.begin(), source.end(), 9u);
+  EXPECT_EQ(download(memory.get(), 256, s.get()), std::vector<std::uint32_t>(256, 5));
+  // Out: into pageable memory the copy is complete when the call returns, no sync needed.
+  ASSERT_EQ(launch(fill, s.get(), kGrid, kBlock, memory.get(), std::uint32_t{3}, std::uint32_t{256}),
+            CUDA_SUCCESS);
+  std::vector<std::uint32_t> out(256, 0);
+  ASSERT_EQ(api().cuMemcpyDtoHAsync(out.data(), memory.get(), out.size() * 4, s.get()),
+            CUDA_SUCCESS);
+  EXPECT_EQ(out, std::vector<std::uint32_t>(256, 3));
+  EXPECT_EQ(api().cuStreamSynchronize(s.get()), CUDA_SUCCESS);
+}
+
+TEST_F(UnmeasuredRules, DestroyingACapturingStreamLeavesNoCaptureBehind) {
+  Stream s = new_stream();
+  CUstream handle = s.get();
+  ASSERT_EQ(api().cuStreamBeginCapture(handle, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  const CUresult destroyed = api().cuStreamDestroy(handle);
+  if (destroyed == CUDA_SUCCESS) {
+    s.release();
+  }
+  EXPECT_EQ(destroyed, CUDA_SUCCESS);
+  // A new capture elsewhere works: nothing global was left open.
+  Stream t = new_stream();
+  ASSERT_EQ(api().cuStreamBeginCapture(t.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  CUgraph graph = nullptr;
+  EXPECT_EQ(api().cuStreamEndCapture(t.get(), &graph), CUDA_SUCCESS);
+  if (graph != nullptr) {
+    EXPECT_EQ(api().cuGraphDestroy(graph), CUDA_SUCCESS);
+  }
+}
+
+}  // namespace
+}  // namespace graphcap::testing
