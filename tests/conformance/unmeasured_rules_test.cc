@@ -14,11 +14,12 @@ namespace {
 
 using UnmeasuredRules = ConformanceTest;
 
-TEST_F(UnmeasuredRules, ZeroSizedAllocationsAreInvalidValue) {
+TEST_F(UnmeasuredRules, ZeroSizedDeviceAllocationIsInvalidValueButPinnedHostSucceeds) {
   CUdeviceptr pointer = 0;
   EXPECT_EQ(api().cuMemAlloc(&pointer, 0), CUDA_ERROR_INVALID_VALUE);
   void* host = nullptr;
-  EXPECT_EQ(api().cuMemAllocHost(&host, 0), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(api().cuMemAllocHost(&host, 0), CUDA_SUCCESS);  // the H200 said so (run 2)
+  EXPECT_EQ(api().cuMemFreeHost(host), CUDA_SUCCESS);
 }
 
 TEST_F(UnmeasuredRules, FreeingNullSucceedsAndFreeingTwiceIsInvalidValue) {
@@ -56,14 +57,15 @@ TEST_F(UnmeasuredRules, SameKernelNameGivesTheSameFunction) {
   EXPECT_NE(kernel(module, "add_one"), kernel(module, "fill"));
 }
 
-TEST_F(UnmeasuredRules, SyncOfAnInvalidatedCapturingStreamIsInvalidated) {
+TEST_F(UnmeasuredRules, SyncOfAnInvalidatedCapturingStreamIsStillUnsupported) {
   Module module = load_test_kernels();
   CUfunction empty = kernel(module, "empty");
   Stream s = new_stream();
   ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
   EXPECT_EQ(api().cuStreamQuery(s.get()), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);  // invalidates
-  EXPECT_EQ(api().cuStreamSynchronize(s.get()), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
-  EXPECT_EQ(api().cuStreamQuery(s.get()), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+  // Once invalidated, still 900 (not 901): the H200 said so (run 2).
+  EXPECT_EQ(api().cuStreamSynchronize(s.get()), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+  EXPECT_EQ(api().cuStreamQuery(s.get()), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
   expect_invalidated(s.get(), empty);
 }
 
@@ -126,7 +128,7 @@ TEST_F(UnmeasuredRules, WaitingOnANeverRecordedEventAddsNothing) {
   expect_still_active(s.get(), 1);
 }
 
-TEST_F(UnmeasuredRules, TheGraphUnderConstructionCannotBeDestroyedOrInstantiated) {
+TEST_F(UnmeasuredRules, TheGraphUnderConstructionCannotBeDestroyedAndInstantiatingItInvalidates) {
   Module module = load_test_kernels();
   CUfunction empty = kernel(module, "empty");
   Stream s = new_stream();
@@ -142,10 +144,19 @@ TEST_F(UnmeasuredRules, TheGraphUnderConstructionCannotBeDestroyedOrInstantiated
   std::size_t count = 0;
   EXPECT_EQ(api().cuGraphGetNodes(building, nullptr, &count), CUDA_SUCCESS);
   EXPECT_EQ(count, 1u);
-  CUgraphExec exec = nullptr;
-  EXPECT_EQ(api().cuGraphInstantiateWithFlags(&exec, building, 0), CUDA_ERROR_INVALID_VALUE);
   EXPECT_EQ(api().cuGraphDestroy(building), CUDA_ERROR_ILLEGAL_STATE);
   expect_still_active(s.get(), 1);
+
+  // Instantiating it is an unsafe call: 900, and the capture is invalidated (the H200, run 2).
+  ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  ASSERT_EQ(launch(empty, s.get(), 1, 1), CUDA_SUCCESS);
+  ASSERT_EQ(api().cuStreamGetCaptureInfo(s.get(), &status, &id, &building, nullptr, nullptr,
+                                         nullptr),
+            CUDA_SUCCESS);
+  CUgraphExec exec = nullptr;
+  EXPECT_EQ(api().cuGraphInstantiateWithFlags(&exec, building, 0),
+            CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+  expect_invalidated(s.get(), empty);
 }
 
 TEST_F(UnmeasuredRules, GetNodesFillsAtMostTheArrayAndReportsTheRealCount) {

@@ -1,6 +1,7 @@
 // Simulated device memory and pinned host memory: allocation rules, address layout, copies and
 // memsets (pinned vs pageable timing), the implicit synchronization of the synchronous frees, and
 // the bounds and liveness checks that record violations.
+#include <cstdint>
 #include <algorithm>
 #include <cstring>
 
@@ -30,13 +31,15 @@ class FakeSmallMemory : public FakeDriverTest {
   FakeSmallMemory() : FakeDriverTest(small()) {}
 };
 
-TEST_F(FakeMemory, ZeroBytesAndNullPointersAreInvalid) {
+TEST_F(FakeMemory, ZeroDeviceBytesAndNullPointersAreInvalid) {
   CUdeviceptr pointer = 0;
   EXPECT_EQ(fake_.cuMemAlloc(&pointer, 0), CUDA_ERROR_INVALID_VALUE);
   EXPECT_EQ(fake_.cuMemAlloc(nullptr, 16), CUDA_ERROR_INVALID_VALUE);
   EXPECT_EQ(fake_.cuMemAllocAsync(&pointer, 0, stream_), CUDA_ERROR_INVALID_VALUE);
-  void* host = nullptr;
-  EXPECT_EQ(fake_.cuMemAllocHost(&host, 0), CUDA_ERROR_INVALID_VALUE);
+  void* host = reinterpret_cast<void*>(std::uintptr_t{1});
+  EXPECT_EQ(fake_.cuMemAllocHost(&host, 0), CUDA_SUCCESS);  // as on the H200: nothing allocated
+  EXPECT_EQ(host, nullptr);
+  EXPECT_EQ(fake_.cuMemAllocHost(nullptr, 16), CUDA_ERROR_INVALID_VALUE);
   EXPECT_EQ(pointer, 0u);
 }
 

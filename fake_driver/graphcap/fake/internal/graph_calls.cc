@@ -58,7 +58,14 @@ CUresult FakeState::graph_instantiate(CUgraphExec* exec, CUgraph handle, unsigne
   auto it = graphs_.find(handle);
   if (it == graphs_.end()) return CUDA_ERROR_INVALID_HANDLE;
   internal::Graph& graph = it->second;
-  if (graph.under_capture) return CUDA_ERROR_INVALID_VALUE;  // not measured
+  if (graph.under_capture) {
+    // Measured on the H200 (UnmeasuredRules.TheGraphUnderConstruction...): instantiating the graph
+    // a capture is still building is refused as an unsafe call, and invalidates that capture.
+    for (auto& [id, capture] : captures_) {
+      if (capture.graph == handle) return refuse(capture, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    }
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  }
   // UPLOAD (2) is only for cuGraphInstantiateWithParams; AUTO_FREE_ON_LAUNCH and DEVICE_LAUNCH
   // exclude each other; unknown bits are refused.
   constexpr unsigned long long kAccepted = CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH |

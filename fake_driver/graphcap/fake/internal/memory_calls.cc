@@ -112,7 +112,13 @@ CUresult FakeState::mem_alloc_host(void** pointer, std::size_t bytes) {
   Context* context = nullptr;
   if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
   if (CUresult r = check_unsafe_call(); r != CUDA_SUCCESS) return r;
-  if (pointer == nullptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+  if (pointer == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (bytes == 0) {
+    // Measured on the H200: a zero-byte request succeeds. Nothing is allocated (the pointer the
+    // real driver hands back is not measured); freeing it is freeing NULL.
+    *pointer = nullptr;
+    return CUDA_SUCCESS;
+  }
   void* allocated = pinned_memory_.allocate(bytes, context->handle);
   if (allocated == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
   *pointer = allocated;

@@ -83,9 +83,11 @@ CUresult FakeState::stream_synchronize(CUstream handle) {
   Stream* stream = nullptr;
   if (CUresult r = resolve_stream(handle, *context, &stream); r != CUDA_SUCCESS) return r;
   if (Capture* capture = capture_of(*stream)) {
+    // Measured on the H200: 900 whether the capture is active (which invalidates it) or already
+    // invalidated.
     return capture->status == CU_STREAM_CAPTURE_STATUS_ACTIVE
                ? refuse(*capture, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)
-               : CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+               : CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   }
   if (CUresult r = check_unsafe_call(); r != CUDA_SUCCESS) return r;
   run_until(stream->last_seq);
@@ -98,9 +100,11 @@ CUresult FakeState::stream_query(CUstream handle) {
   Stream* stream = nullptr;
   if (CUresult r = resolve_stream(handle, *context, &stream); r != CUDA_SUCCESS) return r;
   if (Capture* capture = capture_of(*stream)) {
+    // Measured on the H200: 900 whether the capture is active (which invalidates it) or already
+    // invalidated.
     return capture->status == CU_STREAM_CAPTURE_STATUS_ACTIVE
                ? refuse(*capture, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)
-               : CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+               : CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   }
   if (CUresult r = check_unsafe_call(); r != CUDA_SUCCESS) return r;
   if (stream->pending == 0) return CUDA_SUCCESS;
