@@ -314,6 +314,7 @@ Result<void> Device::write(const Buffer& dst, std::size_t offset, std::span<cons
     if (window.recording()) window.doom(error);
     return error;
   }
+  if (window.recording()) window.recorded(CU_GRAPH_NODE_TYPE_MEMCPY);
   // A full write replaces what the buffer carried; a recorded one has written nothing yet.
   if (offset == 0 && bytes.size() == dst.size() && !window.recording()) {
     dst.state()->clear_failure();
@@ -455,6 +456,7 @@ Result<void> Device::launch(Stream& s, const Kernel& kernel, LaunchDims dims,
     if (window.recording()) window.doom(error);
     return error;
   }
+  if (window.recording()) window.recorded(CU_GRAPH_NODE_TYPE_KERNEL);
   // An `out` binding produces the buffer's contents: whatever it carried is replaced. A recorded
   // launch has produced nothing yet: the failure stays until a write or an eager launch.
   for (const Arg& arg : args) {

@@ -123,6 +123,35 @@ TEST_F(CaptureHandlesMockTest, FailedEndCaptureHasNoGraphToDestroy) {
   EXPECT_EQ(device_->stream().capture_state(), CaptureState::no_capture);
 }
 
+TEST_F(CaptureHandlesMockTest, OwnRecordingIsCheckedWithoutQueryingEachNode) {
+  // Every node is one graphcap recorded (the count matches): no per-node type query.
+  EXPECT_CALL(mock_, cuGraphNodeGetType(_, _)).Times(0);
+  Result<Graph> graph = capture();
+  ASSERT_THAT(graph, IsOk());
+  EXPECT_EQ(graph->report().node_count, 1u);
+  EXPECT_EQ(graph->report().nodes(CU_GRAPH_NODE_TYPE_KERNEL), 1u);
+}
+
+TEST_F(CaptureHandlesMockTest, ForeignNodesAreTypedOneByOne) {
+  // A kernel launched on the capturing stream around graphcap: the counts differ, so each node's
+  // type is read (and the report shows what the graph really holds).
+  EXPECT_CALL(mock_, cuGraphNodeGetType(_, _)).Times(2);
+  Stream& s = device_->stream();
+  ASSERT_THAT(device_->prepare_capture(s), IsOk());
+  ASSERT_THAT(device_->begin_capture(s), IsOk());
+  ASSERT_THAT(launch(), IsOk());
+  CUdeviceptr pointer = x_.device_ptr();
+  std::uint32_t n = 16;
+  void* params[] = {&pointer, &pointer, &n};
+  ASSERT_EQ(mock_.cuLaunchKernel(add_one_.function(), 1, 1, 1, 32, 1, 1, 0, s.handle(), params,
+                                 nullptr),
+            CUDA_SUCCESS);
+  Result<Graph> graph = device_->end_capture(s);
+  ASSERT_THAT(graph, IsOk());
+  EXPECT_EQ(graph->report().node_count, 2u);
+  EXPECT_EQ(graph->report().nodes(CU_GRAPH_NODE_TYPE_KERNEL), 2u);
+}
+
 TEST_F(CaptureHandlesMockTest, EveryGraphDestroysItsExecutableOnce) {
   EXPECT_CALL(mock_, cuGraphExecDestroy(_)).Times(3);
   {

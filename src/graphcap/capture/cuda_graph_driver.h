@@ -11,13 +11,14 @@ class CudaGraphDriver final : public GraphDriver {
   explicit CudaGraphDriver(DriverApi& driver) noexcept : driver_(&driver) {}
 
   Result<void> begin(CUstream stream, CUstreamCaptureMode mode) override;
-  Result<Instantiated> instantiate(CUstream stream, const std::optional<Error>& doomed) override;
+  Result<Instantiated> instantiate(CUstream stream, const std::optional<Error>& doomed,
+                                   const GraphReport& recorded) override;
   bool upload(const Executable& executable, CUstream stream, GraphReport& report) override;
 
  private:
   // Node counts by type into `report`; an error when the graph can't be read (the memory-node
   // check can't be skipped: a graph that can't be checked can't be promised to replay).
-  Result<void> count_nodes(CUgraph graph, GraphReport& report);
+  Result<void> count_nodes(CUgraph graph, const GraphReport& recorded, GraphReport& report);
 
   DriverApi* driver_;
 };

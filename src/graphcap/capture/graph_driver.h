@@ -28,7 +28,11 @@ class GraphDriver {
   // Close the recording on `stream` (always, even when doomed: a stream left capturing records
   // every launch that follows) and instantiate it. Refuses a doomed recording with its error,
   // and a recording that holds memory nodes. The intermediate graph is freed on every path.
-  virtual Result<Instantiated> instantiate(CUstream stream, const std::optional<Error>& doomed) = 0;
+  // `recorded` counts the nodes the window's own operations added, by type: when the graph holds
+  // exactly that many nodes, every node is one of them (each adds one node, and anything else on
+  // the stream would add more), so the memory-node check needs no per-node query.
+  virtual Result<Instantiated> instantiate(CUstream stream, const std::optional<Error>& doomed,
+                                           const GraphReport& recorded) = 0;
 
   // Stage the executable on the device ahead of the first replay. A failure is only a warning
   // (the first replay uploads on demand); returns whether it succeeded.

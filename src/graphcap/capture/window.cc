@@ -71,6 +71,7 @@ Result<void> Window::begin() {
   }
   recording_thread_ = std::this_thread::get_id();
   doomed_.reset();
+  recorded_ = GraphReport{};
   touched_.clear();
   claims_.clear();
   set_state(CaptureState::capture);
@@ -113,7 +114,8 @@ Result<Closed> Window::close_recording(bool upload, std::optional<Error> doomed)
   claims_.clear();
   const bool may_query = !tracker_->unsafe_calls_forbidden();
 
-  Result<Instantiated> instantiated = graphs_->instantiate(stream_, doomed);
+  const GraphReport recorded = std::exchange(recorded_, GraphReport{});
+  Result<Instantiated> instantiated = graphs_->instantiate(stream_, doomed, recorded);
   if (!instantiated) {
     // The buffers the recording would have written hold bytes no operation produced.
     for (const auto& weak : claims) {

@@ -62,6 +62,11 @@ class Window {
   void claim(const std::shared_ptr<detail::BufferState>& buffer);
   void doom(const Error& error);
   const std::optional<Error>& doomed() const noexcept { return doomed_; }
+  // One operation of the window's own was recorded, adding one node of `type`.
+  void recorded(CUgraphNodeType type) noexcept {
+    ++recorded_.nodes_by_type[type];
+    ++recorded_.node_count;
+  }
 
  private:
   Result<void> check_owner_thread(const char* operation) const;
@@ -80,6 +85,7 @@ class Window {
   std::atomic<CaptureState> state_{CaptureState::no_capture};
   std::thread::id recording_thread_;
   std::optional<Error> doomed_;
+  GraphReport recorded_;  // node counts of the window's own recorded operations
   std::vector<std::shared_ptr<detail::Allocation>> touched_;
   std::vector<std::weak_ptr<detail::BufferState>> claims_;
 };
