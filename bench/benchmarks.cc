@@ -280,7 +280,8 @@ void eager_vs_replay(benchmark::State& state, BenchEnv& env, bool eager_is_prima
 
 // ---- CaptureCost / RawCapture ------------------------------------------------------------------
 
-std::int64_t capture_iterations(int nodes) { return std::max<std::int64_t>(30, 4000 / nodes); }
+// Enough iterations that the median of a ~10%-noisy capture settles (about 1 s per family on an H200).
+std::int64_t capture_iterations(int nodes) { return std::max<std::int64_t>(100, 20000 / nodes); }
 
 struct CaptureTimes {
   double warmup_ns = 0;  // prepare_capture + warm-up
