@@ -1,0 +1,954 @@
+// The fault sweep (issue 6): every driver call a capture scenario makes, failed in turn.
+//
+// Each scenario runs once on a fresh FakeDriver to log the driver calls it makes (the counting
+// run), then once per logged call with that call failing (FakeDriver::fail_call(entry, code, nth),
+// nth computed from the counting run's log) with an error the real entry point can return. Like
+// an application, a scenario stops at the first step that fails and closes any window it was in
+// (end_capture, or abort_capture in prepare). A host shadow follows what each buffer holds after
+// the steps that succeeded (an eager launch or write: its effect; a failed one: its output carries
+// the failure; a recorded one: nothing until a replay, and the refusal if the recording is refused).
+// After every injected run:
+//   - exactly that call failed (the run followed the counting run's path up to it);
+//   - no stream is left capturing: Stream::capture_state() and cuStreamIsCapturing through the
+//     driver both say so;
+//   - the failure was reported by name: an error the scenario saw (returned, queued and surfaced
+//     by a sync, or carried by a buffer) names the failing entry point with its code, or a warning
+//     through the log sink names it (destructor paths and the documented warning-only cuGraphUpload),
+//     or, for an out-of-memory allocation, the pool's trim-and-retry recovered and the run's
+//     results equal the fault-free run's;
+//   - every read (in the scenario, and of every buffer afterwards) returns an error or exactly the
+//     shadow's bytes: for every read the fault-free run also reached, the fault-free run's bytes;
+//     a buffer the failure affected (whose shadow carries a failure) must read as an error;
+//   - a fresh capture on the same device (or, where the scenario closed it, a new one on the same
+//     driver) records, replays and reads back correctly;
+//   - after the device closes no handle is live and none was reclaimed by the context's
+//     destruction, except that a failed release call (destroy, free, unload) leaves exactly its
+//     one handle for the context to reclaim, and a failed cuDevicePrimaryCtxRelease exactly its
+//     one context reference; the fake saw no memory-safety violation.
+// The number of injections and their outcomes are printed (docs/reliability.md records them).
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <graphcap/driver/error_names.h>
+#include <graphcap/fake/fake_driver.h>
+#include <graphcap/graphcap.h>
+
+#include "device_fixture.h"
+#include "kernels/test_kernels.h"
+#include "matchers.h"
+
+namespace graphcap::testing {
+namespace {
+
+// An error the real entry point can return, for each entry point graphcap (or a scenario's own
+// direct driver call) makes. An entry point missing here fails the sweep: pick one deliberately.
+std::optional<CUresult> injected_code(std::string_view entry) {
+  static const std::map<std::string_view, CUresult> codes = {
+      {"cuInit", CUDA_ERROR_NO_DEVICE},
+      {"cuDeviceGetCount", CUDA_ERROR_NOT_INITIALIZED},
+      {"cuDeviceGet", CUDA_ERROR_INVALID_DEVICE},
+      {"cuDeviceGetAttribute", CUDA_ERROR_INVALID_VALUE},
+      {"cuDevicePrimaryCtxRetain", CUDA_ERROR_OUT_OF_MEMORY},
+      {"cuDevicePrimaryCtxRelease", CUDA_ERROR_INVALID_CONTEXT},
+      {"cuCtxSetCurrent", CUDA_ERROR_INVALID_CONTEXT},
+      {"cuStreamCreate", CUDA_ERROR_OUT_OF_MEMORY},
+      {"cuStreamDestroy", CUDA_ERROR_INVALID_HANDLE},
+      {"cuStreamSynchronize", CUDA_ERROR_ILLEGAL_ADDRESS},
+      {"cuStreamBeginCapture", CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED},
+      {"cuStreamEndCapture", CUDA_ERROR_STREAM_CAPTURE_INVALIDATED},
+      {"cuEventCreate", CUDA_ERROR_OUT_OF_MEMORY},
+      {"cuEventDestroy", CUDA_ERROR_INVALID_HANDLE},
+      {"cuEventRecord", CUDA_ERROR_INVALID_HANDLE},
+      {"cuEventQuery", CUDA_ERROR_ILLEGAL_ADDRESS},
+      {"cuEventSynchronize", CUDA_ERROR_ILLEGAL_ADDRESS},
+      {"cuMemAlloc", CUDA_ERROR_OUT_OF_MEMORY},
+      {"cuMemAllocHost", CUDA_ERROR_OUT_OF_MEMORY},
+      {"cuMemFree", CUDA_ERROR_INVALID_VALUE},
+      {"cuMemFreeHost", CUDA_ERROR_INVALID_VALUE},
+      {"cuMemAllocAsync", CUDA_ERROR_OUT_OF_MEMORY},
+      {"cuMemFreeAsync", CUDA_ERROR_INVALID_VALUE},
+      {"cuMemcpyHtoDAsync", CUDA_ERROR_INVALID_VALUE},
+      {"cuMemcpyDtoHAsync", CUDA_ERROR_ILLEGAL_ADDRESS},
+      {"cuModuleLoadData", CUDA_ERROR_INVALID_IMAGE},
+      {"cuModuleUnload", CUDA_ERROR_INVALID_HANDLE},
+      {"cuModuleGetFunction", CUDA_ERROR_NOT_FOUND},
+      {"cuLaunchKernel", CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES},
+      {"cuGraphGetNodes", CUDA_ERROR_INVALID_VALUE},
+      {"cuGraphNodeGetType", CUDA_ERROR_INVALID_VALUE},
+      {"cuGraphInstantiateWithFlags", CUDA_ERROR_INVALID_VALUE},
+      {"cuGraphUpload", CUDA_ERROR_OUT_OF_MEMORY},
+      {"cuGraphLaunch", CUDA_ERROR_INVALID_VALUE},
+      {"cuGraphDestroy", CUDA_ERROR_INVALID_VALUE},
+      {"cuGraphExecDestroy", CUDA_ERROR_INVALID_VALUE},
+  };
+  auto it = codes.find(entry);
+  if (it == codes.end()) return std::nullopt;
+  return it->second;
+}
+
+// Calls that release one handle: when one fails, that handle stays for the context to reclaim.
+bool releases_a_handle(std::string_view entry) {
+  static const std::set<std::string_view> releases = {
+      "cuStreamDestroy", "cuEventDestroy", "cuMemFree",      "cuMemFreeHost",
+      "cuModuleUnload",  "cuGraphDestroy", "cuGraphExecDestroy"};
+  return releases.count(entry) > 0;
+}
+
+struct Injection {
+  std::size_t index = 0;  // into the counting run's call log, from the window's start
+  std::string entry;
+  int nth = 0;
+  CUresult code = CUDA_SUCCESS;
+};
+
+enum class Outcome { surfaced, warned, recovered };
+
+using Values = std::vector<std::uint32_t>;
+
+// What a buffer must read back as: the elements the operations that completed produced (where
+// `known`), or, when `failed`, an error. A buffer with no shadow was never written.
+struct Shadow {
+  bool failed = false;
+  Values values;
+  std::vector<bool> known;
+};
+
+// Everything one run of a scenario holds: the driver, the device, what the scenario made, and a
+// host shadow of what each kept buffer holds after the operations that succeeded.
+class Session {
+ public:
+  Session(const Injection* injection, std::map<std::string, bool>* golden_errors)
+      : injection_(injection), golden_errors_(golden_errors) {
+    register_test_kernels(driver);
+    image = driver.module_image({"add_one", "fill", "copy"});
+    previous_sink_ = set_log_sink([this](LogLevel level, std::string_view message) {
+      if (level <= LogLevel::warn) warnings.emplace_back(message);
+    });
+  }
+  ~Session() { set_log_sink(previous_sink_); }
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  bool counting() const { return injection_ == nullptr; }
+  Device& dev() { return *device; }
+  Stream& main() { return device->stream(); }
+
+  // Open the device and load the test kernels.
+  bool open() {
+    Result<std::unique_ptr<Device>> opened = Device::open(driver);
+    if (!ok(opened)) return false;
+    device = std::move(*opened);
+    streams = {&device->stream()};
+    Result<Module> loaded = device->load_module(image);
+    if (!ok(loaded)) return false;
+    module = *loaded;
+    for (auto [kernel, name] : {std::pair{&add_one, "add_one"}, std::pair{&fill, "fill"},
+                                std::pair{&copy, "copy"}}) {
+      Result<Kernel> found = module.kernel(name);
+      if (!ok(found)) return false;
+      *kernel = *found;
+    }
+    return true;
+  }
+
+  // The device closes (the scenario's own step).
+  void close() {
+    graphs.clear();
+    device.reset();
+  }
+
+  // A step's result: true to go on. A failure is recorded and stops the scenario, as an
+  // application stops a pass that failed.
+  template <class T>
+  bool ok(const Result<T>& result) {
+    if (result) return true;
+    errors.push_back(result.error());
+    return false;
+  }
+
+  // A step the fault-free run expects to fail with `code` (a refusal the scenario provokes).
+  // Any other outcome stops the scenario; an unexpected success is a divergence.
+  template <class T>
+  bool refused(const Result<T>& result, Errc code) {
+    if (result) {
+      ADD_FAILURE() << "a step the fault-free run saw refused succeeded";
+      return false;
+    }
+    if (counting()) {
+      EXPECT_EQ(result.error().code(), code) << to_string(result.error());
+      return true;
+    }
+    errors.push_back(result.error());
+    return result.error().code() == code && !names_injected(result.error());
+  }
+
+  // A direct driver call the scenario makes itself (around graphcap).
+  bool driver_call(const char* entry, CUresult result) {
+    if (result == CUDA_SUCCESS) return true;
+    errors.push_back(Error::from_driver(entry, result));
+    return false;
+  }
+
+  // Read `count` elements from element `first` of the kept buffer `name`: the shadow's bytes or
+  // an error, never other bytes. In the body (label set), a read the fault-free run saw succeed
+  // and this run sees fail stops the scenario.
+  bool read(const std::string& label, const std::string& name, Stream& stream,
+            std::size_t first = 0, std::optional<std::size_t> count = std::nullopt) {
+    const Buffer& buffer = buffers.at(name);
+    const std::size_t elements = count.value_or(buffer.size() / 4 - first);
+    Result<std::vector<std::byte>> got =
+        count ? device->read(buffer, first * 4, elements * 4, stream) : device->read(buffer, stream);
+    auto shadow = shadows.find(name);
+    if (got) {
+      if (counting()) (*golden_errors_)[label] = false;
+      if (shadow == shadows.end()) return true;  // never written: any bytes
+      if (shadow->second.failed) {
+        ADD_FAILURE() << label << ": " << name << " read back " << got->size()
+                      << " bytes where it must carry a failure (stale bytes handed back as data)";
+        return true;
+      }
+      const Values read = to_u32(*got);
+      const Shadow& expected = shadow->second;
+      std::size_t wrong = 0;
+      for (std::size_t i = 0; i < read.size(); ++i) {
+        if (expected.known[first + i] && read[i] != expected.values[first + i]) ++wrong;
+      }
+      EXPECT_EQ(wrong, 0u) << label << ": " << name << " read back " << wrong
+                           << " element(s) no completed operation produced (stale or wrong data)";
+      return true;
+    }
+    errors.push_back(got.error());
+    if (counting()) {
+      (*golden_errors_)[label] = true;
+      EXPECT_TRUE(shadow != shadows.end() && shadow->second.failed)
+          << label << ": the fault-free run failed to read " << name << ": "
+          << to_string(got.error());
+      return true;
+    }
+    auto golden = golden_errors_->find(label);
+    return golden != golden_errors_->end() && golden->second && !names_injected(got.error());
+  }
+
+  bool names_injected(const Error& error) const {
+    return injection_ != nullptr && error.message().find(injection_->entry) != std::string::npos;
+  }
+
+  void keep(const std::string& name, const Buffer& buffer, Stream& owner) {
+    buffers[name] = buffer;
+    owners[name] = &owner;
+  }
+  // Elements [first, first + values.size()) of `name` now hold `values`; a full write or an `out`
+  // launch over the whole buffer replaces a failure, a partial one keeps it.
+  void set(const std::string& name, const Values& values, std::size_t first = 0) {
+    Shadow& shadow = shadow_of(name);
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      shadow.values[first + i] = values[i];
+      shadow.known[first + i] = true;
+    }
+  }
+  Shadow& shadow_of(const std::string& name) {
+    Shadow& shadow = shadows[name];
+    const std::size_t size = buffers.at(name).size() / 4;
+    if (shadow.values.size() != size) {
+      shadow.values.assign(size, 0);
+      shadow.known.assign(size, false);
+    }
+    return shadow;
+  }
+  void fail(const std::string& name) { shadows[name].failed = true; }
+  void clear_failure(const std::string& name) { shadows[name].failed = false; }
+  bool failed(const std::string& name) const {
+    auto it = shadows.find(name);
+    return it != shadows.end() && it->second.failed;
+  }
+  // The elements of `name` (a buffer the scenario fully wrote).
+  const Values& values(const std::string& name) const { return shadows.at(name).values; }
+  // A buffer a recorded operation writes: it carries the refusal if the recording is refused.
+  void claim(const std::string& name) { claims.push_back(name); }
+
+  fake::FakeDriver driver;
+  std::vector<std::byte> image;
+  std::unique_ptr<Device> device;
+  Module module;
+  Kernel add_one, fill, copy;
+  std::vector<Stream*> streams;          // every stream the scenario used
+  std::map<std::string, Buffer> buffers;  // read back after the run
+  std::map<std::string, Stream*> owners;
+  std::map<std::string, Shadow> shadows;
+  std::vector<std::string> claims;  // of the recording now open
+  std::vector<Graph> graphs;
+  std::vector<Error> errors;
+  std::vector<std::string> warnings;
+
+ private:
+  const Injection* injection_;
+  std::map<std::string, bool>* golden_errors_;  // per body read label: did the fault-free run fail
+  LogSink previous_sink_;
+};
+
+Values plus(const Values& values, std::uint32_t k) {
+  Values out = values;
+  for (std::uint32_t& v : out) v += k;
+  return out;
+}
+
+// dst = src + 1 over n elements, on the device and, when it ran eagerly, in the shadow. A
+// recorded launch (`eager` false) changes nothing now: it claims dst.
+bool add_one(Session& s, const std::string& src, const std::string& dst, std::uint32_t n,
+             Stream& stream, bool eager) {
+  Result<void> launched =
+      s.dev().launch(stream, s.add_one, dims_for(n),
+                     {Arg::in(s.buffers.at(src)), Arg::out(s.buffers.at(dst)), Arg::value(n)});
+  if (!eager) {
+    s.claim(dst);
+    return s.ok(launched);
+  }
+  if (!launched) {
+    s.fail(dst);  // a failed launch marks its output
+    return s.ok(launched);
+  }
+  s.shadow_of(dst);
+  Shadow& out = s.shadows.at(dst);
+  const Values& in = s.values(src);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    out.values[i] = in[i] + 1;
+    out.known[i] = true;
+  }
+  if (n * 4 == s.buffers.at(dst).size()) s.clear_failure(dst);
+  return true;
+}
+
+// fill(dst, value) eagerly: its output carries the failure if it fails.
+bool fill(Session& s, const std::string& dst, std::uint32_t value, Stream& stream) {
+  const auto n = static_cast<std::uint32_t>(s.buffers.at(dst).size() / 4);
+  Result<void> filled = s.dev().launch(stream, s.fill, dims_for(n),
+                                       {Arg::out(s.buffers.at(dst)), Arg::value(value), Arg::value(n)});
+  if (!filled) {
+    s.fail(dst);
+    return s.ok(filled);
+  }
+  s.set(dst, Values(n, value));
+  s.clear_failure(dst);
+  return true;
+}
+
+bool upload(Session& s, const std::string& name, const Values& values, Stream& stream) {
+  Result<Buffer> buffer = s.dev().upload(to_bytes(values), stream);
+  if (!s.ok(buffer)) return false;
+  s.keep(name, *buffer, stream);
+  s.set(name, values);
+  return true;
+}
+
+bool alloc(Session& s, const std::string& name, std::size_t elements, Stream& stream) {
+  Result<Buffer> buffer = s.dev().alloc(elements * 4, stream);
+  if (!s.ok(buffer)) return false;
+  s.keep(name, *buffer, stream);
+  return true;
+}
+
+// An eager write: a failed one marks the destination; a full one clears a failure.
+bool write(Session& s, const std::string& name, const Values& values, Stream& stream,
+           std::size_t first = 0) {
+  Result<void> written = s.dev().write(s.buffers.at(name), first * 4, to_bytes(values), stream);
+  if (!written) {
+    s.fail(name);
+    return s.ok(written);
+  }
+  s.set(name, values, first);
+  if (first == 0 && values.size() * 4 == s.buffers.at(name).size()) s.clear_failure(name);
+  return true;
+}
+
+// A recorded write: the destination is claimed (and carries the failure if it fails).
+bool recorded_write(Session& s, const std::string& name, const Values& values, Stream& stream) {
+  Result<void> written = s.dev().write(s.buffers.at(name), to_bytes(values), stream);
+  s.claim(name);
+  if (!written) s.fail(name);
+  return s.ok(written);
+}
+
+// abort_capture: whatever the recording claimed carries the abandonment.
+bool abort(Session& s, Stream& stream) {
+  const bool recording = stream.capture_state() == CaptureState::capture;
+  Result<void> aborted = s.dev().abort_capture(stream);
+  if (recording) {
+    for (const std::string& name : s.claims) s.fail(name);
+  }
+  s.claims.clear();
+  return s.ok(aborted);
+}
+
+// end_capture: a graph, or a refusal (expected, or not) whose claims carry it.
+bool end(Session& s, Stream& stream, std::optional<Errc> refusal = std::nullopt) {
+  Result<Graph> graph = s.dev().end_capture(stream);
+  if (!graph) {
+    for (const std::string& name : s.claims) s.fail(name);
+  }
+  s.claims.clear();
+  if (refusal) return s.refused(graph, *refusal);
+  if (!s.ok(graph)) return false;
+  s.graphs.push_back(std::move(*graph));
+  return true;
+}
+
+struct Scenario {
+  const char* name;
+  // Before the injection window (not swept): usually opening the device.
+  std::function<bool(Session&)> setup;
+  // The window: every driver call made here is failed in turn. Returns false where it stopped.
+  std::function<bool(Session&)> body;
+};
+
+// ---- the scenarios -----------------------------------------------------------------------------
+
+constexpr std::uint32_t kN = 256;
+
+// Warm-up then recording of `pass` (eager, then recorded), closed into a kept graph.
+bool capture(Session& s, Stream& stream, const std::function<bool(bool eager)>& pass) {
+  if (!s.ok(s.dev().prepare_capture(stream)) || !pass(true)) return false;
+  if (!s.ok(s.dev().begin_capture(stream)) || !pass(false)) return false;
+  return end(s, stream);
+}
+
+// A replay of the last graph; `effect` applies it to the shadow when it was enqueued.
+bool replay(Session& s, const std::function<void()>& effect) {
+  if (!s.ok(s.graphs.back().replay())) return false;
+  effect();
+  return true;
+}
+
+// capture_replay's recorded pass, x -> y -> x, applied to the shadow.
+void capture_replay_effect(Session& s) {
+  s.set("y", plus(s.values("x"), 1));
+  s.set("x", plus(s.values("x"), 2));
+}
+
+bool capture_replay(Session& s) {
+  if (!upload(s, "x", iota_u32(kN), s.main()) || !alloc(s, "y", kN, s.main())) return false;
+  auto pass = [&](bool eager) {
+    return add_one(s, "x", "y", kN, s.main(), eager) && add_one(s, "y", "x", kN, s.main(), eager);
+  };
+  auto effect = [&] { capture_replay_effect(s); };
+  if (!capture(s, s.main(), pass)) return false;
+  if (!replay(s, effect) || !replay(s, effect)) return false;
+  if (!s.ok(s.dev().sync(s.main()))) return false;
+  return s.read("x after two replays", "x", s.main());
+}
+
+bool doomed_recording(Session& s) {
+  if (!upload(s, "x", iota_u32(kN), s.main())) return false;
+  if (!upload(s, "untouched", iota_u32(kN, 7), s.main())) return false;
+  if (!s.ok(s.dev().prepare_capture(s.main()))) return false;
+  if (!s.ok(s.dev().begin_capture(s.main()))) return false;
+  const std::uint32_t seven = 7;
+  Result<void> recorded = s.dev().launch(s.main(), s.fill, dims_for(kN),
+                                         {Arg::out(s.buffers.at("x")), Arg::value(seven),
+                                          Arg::value(kN)});
+  s.claim("x");
+  if (!s.ok(recorded)) return false;
+  // A size the warm-up never allocated: refused, and the recording is doomed.
+  if (!s.refused(s.dev().alloc(12345, s.main()), Errc::graph_state)) return false;
+  if (!end(s, s.main(), Errc::doomed)) return false;
+  if (!s.read("x after the refusal", "x", s.main())) return false;
+  return s.read("untouched after the refusal", "untouched", s.main());
+}
+
+bool memory_node_refusal(Session& s) {
+  if (!upload(s, "x", iota_u32(kN), s.main())) return false;
+  if (!s.ok(s.dev().prepare_capture(s.main())) || !add_one(s, "x", "x", kN, s.main(), true)) {
+    return false;
+  }
+  if (!s.ok(s.dev().begin_capture(s.main())) || !add_one(s, "x", "x", kN, s.main(), false)) {
+    return false;
+  }
+  // Around graphcap's pools: a memory node on the capturing stream.
+  CUdeviceptr rogue = 0;
+  if (!s.driver_call("cuMemAllocAsync",
+                     s.driver.cuMemAllocAsync(&rogue, 4096, s.main().handle()))) {
+    return false;
+  }
+  if (!s.driver_call("cuMemFreeAsync", s.driver.cuMemFreeAsync(rogue, s.main().handle()))) {
+    return false;
+  }
+  if (!end(s, s.main(), Errc::graph_state)) return false;
+  return s.read("x after the refusal", "x", s.main());
+}
+
+bool ping_pong_150(Session& s) {
+  constexpr std::uint32_t n = 64;
+  if (!upload(s, "a", iota_u32(n), s.main())) return false;
+  if (!upload(s, "b", Values(n, 0), s.main())) return false;
+  auto pass = [&](bool eager) {
+    for (int i = 0; i < 150; ++i) {
+      const bool forward = i % 2 == 0;
+      if (!add_one(s, forward ? "a" : "b", forward ? "b" : "a", n, s.main(), eager)) return false;
+    }
+    return true;
+  };
+  auto effect = [&] {
+    s.set("b", plus(s.values("a"), 149));
+    s.set("a", plus(s.values("a"), 150));
+  };
+  if (!capture(s, s.main(), pass)) return false;
+  if (!replay(s, effect) || !replay(s, effect)) return false;
+  if (!s.read("a after three passes", "a", s.main())) return false;
+  if (!write(s, "a", iota_u32(n, 5000), s.main())) return false;
+  if (!replay(s, effect)) return false;
+  return s.read("a after the rewrite and a replay", "a", s.main());
+}
+
+bool eager_upload_launch_read(Session& s) {
+  if (!upload(s, "a", iota_u32(kN), s.main())) return false;
+  if (!alloc(s, "b", kN, s.main()) || !alloc(s, "c", kN, s.main())) return false;
+  if (!add_one(s, "a", "b", kN, s.main(), true)) return false;
+  if (!fill(s, "c", 0xABCD, s.main())) return false;
+  Result<void> copied = s.dev().launch(s.main(), s.copy, dims_for(kN / 2),
+                                       {Arg::in(s.buffers.at("b")), Arg::out(s.buffers.at("c")),
+                                        Arg::value(kN / 2)});
+  if (!copied) s.fail("c");
+  if (!s.ok(copied)) return false;
+  const Values b = s.values("b");
+  s.set("c", Values(b.begin(), b.begin() + kN / 2));
+  if (!s.read("c", "c", s.main())) return false;
+  if (!write(s, "a", {9, 9, 9}, s.main(), 4)) return false;
+  if (!s.read("part of a", "a", s.main(), 2, 8)) return false;
+  {
+    // A transient buffer dropped at once, and a new size after it.
+    Result<Buffer> scratch = s.dev().upload(to_bytes(iota_u32(3000)), s.main());
+    if (!s.ok(scratch)) return false;
+  }
+  if (!alloc(s, "d", 3000, s.main())) return false;
+  if (!add_one(s, "b", "d", kN, s.main(), true)) return false;
+  return s.ok(s.dev().sync(s.main()));
+}
+
+bool graph_destroy(Session& s) {
+  if (!upload(s, "x", iota_u32(kN), s.main())) return false;
+  auto pass = [&](bool eager) {
+    // An intermediate, dropped inside the pass: inside the window, pinned by the graph.
+    Result<Buffer> inner = s.dev().alloc(kN * 4, s.main());
+    if (!s.ok(inner)) return false;
+    s.keep("inner", *inner, s.main());
+    const bool ok = add_one(s, "x", "inner", kN, s.main(), eager) &&
+                    add_one(s, "inner", "x", kN, s.main(), eager);
+    s.buffers.erase("inner");
+    s.shadows.erase("inner");
+    return ok;
+  };
+  if (!capture(s, s.main(), pass)) return false;
+  s.driver.set_device_paused(true);  // the replays are still queued when the graph goes
+  for (int i = 0; i < 3; ++i) {
+    if (!replay(s, [&] { s.set("x", plus(s.values("x"), 2)); })) return false;
+  }
+  if (!s.ok(s.graphs.back().destroy())) return false;
+  s.driver.set_device_paused(false);
+  if (!s.ok(s.dev().sync(s.main()))) return false;
+  if (!s.read("x after three replays", "x", s.main())) return false;
+  return upload(s, "sentinel", Values(kN, 0xC0), s.main());
+}
+
+bool abort_capture(Session& s) {
+  if (!upload(s, "x", iota_u32(kN), s.main())) return false;
+  if (!s.ok(s.dev().prepare_capture(s.main())) || !add_one(s, "x", "x", kN, s.main(), true)) {
+    return false;
+  }
+  if (!s.ok(s.dev().begin_capture(s.main())) || !add_one(s, "x", "x", kN, s.main(), false)) {
+    return false;
+  }
+  if (!abort(s, s.main())) return false;
+  return s.read("x after the abort", "x", s.main());
+}
+
+bool captured_write(Session& s) {
+  if (!alloc(s, "target", kN, s.main()) || !alloc(s, "out", kN, s.main())) return false;
+  auto pass = [&](bool eager) {
+    if (eager) {
+      return write(s, "target", iota_u32(kN, 40), s.main()) &&
+             add_one(s, "target", "out", kN, s.main(), true);
+    }
+    return recorded_write(s, "target", iota_u32(kN, 40), s.main()) &&
+           add_one(s, "target", "out", kN, s.main(), false);
+  };
+  if (!capture(s, s.main(), pass)) return false;
+  if (!fill(s, "target", 0, s.main())) return false;
+  if (!replay(s, [&] {
+        s.set("target", iota_u32(kN, 40));
+        s.set("out", iota_u32(kN, 41));
+      })) {
+    return false;
+  }
+  return s.read("out after the replay", "out", s.main());
+}
+
+bool second_stream(Session& s) {
+  Result<Stream*> other = s.dev().create_stream();
+  if (!s.ok(other)) return false;
+  Stream& t = **other;
+  s.streams.push_back(&t);
+  if (!upload(s, "x on the second stream", iota_u32(kN), t)) return false;
+  if (!upload(s, "y on the main stream", iota_u32(kN, 100), s.main())) return false;
+  const std::string x = "x on the second stream";
+  auto pass = [&](bool eager) {
+    if (!add_one(s, x, x, kN, t, eager)) return false;
+    // The main stream works eagerly meanwhile (launches are safe next to a recording).
+    return eager || add_one(s, "y on the main stream", "y on the main stream", kN, s.main(), true);
+  };
+  if (!capture(s, t, pass)) return false;
+  if (!replay(s, [&] { s.set(x, plus(s.values(x), 1)); })) return false;
+  return s.read("x after one replay", x, t);
+}
+
+bool close_mid_recording(Session& s) {
+  if (!upload(s, "x", iota_u32(kN), s.main())) return false;
+  if (!s.ok(s.dev().prepare_capture(s.main())) || !add_one(s, "x", "x", kN, s.main(), true)) {
+    return false;
+  }
+  if (!s.ok(s.dev().begin_capture(s.main())) || !add_one(s, "x", "x", kN, s.main(), false)) {
+    return false;
+  }
+  s.close();
+  return true;
+}
+
+bool close_with_everything_live(Session& s) {
+  if (!capture_replay(s)) return false;
+  // A replay still queued, a drop still pending, a second module: then the device goes.
+  s.driver.set_device_paused(true);
+  if (!replay(s, [&] { capture_replay_effect(s); })) return false;
+  {
+    Result<Buffer> scratch = s.dev().alloc(4096, s.main());
+    if (!s.ok(scratch)) return false;
+    if (!s.ok(s.dev().launch(s.main(), s.add_one, dims_for(kN),
+                             {Arg::in(s.buffers.at("x")), Arg::out(*scratch), Arg::value(kN)}))) {
+      return false;
+    }
+  }
+  Result<Module> second = s.dev().load_module(s.image);
+  if (!s.ok(second)) return false;
+  s.close();
+  return true;
+}
+
+bool open_and_load(Session& s) {
+  if (!s.open()) return false;
+  if (!upload(s, "x", iota_u32(kN), s.main())) return false;
+  if (!add_one(s, "x", "x", kN, s.main(), true)) return false;
+  return s.read("x", "x", s.main());
+}
+
+bool open_device(Session& s) { return s.open(); }
+bool nothing(Session&) { return true; }
+
+const std::vector<Scenario>& scenarios() {
+  static const std::vector<Scenario> all = {
+      {"capture_replay", open_device, capture_replay},
+      {"doomed_recording", open_device, doomed_recording},
+      {"memory_node_refusal", open_device, memory_node_refusal},
+      {"ping_pong_150", open_device, ping_pong_150},
+      {"eager_upload_launch_read", open_device, eager_upload_launch_read},
+      {"graph_destroy", open_device, graph_destroy},
+      {"abort_capture", open_device, abort_capture},
+      {"captured_write", open_device, captured_write},
+      {"second_stream", open_device, second_stream},
+      {"close_mid_recording", open_device, close_mid_recording},
+      {"close_with_everything_live", open_device, close_with_everything_live},
+      {"open_and_load", nothing, open_and_load},
+  };
+  return all;
+}
+
+// ---- the checks after a run ----------------------------------------------------------------------
+
+// Leave any window the scenario stopped in, as an application's error path does: the refusal
+// marks what the recording claimed.
+void leave_open_windows(Session& s) {
+  if (!s.device) return;
+  for (Stream* stream : s.streams) {
+    if (stream->capture_state() == CaptureState::capture) {
+      (void)end(s, *stream);  // a graph, when the failure was elsewhere; else a refusal
+    } else if (stream->capture_state() == CaptureState::prepare) {
+      (void)abort(s, *stream);
+    }
+  }
+}
+
+void expect_fresh_capture(Session& s, Stream& stream, const std::string& where) {
+  SCOPED_TRACE("fresh capture on " + where);
+  if (!s.add_one) {  // the scenario stopped before it loaded the kernels
+    Result<Module> module = s.dev().load_module(s.image);
+    ASSERT_THAT(module, IsOk());
+    Result<Kernel> kernel = module->kernel("add_one");
+    ASSERT_THAT(kernel, IsOk());
+    s.add_one = *kernel;
+  }
+  Result<Buffer> x = s.dev().upload(to_bytes(iota_u32(64)), stream);
+  ASSERT_THAT(x, IsOk());
+  auto launch = [&] {
+    const std::uint32_t n = 64;
+    return s.dev().launch(stream, s.add_one, dims_for(n), {Arg::in(*x), Arg::out(*x), Arg::value(n)});
+  };
+  ASSERT_THAT(s.dev().prepare_capture(stream), IsOk());
+  ASSERT_THAT(launch(), IsOk());
+  ASSERT_THAT(s.dev().begin_capture(stream), IsOk());
+  ASSERT_THAT(launch(), IsOk());
+  Result<Graph> graph = s.dev().end_capture(stream);
+  ASSERT_THAT(graph, IsOk());
+  ASSERT_THAT(graph->replay(), IsOk());
+  Result<std::vector<std::byte>> read = s.dev().read(*x, stream);
+  ASSERT_THAT(read, IsOk());
+  EXPECT_EQ(to_u32(*read), iota_u32(64, 2));
+}
+
+// The state checks on a device still open: no stream capturing, queued errors surfaced, every
+// buffer its shadow's bytes or an error, and a fresh capture works on every stream.
+void check_open_device(Session& s) {
+  for (Stream* stream : s.streams) {
+    EXPECT_EQ(stream->capture_state(), CaptureState::no_capture);
+    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_ACTIVE;
+    EXPECT_EQ(s.driver.cuStreamIsCapturing(stream->handle(), &status), CUDA_SUCCESS);
+    EXPECT_EQ(status, CU_STREAM_CAPTURE_STATUS_NONE) << "a stream was left capturing";
+  }
+  for (Stream* stream : s.streams) {
+    if (Result<void> synced = s.dev().sync(*stream); !synced) s.errors.push_back(synced.error());
+  }
+  for (const auto& [name, buffer] : s.buffers) {
+    (void)buffer;
+    (void)s.read("final " + name, name, *s.owners.at(name));
+  }
+  for (std::size_t i = 0; i < s.streams.size(); ++i) {
+    expect_fresh_capture(s, *s.streams[i], "stream " + std::to_string(i));
+  }
+}
+
+// Drop everything, close, and count the handles the run left.
+void close_and_count(Session& s, const Injection* injection) {
+  s.graphs.clear();
+  s.buffers.clear();
+  s.add_one = s.fill = s.copy = Kernel{};
+  s.module = Module{};
+  s.device.reset();
+  const fake::LiveHandles live = s.driver.live_handles();
+  const bool failed_release = injection != nullptr && releases_a_handle(injection->entry);
+  if (injection != nullptr && injection->entry == "cuDevicePrimaryCtxRelease") {
+    fake::LiveHandles one_context;
+    one_context.contexts = 1;
+    EXPECT_EQ(live, one_context) << "only the context reference whose release failed may stay";
+    EXPECT_EQ(s.driver.cuDevicePrimaryCtxRelease(0), CUDA_SUCCESS);  // the harness cleans up
+  } else {
+    EXPECT_EQ(live.total(), 0u) << "handles leaked: contexts " << live.contexts << ", streams "
+                                << live.streams << ", events " << live.events << ", modules "
+                                << live.modules << ", graphs " << live.graphs << ", execs "
+                                << live.execs << ", device allocations "
+                                << live.device_allocations << ", host allocations "
+                                << live.host_allocations;
+  }
+  EXPECT_EQ(s.driver.reclaimed_handles(), failed_release ? 1u : 0u)
+      << (failed_release ? "a failed release leaves exactly its one handle"
+                         : "handles were alive when the context went");
+  EXPECT_THAT(s.driver.violations(), ::testing::IsEmpty());
+}
+
+struct Totals {
+  std::size_t injections = 0;
+  std::map<Outcome, std::size_t> outcomes;
+  std::map<std::string, std::size_t> by_entry;
+  std::map<std::string, std::map<Outcome, std::size_t>> outcome_by_entry;
+};
+
+Totals& totals() {
+  static Totals t;
+  return t;
+}
+
+const char* to_text(Outcome outcome) {
+  switch (outcome) {
+    case Outcome::surfaced: return "surfaced";
+    case Outcome::warned: return "warned";
+    case Outcome::recovered: return "recovered";
+  }
+  return "?";
+}
+
+// How the injected failure was reported, if at all.
+std::optional<Outcome> outcome_of(const Session& s, const Injection& injection,
+                                  const std::vector<fake::CallRecord>& window) {
+  bool named = false;
+  bool code_named = false;
+  for (const Error& error : s.errors) {
+    if (s.names_injected(error)) {
+      named = true;
+      code_named = code_named ||
+                   error.message().find(cu_result_name(injection.code)) != std::string::npos;
+    }
+  }
+  if (named) {
+    EXPECT_TRUE(code_named) << "the error naming " << injection.entry << " does not name "
+                            << cu_result_name(injection.code);
+    return Outcome::surfaced;
+  }
+  for (const std::string& warning : s.warnings) {
+    if (warning.find(injection.entry) != std::string::npos) return Outcome::warned;
+  }
+  if ((injection.entry == "cuMemAlloc" || injection.entry == "cuMemAllocHost") &&
+      s.errors.empty()) {
+    // The pool gave its cached slices back and retried: the same entry succeeded right after.
+    for (std::size_t i = injection.index + 1; i < window.size(); ++i) {
+      if (window[i].entry_point == injection.entry) {
+        if (window[i].result == CUDA_SUCCESS) return Outcome::recovered;
+        break;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+// One run: setup, the window (with the injection, if any), the error path, the checks.
+// Returns the window's calls (for the counting run).
+std::vector<fake::CallRecord> run_scenario(const Scenario& scenario, const Injection* injection,
+                                          std::map<std::string, bool>& golden_errors) {
+  Session s(injection, &golden_errors);
+  if (!scenario.setup(s)) {
+    ADD_FAILURE() << "setup failed: " << (s.errors.empty() ? "" : to_string(s.errors.back()));
+    return {};
+  }
+  const std::size_t start = s.driver.calls().size();
+  if (injection != nullptr) s.driver.fail_call(injection->entry, injection->code, injection->nth);
+  const bool completed = scenario.body(s);
+  s.driver.set_device_paused(false);
+  leave_open_windows(s);
+  const std::vector<fake::CallRecord> log = s.driver.calls();
+  std::vector<fake::CallRecord> window(log.begin() + static_cast<std::ptrdiff_t>(start), log.end());
+  s.driver.clear_faults();
+
+  if (injection == nullptr) {
+    EXPECT_TRUE(completed) << "the fault-free run stopped: "
+                           << (s.errors.empty() ? "" : to_string(s.errors.back()));
+    EXPECT_THAT(s.warnings, ::testing::IsEmpty());
+  } else {
+    // Exactly the targeted call failed: the run followed the counting run's path up to it.
+    std::size_t injected = 0;
+    for (std::size_t i = 0; i < window.size(); ++i) {
+      if (!window[i].injected) continue;
+      ++injected;
+      EXPECT_EQ(i, injection->index);
+      EXPECT_EQ(window[i].entry_point, injection->entry);
+    }
+    EXPECT_EQ(injected, 1u) << "the injected call never happened (the run diverged)";
+  }
+
+  const bool closed_in_body = s.device == nullptr;
+  if (!closed_in_body) check_open_device(s);
+
+  if (injection != nullptr) {
+    if (std::optional<Outcome> outcome = outcome_of(s, *injection, window)) {
+      ++totals().outcomes[*outcome];
+      ++totals().outcome_by_entry[injection->entry][*outcome];
+    } else {
+      std::string seen;
+      for (const Error& error : s.errors) seen += "\n  error: " + to_string(error);
+      for (const std::string& warning : s.warnings) seen += "\n  warning: " + warning;
+      ADD_FAILURE() << "the failure of " << injection->entry << " was not reported by name"
+                    << (completed ? " (the scenario completed)" : "") << seen;
+    }
+  }
+
+  close_and_count(s, injection);
+  if (closed_in_body) {
+    // A new device on the same driver captures and replays, and closes clean.
+    const std::size_t reclaimed = s.driver.reclaimed_handles();
+    if (s.open()) {
+      expect_fresh_capture(s, s.main(), "a new device");
+    } else {
+      ADD_FAILURE() << "a new device would not open: " << to_string(s.errors.back());
+    }
+    s.add_one = s.fill = s.copy = Kernel{};
+    s.module = Module{};
+    s.device.reset();
+    EXPECT_EQ(s.driver.live_handles().total(), 0u);
+    EXPECT_EQ(s.driver.reclaimed_handles(), reclaimed);
+  }
+  return window;
+}
+
+class FaultSweep : public ::testing::TestWithParam<std::size_t> {};
+
+TEST_P(FaultSweep, EveryDriverCallFailsInTurn) {
+  const Scenario& scenario = scenarios()[GetParam()];
+  std::map<std::string, bool> golden_errors;
+  const std::vector<fake::CallRecord> window = [&] {
+    SCOPED_TRACE(std::string(scenario.name) + ": the fault-free counting run");
+    return run_scenario(scenario, nullptr, golden_errors);
+  }();
+  ASSERT_FALSE(window.empty());
+  if (::testing::Test::HasFailure()) return;
+  if (std::getenv("GRAPHCAP_SWEEP_PRINT_CALLS") != nullptr) {
+    for (std::size_t i = 0; i < window.size(); ++i) {
+      std::printf("[ sweep    ] %s call %zu: %s\n", scenario.name, i, window[i].entry_point.c_str());
+    }
+  }
+
+  std::map<std::string, int> seen;
+  std::size_t injections = 0;
+  for (std::size_t i = 0; i < window.size(); ++i) {
+    const std::string& entry = window[i].entry_point;
+    const int nth = ++seen[entry];
+    const std::optional<CUresult> code = injected_code(entry);
+    ASSERT_TRUE(code.has_value()) << "no injected code chosen for " << entry;
+    const Injection injection{i, entry, nth, *code};
+    SCOPED_TRACE(std::string(scenario.name) + ": call " + std::to_string(i) + " of " +
+                 std::to_string(window.size()) + ", " + entry + " #" + std::to_string(nth) +
+                 " failing with " + std::to_string(static_cast<int>(*code)));
+    (void)run_scenario(scenario, &injection, golden_errors);
+    ++injections;
+    ++totals().by_entry[entry];
+    if (::testing::Test::HasFailure()) break;  // the first failing injection is the one to read
+  }
+  totals().injections += injections;
+  std::printf("[ sweep    ] %s: %zu driver calls in the window, %zu injections\n", scenario.name,
+              window.size(), injections);
+  RecordProperty("injections", static_cast<int>(injections));
+}
+
+INSTANTIATE_TEST_SUITE_P(Scenarios, FaultSweep,
+                         ::testing::Range<std::size_t>(0, scenarios().size()),
+                         [](const ::testing::TestParamInfo<std::size_t>& param_info) {
+                           return std::string(scenarios()[param_info.param].name);
+                         });
+
+// The totals, printed once every scenario ran (when the sweep runs in one process).
+class SweepReport : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    const Totals& t = totals();
+    if (t.injections == 0) return;
+    std::printf("[ sweep    ] total: %zu injections:", t.injections);
+    for (const auto& [outcome, count] : t.outcomes) std::printf(" %zu %s", count, to_text(outcome));
+    std::printf("\n");
+    for (const auto& [entry, count] : t.by_entry) {
+      std::printf("[ sweep    ]   %-28s %5zu:", entry.c_str(), count);
+      if (auto it = t.outcome_by_entry.find(entry); it != t.outcome_by_entry.end()) {
+        for (const auto& [outcome, n] : it->second) std::printf(" %zu %s", n, to_text(outcome));
+      }
+      std::printf("\n");
+    }
+  }
+};
+
+[[maybe_unused]] ::testing::Environment* const sweep_report =
+    ::testing::AddGlobalTestEnvironment(new SweepReport);
+
+}  // namespace
+}  // namespace graphcap::testing
