@@ -314,7 +314,10 @@ Result<void> Device::write(const Buffer& dst, std::size_t offset, std::span<cons
     if (window.recording()) window.doom(error);
     return error;
   }
-  if (window.recording()) window.recorded(CU_GRAPH_NODE_TYPE_MEMCPY);
+  if (window.recording()) {
+    window.recorded(CU_GRAPH_NODE_TYPE_MEMCPY);
+    if (offset == 0 && bytes.size() == dst.size()) window.produce(dst.state());
+  }
   // A full write replaces what the buffer carried; a recorded one has written nothing yet.
   if (offset == 0 && bytes.size() == dst.size() && !window.recording()) {
     dst.state()->clear_failure();
@@ -444,7 +447,9 @@ Result<void> Device::launch(Stream& s, const Kernel& kernel, LaunchDims dims,
       buffer->state()->memory()->used_at(use);
       if (window.recording()) {
         window.touch(buffer->state()->memory());
+        if (arg.reads()) window.read(buffer->state());
         if (arg.writes()) window.claim(buffer->state());
+        if (arg.access() == Arg::Access::out) window.produce(buffer->state());
       }
     }
   }
@@ -504,7 +509,7 @@ Result<Graph> Device::end_capture(Stream& s) {
   if (!closed) return closed.error();
   auto state = std::make_shared<detail::GraphState>(
       std::shared_ptr<StreamCore>(stream.shared_from_this()), std::move(closed->graph.executable),
-      std::move(closed->pins), closed->graph.report);
+      std::move(closed->pins), std::move(closed->buffers), closed->graph.report);
   core_->add_graph(state);
   return Graph(std::move(state));
 }

@@ -22,37 +22,77 @@ Graph::~Graph() { (void)destroy(); }
 
 namespace {
 
-// Why a replay may not launch now; off the hot path.
-Error refusal(const detail::GraphState* state) {
+// The recording's outputs carry `error`: what they hold now no replay produced.
+void fail_writes(const detail::GraphState& state, const Error& error) {
+  for (const auto& weak : state.buffers().writes) {
+    if (auto buffer = weak.lock()) buffer->fail(error);
+  }
+}
+
+// cuGraphLaunch refused the replay: the error is returned and queued on the stream, and the
+// recording's outputs carry it.
+Error replay_failed(detail::GraphState& state, CUresult result) {
+  Error error = Error::from_driver("cuGraphLaunch", result).context("replay");
+  fail_writes(state, error);
+  state.stream().queue_error(error);
+  return error;
+}
+
+// Off the hot path: the gate is not clear, or this thread is not bound to the device yet.
+Result<void> replay_slow(detail::GraphState* state) {
   if (state == nullptr) {
     return Error(Errc::graph_state,
                  "replay: an empty graph (default-constructed, moved-from or destroyed)");
   }
-  if (state->released() || (state->hot().gate->bits() & detail::ReplayGate::kClosed) != 0) {
+  const detail::ReplayBlock& hot = state->hot();
+  const unsigned gate = hot.gate->bits();
+  if (state->released() || (gate & detail::ReplayGate::kClosed) != 0) {
     return Error(Errc::graph_state, "replay: the graph's device is closed");
   }
-  return Error(Errc::graph_state,
-               "replay: its stream is recording; launching a graph into a capturing stream "
-               "would invalidate the recording");
+  if ((gate & detail::ReplayGate::kRecording) != 0) {
+    return Error(Errc::graph_state,
+                 "replay: its stream is recording; launching a graph into a capturing stream "
+                 "would invalidate the recording");
+  }
+  // Some buffer of the stream carries a failure: a replay reading one would compute from bytes
+  // no operation produced. Skip it, and let its outputs say why.
+  for (const auto& weak : state->buffers().reads) {
+    auto buffer = weak.lock();
+    if (!buffer) continue;
+    if (std::optional<Error> failure = buffer->failure()) {
+      Error error(Errc::failed_buffer,
+                  "replay: a buffer the graph reads carries an error, so the replay was skipped: " +
+                      failure->message(),
+                  failure->driver_code());
+      fail_writes(*state, error);
+      return error;
+    }
+  }
+  if (Result<void> bound = state->stream().device().bind_thread(); !bound) return bound;
+  if (const CUresult result = hot.driver->cuGraphLaunch(hot.exec, hot.stream);
+      result != CUDA_SUCCESS) {
+    return replay_failed(*state, result);
+  }
+  // Enqueued: what the graph produces whole replaces whatever those buffers carried.
+  for (const auto& weak : state->buffers().produces) {
+    if (auto buffer = weak.lock()) buffer->clear_failure();
+  }
+  return {};
 }
 
 }  // namespace
 
 Result<void> Graph::replay() {
-  // The hot path: one cache line of the graph, the stream's gate, the thread's bound device.
-  if (state_ == nullptr) [[unlikely]] return refusal(nullptr);
+  // The hot path: one cache line of the graph, the stream's gate word, the thread's bound device.
+  if (state_ == nullptr) [[unlikely]] return replay_slow(nullptr);
   const detail::ReplayBlock& hot = state_->hot();
-  if (hot.released.load(std::memory_order_acquire) || !hot.gate->open()) [[unlikely]] {
-    return refusal(state_.get());
-  }
-  if (detail::t_bound_device != hot.device_id) [[unlikely]] {
-    if (Result<void> bound = state_->stream().device().bind_thread(); !bound) return bound;
+  if (hot.released.load(std::memory_order_acquire) || !hot.gate->open() ||
+      detail::t_bound_device != hot.device_id) [[unlikely]] {
+    return replay_slow(state_.get());
   }
   if (const CUresult result = hot.driver->cuGraphLaunch(hot.exec, hot.stream);
       result != CUDA_SUCCESS) [[unlikely]] {
-    Error error = Error::from_driver("cuGraphLaunch", result).context("replay");
-    state_->stream().queue_error(error);
-    return error;
+    return replay_failed(*state_, result);
   }
   return {};
 }

@@ -469,10 +469,34 @@ class Sequence {
     if (!graph.live || streams_[graph.stream].state == CaptureState::capture) {
       expected = Errc::graph_state;
     }
+    // A replay reading a buffer that carries a failure is skipped, and what it writes carries
+    // failed_buffer (a dropped buffer is no longer checked: the graph holds it weakly).
+    bool input_failed = false;
+    if (!expected) {
+      for (const Op& op : graph.ops) {
+        if (op.src < 0) continue;
+        const ModelBuffer& in = buffers_[static_cast<std::size_t>(op.src)];
+        if (in.live && in.failure) input_failed = true;
+      }
+      if (input_failed) expected = Errc::failed_buffer;
+    }
     expect(graph.handle.replay(), expected, "replay");
+    if (input_failed) {
+      for (const Op& op : graph.ops) {
+        ModelBuffer& out = buffers_[static_cast<std::size_t>(op.dst)];
+        if (out.live) out.failure = Errc::failed_buffer;
+      }
+      return;
+    }
     if (expected) return;
     outcomes()["replay: ops applied"] += graph.ops.size();
     for (const Op& op : graph.ops) apply(op);
+    // What the graph produces whole (an `out` launch, a full write) no longer carries a failure.
+    for (const Op& op : graph.ops) {
+      ModelBuffer& out = buffers_[static_cast<std::size_t>(op.dst)];
+      const bool whole = op.kind != Op::write || (op.offset == 0 && op.data.size() == out.n);
+      if (whole) out.failure.reset();
+    }
   }
 
   void do_destroy(int g) {

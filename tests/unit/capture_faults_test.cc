@@ -111,8 +111,35 @@ TEST_F(CaptureFaultsTest, FailingReplaySurfacesOnTheNextSyncOnce) {
   EXPECT_THAT(device_->sync(stream()),
               StatusIs(Errc::driver, CUDA_ERROR_INVALID_VALUE, HasSubstr("cuGraphLaunch")));
   EXPECT_THAT(device_->sync(stream()), IsOk());
+  // What the graph writes carries the failure, not the pre-replay bytes; and since the graph also
+  // reads x_, the next replay is skipped rather than computing from them.
+  EXPECT_THAT(device_->read(x_, stream()), StatusIs(Errc::driver, CUDA_ERROR_INVALID_VALUE));
+  EXPECT_THAT(graph->replay(), StatusIs(Errc::failed_buffer, CUDA_ERROR_INVALID_VALUE,
+                                        HasSubstr("replay was skipped")));
+  EXPECT_EQ(fake()->call_count("cuGraphLaunch"), 1u) << "a skipped replay never reaches the driver";
+  ASSERT_THAT(device_->write(x_, to_bytes(iota_u32(32, 100)), stream()), IsOk());
   ASSERT_THAT(graph->replay(), IsOk());
-  EXPECT_THAT(read_u32(x_), ElementsAreArray(iota_u32(32, 2)));
+  EXPECT_THAT(read_u32(x_), ElementsAreArray(iota_u32(32, 101)));
+}
+
+TEST_F(CaptureFaultsTest, ReplayClearsWhatItProducesAndSkipsOnFailedInputs) {
+  // y = x + 1 (out): y is produced whole by every replay.
+  Buffer y = upload_u32(std::vector<std::uint32_t>(32, 0));
+  ASSERT_THAT(device_->prepare_capture(stream()), IsOk());
+  ASSERT_THAT(add_one(x_, y, 32), IsOk());
+  ASSERT_THAT(device_->begin_capture(stream()), IsOk());
+  ASSERT_THAT(add_one(x_, y, 32), IsOk());
+  Result<Graph> graph = device_->end_capture(stream());
+  ASSERT_THAT(graph, IsOk());
+  // The input fails (an injected copy failure): the replay is skipped and y carries it.
+  fake()->fail_call("cuMemcpyHtoDAsync", CUDA_ERROR_ILLEGAL_ADDRESS);
+  EXPECT_THAT(device_->write(x_, to_bytes(iota_u32(32, 7)), stream()), StatusIs(Errc::driver));
+  EXPECT_THAT(graph->replay(), StatusIs(Errc::failed_buffer, CUDA_ERROR_ILLEGAL_ADDRESS));
+  EXPECT_THAT(device_->read(y, stream()), StatusIs(Errc::failed_buffer, CUDA_ERROR_ILLEGAL_ADDRESS));
+  // The input is rewritten: the next replay runs and its output is data again.
+  ASSERT_THAT(device_->write(x_, to_bytes(iota_u32(32, 7)), stream()), IsOk());
+  ASSERT_THAT(graph->replay(), IsOk());
+  EXPECT_THAT(read_u32(y), ElementsAreArray(iota_u32(32, 8)));
 }
 
 TEST_F(CaptureFaultsTest, DestroyingAGraphWaitsForItsReplays) {

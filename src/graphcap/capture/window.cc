@@ -1,6 +1,7 @@
 #include <graphcap/capture/window.h>
 
 #include <algorithm>
+#include <memory>
 #include <sstream>
 #include <string>
 
@@ -12,6 +13,15 @@ namespace {
 Error out_of_order(const char* operation, CaptureState state, const char* hint) {
   return Error(Errc::graph_state, std::string(operation) + ": the stream is in " +
                                       to_string(state) + " state; " + hint);
+}
+
+// One entry per buffer (a buffer used by 150 launches is listed once).
+void dedupe(std::vector<std::weak_ptr<detail::BufferState>>& list) {
+  std::owner_less<std::weak_ptr<detail::BufferState>> less;
+  std::sort(list.begin(), list.end(), less);
+  list.erase(std::unique(list.begin(), list.end(),
+                         [&](const auto& a, const auto& b) { return !less(a, b) && !less(b, a); }),
+             list.end());
 }
 
 }  // namespace
@@ -73,7 +83,7 @@ Result<void> Window::begin() {
   doomed_.reset();
   recorded_ = GraphReport{};
   touched_.clear();
-  claims_.clear();
+  roles_ = BufferRoles{};
   set_state(CaptureState::capture);
   return {};
 }
@@ -109,16 +119,15 @@ Result<Closed> Window::end(bool upload) {
 
 Result<Closed> Window::close_recording(bool upload, std::optional<Error> doomed) {
   std::vector<std::shared_ptr<detail::Allocation>> touched = std::move(touched_);
-  std::vector<std::weak_ptr<detail::BufferState>> claims = std::move(claims_);
+  BufferRoles roles = std::exchange(roles_, BufferRoles{});
   touched_.clear();
-  claims_.clear();
   const bool may_query = !tracker_->unsafe_calls_forbidden();
 
   const GraphReport recorded = std::exchange(recorded_, GraphReport{});
   Result<Instantiated> instantiated = graphs_->instantiate(stream_, doomed, recorded);
   if (!instantiated) {
     // The buffers the recording would have written hold bytes no operation produced.
-    for (const auto& weak : claims) {
+    for (const auto& weak : roles.writes) {
       if (auto buffer = weak.lock()) buffer->fail(instantiated.error());
     }
     touched.clear();  // unpin: these slices go back through the drop queue
@@ -128,7 +137,8 @@ Result<Closed> Window::close_recording(bool upload, std::optional<Error> doomed)
 
   std::sort(touched.begin(), touched.end());
   touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
-  Closed closed{std::move(*instantiated), std::move(touched)};
+  for (auto* list : {&roles.reads, &roles.writes, &roles.produces}) dedupe(*list);
+  Closed closed{std::move(*instantiated), std::move(touched), std::move(roles)};
   closed.graph.report.pinned_slices = closed.pins.size();
   for (const auto& allocation : closed.pins) {
     closed.graph.report.pinned_bytes += allocation->slice().capacity;
@@ -178,7 +188,15 @@ void Window::touch(const std::shared_ptr<detail::Allocation>& allocation) {
 }
 
 void Window::claim(const std::shared_ptr<detail::BufferState>& buffer) {
-  claims_.push_back(buffer);
+  roles_.writes.push_back(buffer);
+}
+
+void Window::read(const std::shared_ptr<detail::BufferState>& buffer) {
+  roles_.reads.push_back(buffer);
+}
+
+void Window::produce(const std::shared_ptr<detail::BufferState>& buffer) {
+  roles_.produces.push_back(buffer);
 }
 
 void Window::doom(const Error& error) {

@@ -27,9 +27,18 @@
 
 namespace graphcap::capture {
 
+// The buffers a recording uses, by role. Held weakly: a graph must not keep a buffer's failure
+// bookkeeping alive after its last handle (its memory is pinned separately).
+struct BufferRoles {
+  std::vector<std::weak_ptr<detail::BufferState>> reads;     // read by a recorded launch
+  std::vector<std::weak_ptr<detail::BufferState>> writes;    // written (the claims)
+  std::vector<std::weak_ptr<detail::BufferState>> produces;  // written whole (out, full write)
+};
+
 struct Closed {
   Instantiated graph;
   std::vector<std::shared_ptr<detail::Allocation>> pins;
+  BufferRoles buffers;
 };
 
 class Window {
@@ -60,6 +69,8 @@ class Window {
   // the recording with the first error inside it.
   void touch(const std::shared_ptr<detail::Allocation>& allocation);
   void claim(const std::shared_ptr<detail::BufferState>& buffer);
+  void read(const std::shared_ptr<detail::BufferState>& buffer);
+  void produce(const std::shared_ptr<detail::BufferState>& buffer);
   void doom(const Error& error);
   const std::optional<Error>& doomed() const noexcept { return doomed_; }
   // One operation of the window's own was recorded, adding one node of `type`.
@@ -87,7 +98,7 @@ class Window {
   std::optional<Error> doomed_;
   GraphReport recorded_;  // node counts of the window's own recorded operations
   std::vector<std::shared_ptr<detail::Allocation>> touched_;
-  std::vector<std::weak_ptr<detail::BufferState>> claims_;
+  BufferRoles roles_;  // roles_.writes are the claims
 };
 
 }  // namespace graphcap::capture

@@ -16,6 +16,9 @@ class BufferState {
  public:
   BufferState(std::shared_ptr<Allocation> memory, std::size_t size) noexcept
       : memory_(std::move(memory)), size_(size) {}
+  BufferState(const BufferState&) = delete;
+  BufferState& operator=(const BufferState&) = delete;
+  ~BufferState();
 
   const std::shared_ptr<Allocation>& memory() const noexcept { return memory_; }
   std::size_t size() const noexcept { return size_; }
@@ -27,17 +30,10 @@ class BufferState {
     std::lock_guard lock(mutex_);
     return failure_;
   }
-  void fail(const Error& error) {
-    std::lock_guard lock(mutex_);
-    failure_ = error;
-    failed_.store(true, std::memory_order_release);
-  }
-  void clear_failure() {
-    if (!failed()) return;
-    std::lock_guard lock(mutex_);
-    failure_.reset();
-    failed_.store(false, std::memory_order_release);
-  }
+  // Carry `error` instead of data. The owner stream counts its failed buffers, so replays on it
+  // check their inputs only while some buffer there carries a failure.
+  void fail(const Error& error);
+  void clear_failure();
 
  private:
   std::shared_ptr<Allocation> memory_;

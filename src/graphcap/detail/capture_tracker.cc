@@ -9,14 +9,28 @@
 namespace graphcap::detail {
 namespace {
 
-// Recordings this thread opened in GLOBAL or THREAD_LOCAL mode, per tracker.
-thread_local std::vector<std::pair<const CaptureTracker*, int>> t_own_recordings;
+// Recordings this thread opened in GLOBAL or THREAD_LOCAL mode, per tracker. A fixed array of
+// plain values: trivially destructible, so a Device closing during static destruction at exit can
+// still read it (a thread_local container would already be gone).
+struct OwnRecording {
+  const CaptureTracker* tracker;
+  int count;
+};
+constexpr std::size_t kTrackedDrivers = 16;
+thread_local OwnRecording t_own_recordings[kTrackedDrivers] = {};
 
-int& own_recordings(const CaptureTracker* tracker) {
-  for (auto& entry : t_own_recordings) {
-    if (entry.first == tracker) return entry.second;
+// The slot of `tracker` on this thread; a free one when it has none (nullptr when all 16 are
+// busy with open recordings of other drivers: then this thread's own recordings are not
+// tracked, and only the driver's own refusal protects them).
+OwnRecording* own_slot(const CaptureTracker* tracker, bool create) {
+  OwnRecording* free_slot = nullptr;
+  for (OwnRecording& entry : t_own_recordings) {
+    if (entry.tracker == tracker) return &entry;
+    if (free_slot == nullptr && entry.count == 0) free_slot = &entry;
   }
-  return t_own_recordings.emplace_back(tracker, 0).second;
+  if (!create || free_slot == nullptr) return nullptr;
+  *free_slot = OwnRecording{tracker, 0};
+  return free_slot;
 }
 
 }  // namespace
@@ -38,23 +52,22 @@ std::shared_ptr<CaptureTracker> CaptureTracker::for_driver(DriverApi& driver) {
 
 void CaptureTracker::recording_started(CUstreamCaptureMode mode) noexcept {
   if (mode == CU_STREAM_CAPTURE_MODE_GLOBAL) global_recordings_.fetch_add(1);
-  if (mode != CU_STREAM_CAPTURE_MODE_RELAXED) ++own_recordings(this);
+  if (mode != CU_STREAM_CAPTURE_MODE_RELAXED) {
+    if (OwnRecording* own = own_slot(this, true)) ++own->count;
+  }
 }
 
 void CaptureTracker::recording_ended(CUstreamCaptureMode mode) noexcept {
   if (mode == CU_STREAM_CAPTURE_MODE_GLOBAL) global_recordings_.fetch_sub(1);
   if (mode != CU_STREAM_CAPTURE_MODE_RELAXED) {
-    int& own = own_recordings(this);
-    own = std::max(0, own - 1);
+    if (OwnRecording* own = own_slot(this, false); own != nullptr && own->count > 0) --own->count;
   }
 }
 
 bool CaptureTracker::unsafe_calls_forbidden() const noexcept {
   if (global_recordings_.load(std::memory_order_acquire) > 0) return true;
-  for (const auto& entry : t_own_recordings) {
-    if (entry.first == this) return entry.second > 0;
-  }
-  return false;
+  const OwnRecording* own = own_slot(this, false);
+  return own != nullptr && own->count > 0;
 }
 
 }  // namespace graphcap::detail

@@ -7,9 +7,10 @@
 namespace graphcap::detail {
 
 GraphState::GraphState(std::shared_ptr<StreamCore> stream, capture::Executable executable,
-                       std::vector<std::shared_ptr<Allocation>> pins, GraphReport report) noexcept
+                       std::vector<std::shared_ptr<Allocation>> pins, capture::BufferRoles buffers,
+                       GraphReport report) noexcept
     : stream_(std::move(stream)), executable_(std::move(executable)), pins_(std::move(pins)),
-      report_(report) {
+      buffers_(std::move(buffers)), report_(report) {
   hot_.driver = &stream_->device().driver();
   hot_.exec = executable_.get();
   hot_.stream = stream_->handle();

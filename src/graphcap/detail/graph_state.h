@@ -8,6 +8,7 @@
 #include <vector>
 
 #include <graphcap/capture/executable.h>
+#include <graphcap/capture/window.h>
 #include <graphcap/detail/allocation.h>
 #include <graphcap/graph.h>
 #include <graphcap/result.h>
@@ -31,13 +32,17 @@ struct alignas(64) ReplayBlock {
 class GraphState {
  public:
   GraphState(std::shared_ptr<StreamCore> stream, capture::Executable executable,
-             std::vector<std::shared_ptr<Allocation>> pins, GraphReport report) noexcept;
+             std::vector<std::shared_ptr<Allocation>> pins, capture::BufferRoles buffers,
+             GraphReport report) noexcept;
 
   const ReplayBlock& hot() const noexcept { return hot_; }
   StreamCore& stream() const noexcept { return *stream_; }
   const capture::Executable& executable() const noexcept { return executable_; }
   const GraphReport& report() const noexcept { return report_; }
   bool released() const noexcept { return hot_.released.load(std::memory_order_acquire); }
+
+  // The buffers the recording read, wrote and produced whole (see Graph::replay's slow path).
+  const capture::BufferRoles& buffers() const noexcept { return buffers_; }
 
   // Wait for in-flight replays (a failed wait is queued on the stream), destroy the executable,
   // unpin. Idempotent. Call only when no recording forbids the wait (the device defers it).
@@ -48,6 +53,7 @@ class GraphState {
   std::shared_ptr<StreamCore> stream_;
   capture::Executable executable_;
   std::vector<std::shared_ptr<Allocation>> pins_;
+  capture::BufferRoles buffers_;
   GraphReport report_;
   std::mutex mutex_;
 };

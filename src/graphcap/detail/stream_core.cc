@@ -28,6 +28,16 @@ void StreamCore::drop(const memory::Slice& slice, std::uint64_t last_use) noexce
   }
 }
 
+void StreamCore::count_failed_buffer(int delta) noexcept {
+  std::lock_guard lock(failed_mutex_);
+  failed_buffers_ += delta;
+  if (failed_buffers_ > 0) {
+    gate_.set(ReplayGate::kFailedBuffers);
+  } else {
+    gate_.clear(ReplayGate::kFailedBuffers);
+  }
+}
+
 void StreamCore::queue_error(const Error& error) {
   std::lock_guard lock(errors_mutex_);
   errors_.push_back(error);

@@ -42,6 +42,9 @@ class StreamCore : public std::enable_shared_from_this<StreamCore> {
   capture::Window& window() noexcept { return window_; }
   const capture::Window& window() const noexcept { return window_; }
 
+  // A buffer of this stream started (+1) or stopped (-1) carrying a failure.
+  void count_failed_buffer(int delta) noexcept;
+
   // A slice's last handle went away (any thread).
   void drop(const memory::Slice& slice, std::uint64_t last_use) noexcept;
 
@@ -66,6 +69,8 @@ class StreamCore : public std::enable_shared_from_this<StreamCore> {
   memory::SlicePool staging_pool_;
   memory::DropQueue drops_;
   capture::Window window_;
+  std::mutex failed_mutex_;
+  int failed_buffers_ = 0;
   std::mutex errors_mutex_;
   std::vector<Error> errors_;
   std::atomic<bool> has_errors_{false};

@@ -28,8 +28,9 @@ Result<Slice> SlicePool::acquire(std::size_t bytes, bool may_allocate) {
   const std::size_t capacity = persistent ? exact_size(bytes) : size_class(bytes);
   if (bytes == 0 || capacity == 0) {
     return Error(Errc::invalid_argument,
-                 "allocation of " + std::to_string(bytes) + " bytes: size must be in 1.." +
-                     std::to_string(std::numeric_limits<std::size_t>::max() / 2));
+                 "allocation of " + std::to_string(bytes) +
+                     " bytes: the size must be positive and leave room to round it up to the "
+                     "pool's size class");
   }
   Slice slice;
   if (pop(persistent ? persistent_free_ : dynamic_free_, capacity, slice)) {

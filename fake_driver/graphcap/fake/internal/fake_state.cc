@@ -35,9 +35,24 @@ FakeState::~FakeState() = default;
 // The current context and capture mode are per thread, as in CUDA, and per FakeDriver instance.
 // thread_local (not a map keyed by std::thread::id, whose values are reused after a thread ends)
 // so that a new thread always starts with no context and GLOBAL mode.
+namespace {
+
+// A number for the calling thread, unique for the process's life (a std::thread::id can be reused
+// by a later thread, which must start with CUDA's fresh per-thread state). A plain integer, so it
+// stays readable while static objects are destroyed at exit (a FakeDriver may be one of them).
+std::uint64_t thread_serial() {
+  static std::atomic<std::uint64_t> next{1};
+  thread_local std::uint64_t serial = 0;
+  if (serial == 0) serial = next.fetch_add(1);
+  return serial;
+}
+
+}  // namespace
+
 FakeState::ThreadState& FakeState::this_thread() {
-  thread_local std::unordered_map<std::uint64_t, ThreadState> states;
-  return states[serial_];
+  // Kept in the state itself (under its mutex), not in a thread_local container that may already
+  // be destroyed when a static Device closes at exit.
+  return thread_states_[thread_serial()];
 }
 
 CUresult FakeState::need_init() const {

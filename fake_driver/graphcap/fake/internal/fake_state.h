@@ -23,6 +23,7 @@
 #include <thread>
 #include <utility>
 #include <variant>
+#include <unordered_map>
 #include <vector>
 
 #include <graphcap/driver/cuda_types.h>
@@ -316,6 +317,7 @@ class FakeState {
   void erase_exec(CUgraphExec handle);
 
   const std::uint64_t serial_;  // tells this instance's per-thread state from other instances'
+  std::unordered_map<std::uint64_t, ThreadState> thread_states_;  // by thread_serial()
   const FakeDriverOptions options_;
   mutable std::mutex mutex_;
 
