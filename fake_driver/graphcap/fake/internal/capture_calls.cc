@@ -23,6 +23,13 @@ CUresult FakeState::refuse(Stream& stream, CUresult code) {
   return code;
 }
 
+CUresult FakeState::enter_stream_call(CUstream handle, Context** context, Stream** stream,
+                                      bool* captured) {
+  if (CUresult r = need_context(context); r != CUDA_SUCCESS) return r;
+  if (CUresult r = resolve_stream(handle, **context, stream); r != CUDA_SUCCESS) return r;
+  return route(**stream, captured);
+}
+
 CUresult FakeState::route(Stream& stream, bool* captured) {
   *captured = false;
   if (stream.legacy) {

@@ -288,6 +288,8 @@ class FakeState {
   // Where a stream-ordered operation goes: *captured is set when it becomes a node. Errors:
   // 906 (legacy stream next to a capturing blocking stream), 901 (invalidated capture).
   CUresult route(Stream& stream, bool* captured);
+  // The common start of every stream-ordered call: a current context, the stream, its route.
+  CUresult enter_stream_call(CUstream handle, Context** context, Stream** stream, bool* captured);
   // A captured operation that fails invalidates the capture it was on.
   CUresult refuse(Stream& stream, CUresult code);
   CUresult refuse(Capture& capture, CUresult code);

@@ -56,11 +56,11 @@ CUresult FakeState::mem_free(CUdeviceptr pointer) {
 
 CUresult FakeState::mem_alloc_async(CUdeviceptr* pointer, std::size_t bytes, CUstream handle) {
   Context* context = nullptr;
-  if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
   Stream* stream = nullptr;
-  if (CUresult r = resolve_stream(handle, *context, &stream); r != CUDA_SUCCESS) return r;
   bool captured = false;
-  if (CUresult r = route(*stream, &captured); r != CUDA_SUCCESS) return r;
+  if (CUresult r = enter_stream_call(handle, &context, &stream, &captured); r != CUDA_SUCCESS) {
+    return r;
+  }
   if (pointer == nullptr || bytes == 0) return refuse(*stream, CUDA_ERROR_INVALID_VALUE);
   if (captured) {
     // A graph allocation: its address is fixed now, its memory exists while a launch holds it.
@@ -76,11 +76,11 @@ CUresult FakeState::mem_alloc_async(CUdeviceptr* pointer, std::size_t bytes, CUs
 
 CUresult FakeState::mem_free_async(CUdeviceptr pointer, CUstream handle) {
   Context* context = nullptr;
-  if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
   Stream* stream = nullptr;
-  if (CUresult r = resolve_stream(handle, *context, &stream); r != CUDA_SUCCESS) return r;
   bool captured = false;
-  if (CUresult r = route(*stream, &captured); r != CUDA_SUCCESS) return r;
+  if (CUresult r = enter_stream_call(handle, &context, &stream, &captured); r != CUDA_SUCCESS) {
+    return r;
+  }
   if (pointer == 0) return refuse(*stream, CUDA_ERROR_INVALID_VALUE);
   DeviceMemory::Allocation* allocation = device_memory_.find_base(pointer);
   if (captured) {
@@ -138,11 +138,11 @@ CUresult FakeState::mem_free_host(void* pointer) {
 CUresult FakeState::memcpy_htod(CUdeviceptr dst, const void* src, std::size_t bytes,
                                 CUstream handle) {
   Context* context = nullptr;
-  if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
   Stream* stream = nullptr;
-  if (CUresult r = resolve_stream(handle, *context, &stream); r != CUDA_SUCCESS) return r;
   bool captured = false;
-  if (CUresult r = route(*stream, &captured); r != CUDA_SUCCESS) return r;
+  if (CUresult r = enter_stream_call(handle, &context, &stream, &captured); r != CUDA_SUCCESS) {
+    return r;
+  }
   if (bytes != 0 && (src == nullptr || dst == 0)) return refuse(*stream, CUDA_ERROR_INVALID_VALUE);
   internal::CopyToDeviceWork copy;
   copy.dst = dst;
@@ -165,11 +165,11 @@ CUresult FakeState::memcpy_htod(CUdeviceptr dst, const void* src, std::size_t by
 
 CUresult FakeState::memcpy_dtoh(void* dst, CUdeviceptr src, std::size_t bytes, CUstream handle) {
   Context* context = nullptr;
-  if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
   Stream* stream = nullptr;
-  if (CUresult r = resolve_stream(handle, *context, &stream); r != CUDA_SUCCESS) return r;
   bool captured = false;
-  if (CUresult r = route(*stream, &captured); r != CUDA_SUCCESS) return r;
+  if (CUresult r = enter_stream_call(handle, &context, &stream, &captured); r != CUDA_SUCCESS) {
+    return r;
+  }
   if (bytes != 0 && (dst == nullptr || src == 0)) return refuse(*stream, CUDA_ERROR_INVALID_VALUE);
   internal::CopyToHostWork copy{dst, src, bytes, pinned_memory_.contains(dst, bytes)};
   if (captured) {
@@ -190,11 +190,11 @@ CUresult FakeState::memcpy_dtoh(void* dst, CUdeviceptr src, std::size_t bytes, C
 CUresult FakeState::memset_d8(CUdeviceptr dst, unsigned char value, std::size_t count,
                               CUstream handle) {
   Context* context = nullptr;
-  if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
   Stream* stream = nullptr;
-  if (CUresult r = resolve_stream(handle, *context, &stream); r != CUDA_SUCCESS) return r;
   bool captured = false;
-  if (CUresult r = route(*stream, &captured); r != CUDA_SUCCESS) return r;
+  if (CUresult r = enter_stream_call(handle, &context, &stream, &captured); r != CUDA_SUCCESS) {
+    return r;
+  }
   if (count != 0 && dst == 0) return refuse(*stream, CUDA_ERROR_INVALID_VALUE);
   internal::MemsetWork memset{dst, value, count};
   if (captured) {

@@ -95,11 +95,11 @@ CUresult FakeState::module_get_function(CUfunction* function, CUmodule handle, c
 CUresult FakeState::launch_kernel(CUfunction function, const LaunchDims& dims, CUstream handle,
                                   void** params, void** extra) {
   Context* context = nullptr;
-  if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
   Stream* stream = nullptr;
-  if (CUresult r = resolve_stream(handle, *context, &stream); r != CUDA_SUCCESS) return r;
   bool captured = false;
-  if (CUresult r = route(*stream, &captured); r != CUDA_SUCCESS) return r;
+  if (CUresult r = enter_stream_call(handle, &context, &stream, &captured); r != CUDA_SUCCESS) {
+    return r;
+  }
   // Functions of an unloaded module are gone with it.
   auto it = functions_.find(function);
   if (it == functions_.end()) return refuse(*stream, CUDA_ERROR_INVALID_HANDLE);

@@ -115,11 +115,11 @@ CUresult FakeState::stream_query(CUstream handle) {
 
 CUresult FakeState::stream_wait_event(CUstream handle, CUevent event_handle, unsigned flags) {
   Context* context = nullptr;
-  if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
   Stream* stream = nullptr;
-  if (CUresult r = resolve_stream(handle, *context, &stream); r != CUDA_SUCCESS) return r;
   bool captured = false;
-  if (CUresult r = route(*stream, &captured); r != CUDA_SUCCESS) return r;
+  if (CUresult r = enter_stream_call(handle, &context, &stream, &captured); r != CUDA_SUCCESS) {
+    return r;
+  }
   auto it = events_.find(event_handle);
   if (it == events_.end()) return refuse(*stream, CUDA_ERROR_INVALID_HANDLE);
   if ((flags & ~unsigned{CU_EVENT_WAIT_EXTERNAL}) != 0) {
