@@ -1,6 +1,7 @@
 // Arg: one kernel argument. Buffers are bound with their access, which tells the device what a
 // launch reads (checked for carried failures) and writes (marked when the launch fails, and
-// claimed when a recording is refused); values are copied.
+// claimed when a recording is refused); values are copied. An Arg holds its own handle to the
+// buffer, so it is safe to store (`auto a = Arg::in(make_buffer());` keeps the buffer alive).
 //   device.launch(s, k, dims, {Arg::in(src), Arg::out(dst), Arg::value(n)});
 #pragma once
 
@@ -26,7 +27,7 @@ class Arg {
     static_assert(std::is_trivially_copyable_v<T>, "kernel arguments are copied bytewise");
     static_assert(sizeof(T) <= kMaxValueBytes, "pass larger parameters through a Buffer");
     static_assert(alignof(T) <= 8, "kernel parameters are at most 8-byte aligned");
-    Arg arg(Access::value, nullptr);
+    Arg arg(Access::value);
     std::memcpy(arg.bytes_, &value, sizeof(T));
     arg.size_ = sizeof(T);
     return arg;
@@ -35,18 +36,18 @@ class Arg {
   Access access() const noexcept { return access_; }
   bool reads() const noexcept { return access_ == Access::in || access_ == Access::inout; }
   bool writes() const noexcept { return access_ == Access::out || access_ == Access::inout; }
-  // The bound buffer; nullptr for a value.
-  const Buffer* buffer() const noexcept { return buffer_; }
-  // The value's bytes, zero-padded to at least 8 (the fake reads undeclared parameters as 8).
+  // The bound buffer (this Arg's own handle to it); nullptr for a value.
+  const Buffer* buffer() const noexcept { return access_ == Access::value ? nullptr : &buffer_; }
+  // The value's bytes (size() of them); a buffer argument passes its device address instead.
   const std::byte* bytes() const noexcept { return bytes_; }
   std::size_t size() const noexcept { return size_; }
 
  private:
-  Arg(Access access, const Buffer* buffer) noexcept : access_(access), buffer_(buffer) {}
-  Arg(Access access, const Buffer& buffer) noexcept : access_(access), buffer_(&buffer) {}
+  explicit Arg(Access access) noexcept : access_(access) {}
+  Arg(Access access, const Buffer& buffer) noexcept : access_(access), buffer_(buffer) {}
 
   Access access_;
-  const Buffer* buffer_ = nullptr;  // the caller's Buffer outlives the launch expression
+  Buffer buffer_;
   std::size_t size_ = 0;
   alignas(8) std::byte bytes_[kMaxValueBytes] = {};
 };

@@ -16,14 +16,14 @@
 
 namespace graphcap {
 
-namespace detail {
+namespace memory {
 class BufferState;
 }
+struct HandleAccess;
 
 class Buffer {
  public:
   Buffer() = default;  // an empty handle: no memory; every operation on it is invalid_argument
-  explicit Buffer(std::shared_ptr<detail::BufferState> state) : state_(std::move(state)) {}
 
   explicit operator bool() const noexcept { return state_ != nullptr; }
   // Bytes requested (the slice behind it may be larger). 0 for an empty handle.
@@ -35,10 +35,11 @@ class Buffer {
 
   friend bool operator==(const Buffer& a, const Buffer& b) noexcept { return a.state_ == b.state_; }
 
-  const std::shared_ptr<detail::BufferState>& state() const noexcept { return state_; }
-
  private:
-  std::shared_ptr<detail::BufferState> state_;
+  friend struct HandleAccess;
+  explicit Buffer(std::shared_ptr<memory::BufferState> state) noexcept : state_(std::move(state)) {}
+
+  std::shared_ptr<memory::BufferState> state_;
 };
 
 }  // namespace graphcap

@@ -13,11 +13,12 @@
 
 #include <graphcap/arg.h>
 #include <graphcap/buffer.h>
-#include <graphcap/driver/cuda_types.h>
+#include <graphcap/device_limits.h>
+#include <graphcap/device_options.h>
 #include <graphcap/driver/driver_api.h>
 #include <graphcap/driver/launch_dims.h>
 #include <graphcap/graph.h>
-#include <graphcap/memory/slice_pool.h>
+#include <graphcap/memory_stats.h>
 #include <graphcap/module.h>
 #include <graphcap/result.h>
 #include <graphcap/stream.h>
@@ -27,29 +28,6 @@ namespace graphcap {
 namespace detail {
 class DeviceCore;
 }
-
-struct DeviceOptions {
-  int ordinal = 0;
-  // How recordings open (cuStreamBeginCapture's mode). GLOBAL, as the seed: any unsafe call from
-  // any thread during a recording is an error. THREAD_LOCAL lets other threads work (and capture
-  // on their own streams) meanwhile. RELAXED is accepted but gives up the driver's checks.
-  CUstreamCaptureMode capture_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
-  // Stage each new executable on the device at end_capture, so the first replay is not slower.
-  bool upload_on_capture = true;
-};
-
-struct DeviceLimits {
-  unsigned max_threads_per_block = 0;
-  Dim3 max_block;
-  Dim3 max_grid;
-  unsigned max_shared_bytes = 0;  // per block, with opt-in
-};
-
-struct MemoryStats {
-  memory::PoolStats device;
-  memory::PoolStats staging;
-  std::size_t pending_drops = 0;  // slices waiting for the stream to pass their last use
-};
 
 class Device {
  public:
@@ -70,7 +48,7 @@ class Device {
   Result<Buffer> alloc(std::size_t bytes, Stream& s);
   Result<Buffer> upload(std::span<const std::byte> bytes, Stream& s);
   // Copies `bytes` to the start of `dst` through pinned staging memory. A full write clears a
-  // failure the buffer carries.
+  // failure the buffer carries (once it runs: a recorded write produces the bytes on replay).
   Result<void> write(const Buffer& dst, std::span<const std::byte> bytes, Stream& s);
   // The same at byte `offset` of `dst`; the range must lie inside it (Errc::invalid_argument).
   Result<void> write(const Buffer& dst, std::size_t offset, std::span<const std::byte> bytes,
@@ -83,7 +61,8 @@ class Device {
 
   Result<void> launch(Stream& s, const Kernel& kernel, LaunchDims dims,
                       std::initializer_list<Arg> args);
-  // Waits for the stream; surfaces queued errors (e.g. of a replay), once.
+  // Waits for the stream; surfaces queued errors (e.g. of a replay), once. When the wait itself
+  // fails too, the queued error is returned and the wait's failure is named in its message.
   Result<void> sync(Stream& s);
 
   // The capture lifecycle, per stream: prepare_capture (arm the pools; the warm-up run follows),
@@ -92,16 +71,15 @@ class Device {
   Result<void> prepare_capture(Stream& s);
   Result<void> begin_capture(Stream& s);
   Result<Graph> end_capture(Stream& s);
-  // Abandon a window in prepare or capture state: disarm the pools, close any driver capture,
-  // claim what the recording would have written. The stream is back to no_capture.
+  // Abandon a window in prepare or capture state, from any thread: disarm the pools, close any
+  // driver capture (a recording begun on another thread is terminated), claim what the recording
+  // would have written. The stream is back to no_capture and usable.
   Result<void> abort_capture(Stream& s);
 
   DriverApi& driver() const noexcept;
   int ordinal() const noexcept;
   const DeviceLimits& limits() const noexcept;
   MemoryStats memory_stats(Stream& s) const;
-
-  detail::DeviceCore& core() const noexcept { return *core_; }
 
  private:
   explicit Device(std::shared_ptr<detail::DeviceCore> core);

@@ -29,10 +29,9 @@ void fail_writes(const detail::GraphState& state, const Error& error) {
   }
 }
 
-// cuGraphLaunch refused the replay: the error is returned and queued on the stream, and the
-// recording's outputs carry it.
-Error replay_failed(detail::GraphState& state, CUresult result) {
-  Error error = Error::from_driver("cuGraphLaunch", result).context("replay");
+// A replay that did not run: the error is returned and queued on the stream (it surfaces on the
+// next sync too), and the recording's outputs carry it.
+Error replay_failed(detail::GraphState& state, Error error) {
   fail_writes(state, error);
   state.stream().queue_error(error);
   return error;
@@ -46,10 +45,10 @@ Result<void> replay_slow(detail::GraphState* state) {
   }
   const detail::ReplayBlock& hot = state->hot();
   const unsigned gate = hot.gate->bits();
-  if (state->released() || (gate & detail::ReplayGate::kClosed) != 0) {
+  if (state->released() || (gate & capture::ReplayGate::kClosed) != 0) {
     return Error(Errc::graph_state, "replay: the graph's device is closed");
   }
-  if ((gate & detail::ReplayGate::kRecording) != 0) {
+  if ((gate & capture::ReplayGate::kRecording) != 0) {
     return Error(Errc::graph_state,
                  "replay: its stream is recording; launching a graph into a capturing stream "
                  "would invalidate the recording");
@@ -60,18 +59,17 @@ Result<void> replay_slow(detail::GraphState* state) {
     auto buffer = weak.lock();
     if (!buffer) continue;
     if (std::optional<Error> failure = buffer->failure()) {
-      Error error(Errc::failed_buffer,
-                  "replay: a buffer the graph reads carries an error, so the replay was skipped: " +
-                      failure->message(),
-                  failure->driver_code());
-      fail_writes(*state, error);
-      return error;
+      return replay_failed(
+          *state, Error(Errc::failed_buffer,
+                        "replay: a buffer the graph reads carries an error, so the replay was "
+                        "skipped: " + failure->message(),
+                        failure->driver_code()));
     }
   }
   if (Result<void> bound = state->stream().device().bind_thread(); !bound) return bound;
   if (const CUresult result = hot.driver->cuGraphLaunch(hot.exec, hot.stream);
       result != CUDA_SUCCESS) {
-    return replay_failed(*state, result);
+    return replay_failed(*state, Error::from_driver("cuGraphLaunch", result).context("replay"));
   }
   // Enqueued: what the graph produces whole replaces whatever those buffers carried.
   for (const auto& weak : state->buffers().produces) {
@@ -92,7 +90,7 @@ Result<void> Graph::replay() {
   }
   if (const CUresult result = hot.driver->cuGraphLaunch(hot.exec, hot.stream);
       result != CUDA_SUCCESS) [[unlikely]] {
-    return replay_failed(*state_, result);
+    return replay_failed(*state_, Error::from_driver("cuGraphLaunch", result).context("replay"));
   }
   return {};
 }
@@ -106,15 +104,18 @@ Result<void> Graph::destroy() {
   if (!state || state->released()) return {};
   detail::DeviceCore& device = state->stream().device();
   if (!device.is_open()) return {};  // closing the device released it
-  if (device.unsafe_calls_forbidden() || state->stream().window().recording()) {
-    device.defer(std::move(state));  // waiting now would invalidate an open recording
+  if (state->stream().window().recording()) {
+    device.defer(std::move(state));  // waiting now would invalidate its stream's recording
     return {};
   }
   if (Result<void> bound = device.bind_thread(); !bound) {
     device.defer(std::move(state));
     return bound.error().context("destroying a graph");
   }
-  state->release();
+  if (!state->try_release()) {
+    device.defer(std::move(state));  // a recording forbids the wait now: released when it ends
+    return {};
+  }
   device.collect_deferred();
   return {};
 }

@@ -3,7 +3,11 @@
 
 #include <graphcap/arg.h>
 #include <graphcap/buffer.h>
+#include <graphcap/capture/capture_state.h>
+#include <graphcap/capture/graph_report.h>
 #include <graphcap/device.h>
+#include <graphcap/device_limits.h>
+#include <graphcap/device_options.h>
 #include <graphcap/driver/cuda_driver.h>
 #include <graphcap/driver/cuda_types.h>
 #include <graphcap/driver/driver_api.h>
@@ -12,6 +16,7 @@
 #include <graphcap/error.h>
 #include <graphcap/graph.h>
 #include <graphcap/log.h>
+#include <graphcap/memory_stats.h>
 #include <graphcap/module.h>
 #include <graphcap/result.h>
 #include <graphcap/stream.h>

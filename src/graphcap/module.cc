@@ -3,9 +3,18 @@
 #include <string>
 
 #include <graphcap/detail/device_core.h>
+#include <graphcap/detail/kernel_state.h>
 #include <graphcap/detail/module_state.h>
+#include <graphcap/handle_access.h>
 
 namespace graphcap {
+
+const std::string& Kernel::name() const noexcept {
+  static const std::string kEmpty;
+  return state_ ? state_->name() : kEmpty;
+}
+
+CUfunction Kernel::function() const noexcept { return state_ ? state_->function() : nullptr; }
 
 Result<Kernel> Module::kernel(std::string_view name) const {
   if (!state_) return Error(Errc::invalid_argument, "kernel: an empty Module");
@@ -30,7 +39,7 @@ Result<Kernel> Module::kernel(std::string_view name) const {
   if (result != CUDA_SUCCESS) {
     return Error::from_driver("cuModuleGetFunction", result).context(quoted);
   }
-  return Kernel(state_, function, key);
+  return HandleAccess::kernel(std::make_shared<detail::KernelState>(state_, function, key));
 }
 
 }  // namespace graphcap

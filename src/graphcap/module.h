@@ -1,5 +1,6 @@
 // Module: a loaded image (cubin, fatbin or PTX; a FakeDriver image on the fake). Kernel: one of its
-// functions. Both are shared handles: a Kernel keeps its Module loaded.
+// functions. Both are shared handles: a Kernel keeps its Module loaded, and so does every graph
+// that recorded a launch of it, for as long as the graph lives.
 #pragma once
 
 #include <memory>
@@ -13,37 +14,39 @@ namespace graphcap {
 
 namespace detail {
 class ModuleState;
+class KernelState;
 }
+struct HandleAccess;
 
 class Kernel {
  public:
-  Kernel() = default;
-  Kernel(std::shared_ptr<detail::ModuleState> module, CUfunction function, std::string name)
-      : module_(std::move(module)), function_(function), name_(std::move(name)) {}
+  Kernel() = default;  // empty: launching it is Errc::invalid_argument
 
-  explicit operator bool() const noexcept { return function_ != nullptr; }
-  const std::string& name() const noexcept { return name_; }
-  CUfunction function() const noexcept { return function_; }
-  const std::shared_ptr<detail::ModuleState>& module() const noexcept { return module_; }
+  explicit operator bool() const noexcept { return state_ != nullptr; }
+  // The function's name; empty for an empty Kernel.
+  const std::string& name() const noexcept;
+  // The driver's function, for interop; nullptr for an empty Kernel.
+  CUfunction function() const noexcept;
 
  private:
-  std::shared_ptr<detail::ModuleState> module_;
-  CUfunction function_ = nullptr;
-  std::string name_;
+  friend struct HandleAccess;
+  explicit Kernel(std::shared_ptr<detail::KernelState> state) noexcept : state_(std::move(state)) {}
+
+  std::shared_ptr<detail::KernelState> state_;
 };
 
 class Module {
  public:
   Module() = default;
-  explicit Module(std::shared_ptr<detail::ModuleState> state) : state_(std::move(state)) {}
 
   explicit operator bool() const noexcept { return state_ != nullptr; }
   // The named function; Errc::invalid_argument with CUDA_ERROR_NOT_FOUND when it isn't there.
   Result<Kernel> kernel(std::string_view name) const;
 
-  const std::shared_ptr<detail::ModuleState>& state() const noexcept { return state_; }
-
  private:
+  friend struct HandleAccess;
+  explicit Module(std::shared_ptr<detail::ModuleState> state) noexcept : state_(std::move(state)) {}
+
   std::shared_ptr<detail::ModuleState> state_;
 };
 

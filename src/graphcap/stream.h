@@ -4,6 +4,7 @@
 
 #include <memory>
 
+#include <graphcap/capture/capture_state.h>
 #include <graphcap/driver/cuda_types.h>
 
 namespace graphcap {
@@ -11,14 +12,10 @@ namespace graphcap {
 namespace detail {
 class StreamCore;
 }
-
-// Where a stream is in the capture lifecycle: no_capture -> prepare -> capture -> no_capture.
-enum class CaptureState { no_capture, prepare, capture };
-const char* to_string(CaptureState state) noexcept;
+struct HandleAccess;
 
 class Stream {
  public:
-  explicit Stream(std::shared_ptr<detail::StreamCore> core) : core_(std::move(core)) {}
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;
 
@@ -26,9 +23,10 @@ class Stream {
   CUstream handle() const noexcept;
   CaptureState capture_state() const noexcept;
 
-  detail::StreamCore& core() const noexcept { return *core_; }
-
  private:
+  friend struct HandleAccess;
+  explicit Stream(std::shared_ptr<detail::StreamCore> core) noexcept : core_(std::move(core)) {}
+
   std::shared_ptr<detail::StreamCore> core_;
 };
 

@@ -49,7 +49,7 @@ TEST_F(CaptureRefusalTest, AllocationOfAnUnseenSizeInsideTheWindowIsRefused) {
   ASSERT_THAT(add_one(x, x, 16), IsOk());
   // The warm-up never allocated 12345 bytes: the pool can't serve it and must not call the driver.
   EXPECT_THAT(device_->alloc(12345, stream()),
-              StatusIs(Errc::graph_state, CUDA_SUCCESS, HasSubstr("allocation of 12345 bytes")));
+              StatusIs(Errc::out_of_memory, CUDA_SUCCESS, HasSubstr("allocation of 12345 bytes")));
   EXPECT_EQ(driver_capture_status(), CU_STREAM_CAPTURE_STATUS_ACTIVE)  // not invalidated
       << "the refused allocation must not have reached the driver";
   Result<Graph> graph = device_->end_capture(stream());
@@ -89,7 +89,7 @@ TEST_F(CaptureRefusalTest, LaunchReadingAFailedBufferDoomsTheRecording) {
   ASSERT_THAT(device_->prepare_capture(stream()), IsOk());
   ASSERT_THAT(device_->begin_capture(stream()), IsOk());
   ASSERT_THAT(fill(poisoned, 7, 32), IsOk());
-  ASSERT_THAT(device_->alloc(99999, stream()), StatusIs(Errc::graph_state));
+  ASSERT_THAT(device_->alloc(99999, stream()), StatusIs(Errc::out_of_memory));
   Result<Graph> first = device_->end_capture(stream());
   ASSERT_THAT(first, StatusIs(Errc::doomed));
   const Error original = *poisoned.failure();

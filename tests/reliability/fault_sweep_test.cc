@@ -460,7 +460,7 @@ bool doomed_recording(Session& s) {
   s.claim("x");
   if (!s.ok(recorded)) return false;
   // A size the warm-up never allocated: refused, and the recording is doomed.
-  if (!s.refused(s.dev().alloc(12345, s.main()), Errc::graph_state)) return false;
+  if (!s.refused(s.dev().alloc(12345, s.main()), Errc::out_of_memory)) return false;
   if (!end(s, s.main(), Errc::doomed)) return false;
   if (!s.read("x after the refusal", "x", s.main())) return false;
   return s.read("untouched after the refusal", "untouched", s.main());

@@ -14,7 +14,7 @@
 // must return exactly the known bytes. Only two outcomes depend on the pools' caching, which the
 // model does not simulate: an allocation or a write's staging while a recording is open (on its
 // stream, or on another one in global mode) may be served from cache or refused with
-// Errc::graph_state; the model accepts either and follows what happened (a refusal dooms the
+// Errc::out_of_memory (a pool that may not grow); the model accepts either and follows what happened (a refusal dooms the
 // recording of that stream and marks the write's destination).
 //
 // After each sequence every window is closed, every live buffer is read back, everything is
@@ -31,6 +31,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -98,6 +99,7 @@ struct ModelStream {
   std::vector<int> claims;
   std::vector<Op> recorded;
   Stream* handle = nullptr;
+  std::optional<Errc> queued;  // a skipped replay's error, reported by the next sync or read
 };
 
 std::string errc_text(const std::optional<Errc>& code) {
@@ -293,7 +295,7 @@ class Sequence {
       // Only the pools' caching can refuse it: a recording is open (here, or in global mode).
       log_ << " -> " << to_string(buffer.error()) << "\n";
       ++outcomes()["alloc -> " + errc_text(buffer.error().code()) + " (pool, recording open)"];
-      if (!any_recording() || buffer.error().code() != Errc::graph_state) {
+      if (!any_recording() || buffer.error().code() != Errc::out_of_memory) {
         diverge("alloc: expected ok, got " + to_string(buffer.error()));
       }
       if (streams_[s].state == CaptureState::capture) streams_[s].doomed = true;
@@ -331,10 +333,10 @@ class Sequence {
       // Staging refused by the pool while a recording is open: the destination carries it.
       log_ << " -> " << to_string(written.error()) << "\n";
       ++outcomes()["write -> " + errc_text(written.error().code()) + " (staging, recording open)"];
-      if (!any_recording() || written.error().code() != Errc::graph_state) {
+      if (!any_recording() || written.error().code() != Errc::out_of_memory) {
         diverge("write: expected ok, got " + to_string(written.error()));
       }
-      buffer.failure = Errc::graph_state;
+      buffer.failure = Errc::out_of_memory;
       if (recording) {
         stream.claims.push_back(b);
         stream.doomed = true;
@@ -433,6 +435,8 @@ class Sequence {
       expected = Errc::graph_state;  // waiting now would invalidate the recording
     } else if (buffer.failure) {
       expected = buffer.failure;
+    } else if (streams_[on_stream].queued) {
+      expected = std::exchange(streams_[on_stream].queued, std::nullopt);  // surfaces once
     }
     expect(read, expected, "read");
     if (!read || expected) return;
@@ -452,8 +456,13 @@ class Sequence {
 
   void do_sync(int s) {
     log_ << "sync(stream " << s << ")";
-    expect(device_->sync(*streams_[s].handle),
-           any_recording() ? std::optional<Errc>(Errc::graph_state) : std::nullopt, "sync");
+    std::optional<Errc> expected;
+    if (any_recording()) {
+      expected = Errc::graph_state;
+    } else {
+      expected = std::exchange(streams_[s].queued, std::nullopt);  // surfaces once
+    }
+    expect(device_->sync(*streams_[s].handle), expected, "sync");
   }
 
   void do_drop(int b) {
@@ -482,6 +491,8 @@ class Sequence {
     }
     expect(graph.handle.replay(), expected, "replay");
     if (input_failed) {
+      // The skipped replay's error is queued on its stream too (graph.h).
+      if (!streams_[graph.stream].queued) streams_[graph.stream].queued = Errc::failed_buffer;
       for (const Op& op : graph.ops) {
         ModelBuffer& out = buffers_[static_cast<std::size_t>(op.dst)];
         if (out.live) out.failure = Errc::failed_buffer;

@@ -58,7 +58,7 @@ TEST_F(RegressionTest, EndCaptureFailingOnADoomedRecordingIsWarnedNotDropped) {
   ASSERT_THAT(device_->prepare_capture(stream()), IsOk());
   ASSERT_THAT(device_->begin_capture(stream()), IsOk());
   ASSERT_THAT(add_one(x, x, 16), IsOk());
-  ASSERT_THAT(device_->alloc(12345, stream()), StatusIs(Errc::graph_state));  // dooms it
+  ASSERT_THAT(device_->alloc(12345, stream()), StatusIs(Errc::out_of_memory));  // dooms it
   fake()->fail_call("cuStreamEndCapture", CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
   EXPECT_THAT(device_->end_capture(stream()),
               StatusIs(Errc::doomed, CUDA_SUCCESS, HasSubstr("allocation of 12345 bytes")));
@@ -84,7 +84,7 @@ TEST_F(RegressionTest, WriteWhoseStagingFailsMarksItsDestination) {
               StatusIs(Errc::out_of_memory, CUDA_ERROR_OUT_OF_MEMORY, HasSubstr("cuMemAllocHost")));
   // The write that should have produced b's bytes failed: b carries that, not whatever it held.
   EXPECT_THAT(device_->read(*b, stream()),
-              StatusIs(Errc::out_of_memory, CUDA_ERROR_OUT_OF_MEMORY, HasSubstr("write (staging)")));
+              StatusIs(Errc::out_of_memory, CUDA_ERROR_OUT_OF_MEMORY, HasSubstr("write: staging memory")));
   ASSERT_THAT(device_->write(*b, to_bytes(iota_u32(64)), stream()), IsOk());
   EXPECT_EQ(read_u32(*b), iota_u32(64));
 }
@@ -95,11 +95,11 @@ TEST_F(RegressionTest, RecordedWriteWhoseStagingFailsClaimsItsDestination) {
   ASSERT_THAT(device_->begin_capture(stream()), IsOk());
   // The warm-up staged nothing of this size: the recording can't stage it and is refused.
   EXPECT_THAT(device_->write(x, to_bytes(iota_u32(16, 100)), stream()),
-              StatusIs(Errc::graph_state, CUDA_SUCCESS, HasSubstr("write (staging)")));
+              StatusIs(Errc::out_of_memory, CUDA_SUCCESS, HasSubstr("write: staging memory")));
   EXPECT_THAT(device_->end_capture(stream()), StatusIs(Errc::doomed));
   // x's bytes are not what the user's recording said they would be: it carries the refusal.
   EXPECT_THAT(device_->read(x, stream()), StatusIs(Errc::doomed, CUDA_SUCCESS,
-                                                   HasSubstr("write (staging)")));
+                                                   HasSubstr("write: staging memory")));
 }
 
 TEST_F(RegressionTest, RecordedOutLaunchKeepsTheFailureUntilSomethingRuns) {

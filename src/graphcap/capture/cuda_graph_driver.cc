@@ -11,25 +11,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// The captured CUgraph, destroyed exactly once whichever way instantiate() leaves.
-class GraphGuard {
- public:
-  GraphGuard(DriverApi& driver, CUgraph graph) noexcept : driver_(&driver), graph_(graph) {}
-  GraphGuard(const GraphGuard&) = delete;
-  GraphGuard& operator=(const GraphGuard&) = delete;
-  ~GraphGuard() {
-    if (graph_ == nullptr) return;
-    if (CUresult result = driver_->cuGraphDestroy(graph_); result != CUDA_SUCCESS) {
-      log(LogLevel::warn, Error::from_driver("cuGraphDestroy", result)
-                              .context("end_capture: freeing the intermediate graph").message());
-    }
-  }
-
- private:
-  DriverApi* driver_;
-  CUgraph graph_;
-};
-
 }  // namespace
 
 Result<void> CudaGraphDriver::begin(CUstream stream, CUstreamCaptureMode mode) {
@@ -72,31 +53,25 @@ Result<void> CudaGraphDriver::count_nodes(CUgraph graph, const GraphReport& reco
   return {};
 }
 
-Result<Instantiated> CudaGraphDriver::instantiate(CUstream stream,
-                                                  const std::optional<Error>& doomed,
-                                                  const GraphReport& recorded) {
-  Instantiated out;
+Result<CapturedGraph> CudaGraphDriver::end(CUstream stream) {
   const auto start = Clock::now();
   CUgraph graph = nullptr;
   const CUresult ended = driver_->cuStreamEndCapture(stream, &graph);
-  GraphGuard guard(*driver_, graph);  // a failed end may still hand back a graph: free it too
-  const auto closed = Clock::now();
-  out.report.end_time = closed - start;
-  if (doomed) {
-    if (ended != CUDA_SUCCESS) {  // the refusal carries the original error; don't lose this one
-      log(LogLevel::warn, Error::from_driver("cuStreamEndCapture", ended)
-                              .context("end_capture: closing a refused recording").message());
-    }
-    return Error(Errc::doomed, "end_capture: recording refused: " + doomed->message(),
-                 doomed->driver_code());
-  }
+  CapturedGraph captured(*driver_, graph);  // a failed end may still hand back a graph: freed
+  captured.end_time = Clock::now() - start;
   if (ended != CUDA_SUCCESS) {
     return Error::from_driver("cuStreamEndCapture", ended).context("end_capture");
   }
-  if (graph == nullptr) {
-    return Error(Errc::driver, "end_capture: cuStreamEndCapture returned no graph");
-  }
-  if (Result<void> counted = count_nodes(graph, recorded, out.report); !counted) {
+  if (!captured) return Error(Errc::driver, "end_capture: cuStreamEndCapture returned no graph");
+  return captured;
+}
+
+Result<Instantiated> CudaGraphDriver::instantiate(const CapturedGraph& graph,
+                                                  const GraphReport& recorded) {
+  Instantiated out;
+  out.report.end_time = graph.end_time;
+  const auto start = Clock::now();
+  if (Result<void> counted = count_nodes(graph.get(), recorded, out.report); !counted) {
     return counted.error();
   }
 
@@ -114,8 +89,8 @@ Result<Instantiated> CudaGraphDriver::instantiate(CUstream stream,
   }
 
   CUgraphExec exec = nullptr;
-  const CUresult instantiated = driver_->cuGraphInstantiateWithFlags(&exec, graph, 0);
-  out.report.instantiate_time = Clock::now() - closed;
+  const CUresult instantiated = driver_->cuGraphInstantiateWithFlags(&exec, graph.get(), 0);
+  out.report.instantiate_time = Clock::now() - start;
   if (instantiated != CUDA_SUCCESS) {
     if (exec != nullptr) (void)driver_->cuGraphExecDestroy(exec);
     return Error::from_driver("cuGraphInstantiateWithFlags", instantiated).context("end_capture");

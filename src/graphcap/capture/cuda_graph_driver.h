@@ -11,8 +11,8 @@ class CudaGraphDriver final : public GraphDriver {
   explicit CudaGraphDriver(DriverApi& driver) noexcept : driver_(&driver) {}
 
   Result<void> begin(CUstream stream, CUstreamCaptureMode mode) override;
-  Result<Instantiated> instantiate(CUstream stream, const std::optional<Error>& doomed,
-                                   const GraphReport& recorded) override;
+  Result<CapturedGraph> end(CUstream stream) override;
+  Result<Instantiated> instantiate(const CapturedGraph& graph, const GraphReport& recorded) override;
   bool upload(const Executable& executable, CUstream stream, GraphReport& report) override;
 
  private:

@@ -1,14 +1,13 @@
-// GraphDriver: the CUDA half of graph capture, the seed's four operations: open the recording,
-// close it into an executable, stage that executable, replay it (Executable::launch). It makes
-// the driver calls and knows nothing of pools, buffers or windows; the Window drives it.
+// GraphDriver: the CUDA half of graph capture, the four driver operations around a recording:
+// open it, close it, instantiate what it captured into an executable, stage that executable
+// (replay is Executable::launch). It makes the driver calls and knows nothing of pools, buffers
+// or windows; the Window drives it.
 #pragma once
 
-#include <optional>
-
+#include <graphcap/capture/captured_graph.h>
 #include <graphcap/capture/executable.h>
+#include <graphcap/capture/graph_report.h>
 #include <graphcap/driver/cuda_types.h>
-#include <graphcap/error.h>
-#include <graphcap/graph.h>
 #include <graphcap/result.h>
 
 namespace graphcap::capture {
@@ -25,13 +24,17 @@ class GraphDriver {
   // Open the driver's recording on `stream`.
   virtual Result<void> begin(CUstream stream, CUstreamCaptureMode mode) = 0;
 
-  // Close the recording on `stream` (always, even when doomed: a stream left capturing records
-  // every launch that follows) and instantiate it. Refuses a doomed recording with its error,
-  // and a recording that holds memory nodes. The intermediate graph is freed on every path.
-  // `recorded` counts the nodes the window's own operations added, by type: when the graph holds
-  // exactly that many nodes, every node is one of them (each adds one node, and anything else on
-  // the stream would add more), so the memory-node check needs no per-node query.
-  virtual Result<Instantiated> instantiate(CUstream stream, const std::optional<Error>& doomed,
+  // Close the driver's recording on `stream` (always: a stream left capturing records every
+  // launch that follows). The captured graph, or the driver's error (the graph it may still have
+  // handed back is freed).
+  virtual Result<CapturedGraph> end(CUstream stream) = 0;
+
+  // Instantiate a captured graph. Refuses a graph that holds memory nodes (CUDA relaunches such
+  // a graph once, then fails every replay). `recorded` counts the nodes the window's own
+  // operations added, by type: when the graph holds exactly that many nodes, every node is one
+  // of them (each adds one node, and anything else on the stream would add more), so the
+  // memory-node check needs no per-node query.
+  virtual Result<Instantiated> instantiate(const CapturedGraph& graph,
                                            const GraphReport& recorded) = 0;
 
   // Stage the executable on the device ahead of the first replay. A failure is only a warning

@@ -4,6 +4,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <utility>
 
 #include <graphcap/log.h>
 
@@ -16,12 +17,18 @@ Error out_of_order(const char* operation, CaptureState state, const char* hint) 
 }
 
 // One entry per buffer (a buffer used by 150 launches is listed once).
-void dedupe(std::vector<std::weak_ptr<detail::BufferState>>& list) {
-  std::owner_less<std::weak_ptr<detail::BufferState>> less;
+void dedupe(std::vector<std::weak_ptr<memory::BufferState>>& list) {
+  std::owner_less<std::weak_ptr<memory::BufferState>> less;
   std::sort(list.begin(), list.end(), less);
   list.erase(std::unique(list.begin(), list.end(),
                          [&](const auto& a, const auto& b) { return !less(a, b) && !less(b, a); }),
              list.end());
+}
+
+template <class T>
+void dedupe(std::vector<std::shared_ptr<T>>& list) {
+  std::sort(list.begin(), list.end());
+  list.erase(std::unique(list.begin(), list.end()), list.end());
 }
 
 }  // namespace
@@ -29,24 +36,30 @@ void dedupe(std::vector<std::weak_ptr<detail::BufferState>>& list) {
 void Window::set_state(CaptureState state) noexcept {
   // Replays check the gate, not the state: keep the two in step.
   if (state == CaptureState::capture) {
-    gate_->set(detail::ReplayGate::kRecording);
+    gate_->set(ReplayGate::kRecording);
   } else {
-    gate_->clear(detail::ReplayGate::kRecording);
+    gate_->clear(ReplayGate::kRecording);
   }
   state_.store(state, std::memory_order_release);
 }
 
-Result<void> Window::prepare() {
+Result<void> Window::prepare(CUstreamCaptureMode mode) {
   if (CaptureState now = state(); now != CaptureState::no_capture) {
     return out_of_order("prepare_capture", now,
                         now == CaptureState::prepare
                             ? "prepare_capture was already called (run the warm-up, then begin_capture)"
                             : "a recording is open (end_capture or abort_capture it first)");
   }
+  mode_ = mode;
   device_pool_->arm();
   staging_pool_->arm();
   set_state(CaptureState::prepare);
   return {};
+}
+
+void Window::flush_drops() {
+  CaptureTracker::UnsafeCall call = tracker_->enter_unsafe_call();
+  drops_->flush(static_cast<bool>(call));
 }
 
 Result<void> Window::begin() {
@@ -56,34 +69,39 @@ Result<void> Window::begin() {
                             ? "call prepare_capture and run the warm-up first"
                             : "a recording is already open (two recordings never overlap)");
   }
-  // Checked before anything that touches the driver: draining waits on the stream, which an open
-  // recording (this thread's, or any thread's in global mode) forbids.
-  if (tracker_->unsafe_calls_forbidden()) {
-    return Error(Errc::graph_state,
-                 "begin_capture: another recording is open in global mode or on this thread; "
-                 "draining the drop queue now would invalidate it (begin after it ends)");
-  }
-  if (Result<void> drained = drops_->drain(); !drained) {
-    return std::move(drained).error().context("begin_capture");
+  {
+    // Draining waits on the stream, which an open recording (this thread's, or any thread's in
+    // global mode) forbids: checked before anything touches the driver.
+    CaptureTracker::UnsafeCall call = tracker_->enter_unsafe_call();
+    if (!call) {
+      return Error(Errc::graph_state,
+                   "begin_capture: another recording is open in global mode or on this thread; "
+                   "draining the drop queue now would invalidate it (begin after it ends)");
+    }
+    if (Result<void> drained = drops_->drain(); !drained) {
+      return std::move(drained).error().context("begin_capture");
+    }
   }
   device_pool_->end_priming();
   staging_pool_->end_priming();
   device_pool_->set_recording(true);
   staging_pool_->set_recording(true);
-  tracker_->recording_started(mode_);
+  const std::thread::id thread = std::this_thread::get_id();
+  tracker_->recording_started(mode_, thread);
   if (Result<void> opened = graphs_->begin(stream_, mode_); !opened) {
     // Undo all of it: the stream stays usable and can capture again.
-    tracker_->recording_ended(mode_);
+    tracker_->recording_ended(mode_, thread);
     device_pool_->disarm();
     staging_pool_->disarm();
     set_state(CaptureState::no_capture);
     return opened;
   }
-  recording_thread_ = std::this_thread::get_id();
+  recording_thread_ = thread;
   doomed_.reset();
   recorded_ = GraphReport{};
-  touched_.clear();
+  pins_.clear();
   roles_ = BufferRoles{};
+  keep_alive_.clear();
   set_state(CaptureState::capture);
   return {};
 }
@@ -94,60 +112,81 @@ Result<void> Window::check_owner_thread(const char* operation) const {
   std::ostringstream message;
   message << operation << ": the recording was begun on thread " << recording_thread_
           << "; in this capture mode only that thread may end it (the driver would terminate the "
-             "recording with CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD)";
+             "recording with CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD); abort_capture from this "
+             "thread terminates it";
   return Error(Errc::graph_state, message.str());
 }
 
-void Window::leave_recording() noexcept {
-  // First, before anything can fail: a stream must never be left in capture state.
-  set_state(CaptureState::no_capture);
-  device_pool_->disarm();
-  staging_pool_->disarm();
-  tracker_->recording_ended(mode_);
-}
-
-Result<Closed> Window::end(bool upload) {
+Result<Recording> Window::end(bool upload) {
   if (CaptureState now = state(); now != CaptureState::capture) {
     return out_of_order("end_capture", now,
                         now == CaptureState::prepare ? "begin_capture first"
                                                      : "prepare_capture and begin_capture first");
   }
   if (Result<void> owner = check_owner_thread("end_capture"); !owner) return owner.error();
-  leave_recording();
-  return close_recording(upload, std::exchange(doomed_, std::nullopt));
+  return close(upload, std::exchange(doomed_, std::nullopt), false);
 }
 
-Result<Closed> Window::close_recording(bool upload, std::optional<Error> doomed) {
-  std::vector<std::shared_ptr<detail::Allocation>> touched = std::move(touched_);
-  BufferRoles roles = std::exchange(roles_, BufferRoles{});
-  touched_.clear();
-  const bool may_query = !tracker_->unsafe_calls_forbidden();
-
+Result<Recording> Window::close(bool upload, std::optional<Error> doomed, bool other_thread) {
+  // First, before anything can fail: a stream must never be left in capture state.
+  set_state(CaptureState::no_capture);
+  device_pool_->disarm();
+  staging_pool_->disarm();
+  Recording recording;
+  recording.pins = std::move(pins_);
+  recording.buffers = std::exchange(roles_, BufferRoles{});
+  recording.keep_alive = std::move(keep_alive_);
+  pins_.clear();
+  keep_alive_.clear();
   const GraphReport recorded = std::exchange(recorded_, GraphReport{});
-  Result<Instantiated> instantiated = graphs_->instantiate(stream_, doomed, recorded);
-  if (!instantiated) {
-    // The buffers the recording would have written hold bytes no operation produced.
-    for (const auto& weak : roles.writes) {
-      if (auto buffer = weak.lock()) buffer->fail(instantiated.error());
+
+  Result<CapturedGraph> captured = graphs_->end(stream_);
+  // Only now may other threads' unsafe calls go ahead: the driver's recording is closed.
+  tracker_->recording_ended(mode_, recording_thread_);
+
+  std::optional<Error> refusal;
+  Result<Instantiated> instantiated = Error(Errc::graph_state, "end_capture: not instantiated");
+  if (doomed) {
+    // Terminating another thread's recording is answered with 908: that is the expected outcome.
+    const bool expected = other_thread && !captured &&
+                          captured.error().driver_code() == CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD;
+    if (!captured && !expected) {  // the refusal carries the original error; don't lose this one
+      log(LogLevel::warn, captured.error().context("closing a refused recording").message());
     }
-    touched.clear();  // unpin: these slices go back through the drop queue
-    drops_->flush(may_query);
-    return instantiated.error();
+    refusal = Error(Errc::doomed, "end_capture: recording refused: " + doomed->message(),
+                    doomed->driver_code());
+  } else if (!captured) {
+    refusal = captured.error();
+  } else if (instantiated = graphs_->instantiate(*captured, recorded); !instantiated) {
+    refusal = instantiated.error();
+  }
+  if (refusal) {
+    // The buffers the recording would have written hold bytes no operation produced.
+    for (const auto& weak : recording.buffers.writes) {
+      if (auto buffer = weak.lock()) buffer->fail(*refusal);
+    }
+    recording = Recording{};  // unpin: these slices go back through the drop queue
+    flush_drops();
+    return *refusal;
   }
 
-  std::sort(touched.begin(), touched.end());
-  touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
-  for (auto* list : {&roles.reads, &roles.writes, &roles.produces}) dedupe(*list);
-  Closed closed{std::move(*instantiated), std::move(touched), std::move(roles)};
-  closed.graph.report.pinned_slices = closed.pins.size();
-  for (const auto& allocation : closed.pins) {
-    closed.graph.report.pinned_bytes += allocation->slice().capacity;
+  recording.executable = std::move(instantiated->executable);
+  recording.report = instantiated->report;
+  dedupe(recording.pins);
+  dedupe(recording.keep_alive);
+  for (auto* list : {&recording.buffers.reads, &recording.buffers.writes,
+                     &recording.buffers.produces}) {
+    dedupe(*list);
   }
-  if (upload) graphs_->upload(closed.graph.executable, stream_, closed.graph.report);
+  recording.report.pinned_slices = recording.pins.size();
+  for (const auto& allocation : recording.pins) {
+    recording.report.pinned_bytes += allocation->slice().capacity;
+  }
+  if (upload) graphs_->upload(recording.executable, stream_, recording.report);
   // The deferred drops: fence them now, and release what is already behind the stream.
-  drops_->flush(may_query);
-  drops_->flush(may_query);
-  return closed;
+  flush_drops();
+  flush_drops();
+  return recording;
 }
 
 Result<void> Window::abort() {
@@ -162,10 +201,11 @@ Result<void> Window::abort() {
     case CaptureState::capture:
       break;
   }
-  if (Result<void> owner = check_owner_thread("abort_capture"); !owner) return owner;
-  leave_recording();
-  Result<Closed> closed =
-      close_recording(false, Error(Errc::doomed, "abort_capture: the recording was abandoned"));
+  const bool other_thread = mode_ != CU_STREAM_CAPTURE_MODE_RELAXED &&
+                            recording_thread_ != std::this_thread::get_id();
+  doomed_.reset();
+  (void)close(false, Error(Errc::doomed, "abort_capture: the recording was abandoned"),
+              other_thread);
   return {};
 }
 
@@ -174,29 +214,33 @@ void Window::force_close() noexcept {
     if (state() == CaptureState::prepare) {
       (void)abort();
     } else if (state() == CaptureState::capture) {
-      leave_recording();
-      Result<Closed> closed = close_recording(
-          false, Error(Errc::doomed, "device closed while the recording was open"));
+      const bool other_thread = mode_ != CU_STREAM_CAPTURE_MODE_RELAXED &&
+                                recording_thread_ != std::this_thread::get_id();
+      doomed_.reset();
+      (void)close(false, Error(Errc::doomed, "device closed while the recording was open"),
+                  other_thread);
     }
   } catch (...) {
     log(LogLevel::error, "closing a capture window failed unexpectedly");
   }
 }
 
-void Window::touch(const std::shared_ptr<detail::Allocation>& allocation) {
-  touched_.push_back(allocation);
-}
-
-void Window::claim(const std::shared_ptr<detail::BufferState>& buffer) {
-  roles_.writes.push_back(buffer);
-}
-
-void Window::read(const std::shared_ptr<detail::BufferState>& buffer) {
-  roles_.reads.push_back(buffer);
-}
-
-void Window::produce(const std::shared_ptr<detail::BufferState>& buffer) {
-  roles_.produces.push_back(buffer);
+void Window::record(const Operation& op, const Error* failure) {
+  for (const BufferUse& use : op.uses) {
+    const std::shared_ptr<memory::BufferState>& buffer = *use.buffer;
+    pins_.push_back(buffer->memory());
+    if (reads(use.access)) roles_.reads.push_back(buffer);
+    if (writes(use.access)) roles_.writes.push_back(buffer);
+    if (use.access == Access::write_whole && failure == nullptr) roles_.produces.push_back(buffer);
+  }
+  if (op.staging) pins_.push_back(op.staging);
+  if (op.keep_alive) keep_alive_.push_back(op.keep_alive);
+  if (failure != nullptr) {
+    doom(*failure);
+    return;
+  }
+  ++recorded_.nodes_by_type[op.node];
+  ++recorded_.node_count;
 }
 
 void Window::doom(const Error& error) {

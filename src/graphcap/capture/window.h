@@ -1,12 +1,15 @@
 // Window: the capture lifecycle of one stream, shared by every driver. It knows the stream's pools,
 // its drop queue and its state; the driver calls are the GraphDriver's (and, inside the pools and
-// the queue, the memory layer's). Rule by rule, as docs/capture-lifecycle.md and DESIGN.md state:
+// the queue, the memory layer's). Rule by rule, as docs/design.md ("The capture lifecycle") and
+// docs/capture-lifecycle.md state:
 //
 //   no_capture --prepare--> prepare --begin--> capture --end/abort--> no_capture
 //
 // Each transition checks the state first and rejects an out-of-order call with
-// Errc::graph_state, changing nothing. Not locked: the stream's mutex guards it (state() may be
-// read without it).
+// Errc::graph_state, changing nothing. The window owns the recording's bookkeeping: every
+// operation recorded into it (record()) pins its memory and names the buffers it reads and
+// writes, and closing hands back the whole Recording. Not locked: the stream's mutex guards it
+// (state() may be read without it).
 #pragma once
 
 #include <atomic>
@@ -15,90 +18,77 @@
 #include <thread>
 #include <vector>
 
+#include <graphcap/capture/capture_state.h>
+#include <graphcap/capture/capture_tracker.h>
 #include <graphcap/capture/graph_driver.h>
-#include <graphcap/detail/allocation.h>
-#include <graphcap/detail/buffer_state.h>
-#include <graphcap/detail/capture_tracker.h>
-#include <graphcap/detail/replay_gate.h>
+#include <graphcap/capture/recording.h>
+#include <graphcap/capture/replay_gate.h>
 #include <graphcap/memory/drop_queue.h>
 #include <graphcap/memory/slice_pool.h>
 #include <graphcap/result.h>
-#include <graphcap/stream.h>
 
 namespace graphcap::capture {
-
-// The buffers a recording uses, by role. Held weakly: a graph must not keep a buffer's failure
-// bookkeeping alive after its last handle (its memory is pinned separately).
-struct BufferRoles {
-  std::vector<std::weak_ptr<detail::BufferState>> reads;     // read by a recorded launch
-  std::vector<std::weak_ptr<detail::BufferState>> writes;    // written (the claims)
-  std::vector<std::weak_ptr<detail::BufferState>> produces;  // written whole (out, full write)
-};
-
-struct Closed {
-  Instantiated graph;
-  std::vector<std::shared_ptr<detail::Allocation>> pins;
-  BufferRoles buffers;
-};
 
 class Window {
  public:
   Window(GraphDriver& graphs, memory::SlicePool& device_pool, memory::SlicePool& staging_pool,
-         memory::DropQueue& drops, detail::CaptureTracker& tracker, detail::ReplayGate& gate,
-         CUstream stream, CUstreamCaptureMode mode) noexcept
+         memory::DropQueue& drops, CaptureTracker& tracker, ReplayGate& gate,
+         CUstream stream) noexcept
       : graphs_(&graphs), device_pool_(&device_pool), staging_pool_(&staging_pool),
-        drops_(&drops), tracker_(&tracker), gate_(&gate), stream_(stream), mode_(mode) {}
+        drops_(&drops), tracker_(&tracker), gate_(&gate), stream_(stream) {}
   Window(const Window&) = delete;
   Window& operator=(const Window&) = delete;
 
   CaptureState state() const noexcept { return state_.load(std::memory_order_acquire); }
   bool recording() const noexcept { return state() == CaptureState::capture; }
+  // The mode the window's recording opens (or opened) in.
+  CUstreamCaptureMode mode() const noexcept { return mode_; }
 
-  // Arm the pools: route every allocation of this stream to the persistent pool, and prime.
-  Result<void> prepare();
+  // Arm the pools: route every allocation of this stream to the persistent pool, and prime. The
+  // recording that follows opens in `mode`.
+  Result<void> prepare(CUstreamCaptureMode mode);
   // Drain the drop queue, end priming, open the driver's recording. On failure, undo all of it.
   Result<void> begin();
-  // Close the recording: a graph with its pins, or the refusal (then the claims are marked).
-  Result<Closed> end(bool upload);
-  // Leave prepare or capture without a graph (closing the driver's recording if open).
+  // Close the recording: the whole Recording, or the refusal (then the claims are marked). Only
+  // the thread that began a GLOBAL or THREAD_LOCAL recording may end it (the driver's rule).
+  Result<Recording> end(bool upload);
+  // Leave prepare or capture without a graph, from any thread: a recording begun on another
+  // thread is terminated (the driver ends it with CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD, which
+  // is the expected outcome there), and what it would have written is claimed.
   Result<void> abort();
   // Close whatever is open, from any thread (the device is closing).
   void force_close() noexcept;
 
-  // While recording: pin an allocation the recording uses; claim a buffer it would write; doom
-  // the recording with the first error inside it.
-  void touch(const std::shared_ptr<detail::Allocation>& allocation);
-  void claim(const std::shared_ptr<detail::BufferState>& buffer);
-  void read(const std::shared_ptr<detail::BufferState>& buffer);
-  void produce(const std::shared_ptr<detail::BufferState>& buffer);
+  // An operation on the stream while recording: pin its memory, note what it reads and writes,
+  // keep alive what its replay needs. `failure` set: the operation failed or was skipped, so
+  // the recording is doomed (it is missing an operation) and what it writes is claimed.
+  void record(const Operation& op, const Error* failure);
+  // Doom the recording with the first error inside it.
   void doom(const Error& error);
   const std::optional<Error>& doomed() const noexcept { return doomed_; }
-  // One operation of the window's own was recorded, adding one node of `type`.
-  void recorded(CUgraphNodeType type) noexcept {
-    ++recorded_.nodes_by_type[type];
-    ++recorded_.node_count;
-  }
 
  private:
   Result<void> check_owner_thread(const char* operation) const;
   void set_state(CaptureState state) noexcept;
-  void leave_recording() noexcept;
-  Result<Closed> close_recording(bool upload, std::optional<Error> doomed);
+  // Close the driver's recording and make what it captured into a Recording, or refuse it.
+  Result<Recording> close(bool upload, std::optional<Error> doomed, bool other_thread);
+  void flush_drops();
 
   GraphDriver* graphs_;
   memory::SlicePool* device_pool_;
   memory::SlicePool* staging_pool_;
   memory::DropQueue* drops_;
-  detail::CaptureTracker* tracker_;
-  detail::ReplayGate* gate_;
+  CaptureTracker* tracker_;
+  ReplayGate* gate_;
   CUstream stream_;
-  CUstreamCaptureMode mode_;
+  CUstreamCaptureMode mode_ = CU_STREAM_CAPTURE_MODE_GLOBAL;
   std::atomic<CaptureState> state_{CaptureState::no_capture};
   std::thread::id recording_thread_;
   std::optional<Error> doomed_;
   GraphReport recorded_;  // node counts of the window's own recorded operations
-  std::vector<std::shared_ptr<detail::Allocation>> touched_;
+  std::vector<std::shared_ptr<memory::Allocation>> pins_;
   BufferRoles roles_;  // roles_.writes are the claims
+  std::vector<std::shared_ptr<const void>> keep_alive_;
 };
 
 }  // namespace graphcap::capture

@@ -1,12 +1,14 @@
 #include <graphcap/detail/device_core.h>
 
 #include <algorithm>
+#include <array>
 #include <string>
 
 #include <graphcap/detail/graph_state.h>
 #include <graphcap/detail/module_state.h>
 #include <graphcap/detail/stream_core.h>
 #include <graphcap/log.h>
+#include <graphcap/try.h>
 
 namespace graphcap::detail {
 namespace {
@@ -24,11 +26,83 @@ DeviceCore::DeviceCore(DriverApi& driver, DeviceOptions options)
     : driver_(&driver),
       options_(options),
       graph_driver_(driver),
-      tracker_(CaptureTracker::for_driver(driver)),
+      tracker_(capture::CaptureTracker::for_driver(driver)),
       id_(next_device_id()) {}
 
+Result<std::shared_ptr<DeviceCore>> DeviceCore::open(DriverApi& driver, DeviceOptions options) {
+  if (options.ordinal < 0) {
+    return Error(Errc::invalid_argument,
+                 "Device::open: ordinal " + std::to_string(options.ordinal) + " is negative");
+  }
+  if (options.capture_mode != CU_STREAM_CAPTURE_MODE_GLOBAL &&
+      options.capture_mode != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
+      options.capture_mode != CU_STREAM_CAPTURE_MODE_RELAXED) {
+    return Error(Errc::invalid_argument, "Device::open: unknown capture mode " +
+                                             std::to_string(static_cast<int>(options.capture_mode)));
+  }
+  if (CUresult result = driver.cuInit(0); result != CUDA_SUCCESS) {
+    return Error::from_driver("cuInit", result).context("Device::open");
+  }
+  int count = 0;
+  if (CUresult result = driver.cuDeviceGetCount(&count); result != CUDA_SUCCESS) {
+    return Error::from_driver("cuDeviceGetCount", result).context("Device::open");
+  }
+  if (options.ordinal >= count) {
+    return Error(Errc::invalid_argument,
+                 "Device::open: ordinal " + std::to_string(options.ordinal) + " but the driver has " +
+                     std::to_string(count) + " device(s)",
+                 CUDA_ERROR_INVALID_DEVICE);
+  }
+  auto core = std::make_shared<DeviceCore>(driver, options);
+  if (CUresult result = driver.cuDeviceGet(&core->device_, options.ordinal); result != CUDA_SUCCESS) {
+    return Error::from_driver("cuDeviceGet", result).context("Device::open");
+  }
+  if (CUresult result = driver.cuDevicePrimaryCtxRetain(&core->context_, core->device_);
+      result != CUDA_SUCCESS) {
+    return Error::from_driver("cuDevicePrimaryCtxRetain", result).context("Device::open");
+  }
+  core->context_retained_ = true;
+  // From here on, a failure closes the core, which releases what was acquired.
+  auto fail = [&](Error error) {
+    core->close();
+    return error.context("Device::open");
+  };
+  if (Result<void> bound = core->bind_thread(); !bound) return fail(bound.error());
+  if (Result<void> limits = core->query_limits(); !limits) return fail(limits.error());
+  return core;
+}
+
+Result<void> DeviceCore::query_limits() {
+  struct Query {
+    CUdevice_attribute attribute;
+    unsigned* out;
+  };
+  unsigned optin_shared = 0;
+  const std::array<Query, 9> queries{{
+      {CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, &limits_.max_threads_per_block},
+      {CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X, &limits_.max_block.x},
+      {CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y, &limits_.max_block.y},
+      {CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z, &limits_.max_block.z},
+      {CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X, &limits_.max_grid.x},
+      {CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y, &limits_.max_grid.y},
+      {CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z, &limits_.max_grid.z},
+      {CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, &limits_.default_shared_bytes},
+      {CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, &optin_shared},
+  }};
+  for (const Query& query : queries) {
+    int value = 0;
+    if (CUresult result = driver_->cuDeviceGetAttribute(&value, query.attribute, device_);
+        result != CUDA_SUCCESS) {
+      return Error::from_driver("cuDeviceGetAttribute", result);
+    }
+    *query.out = value > 0 ? static_cast<unsigned>(value) : 0;
+  }
+  limits_.max_shared_bytes = std::max(limits_.default_shared_bytes, optin_shared);
+  return {};
+}
+
 Result<void> DeviceCore::bind_thread_slow() {
-  if (CUresult result = driver_->cuCtxSetCurrent(context); result != CUDA_SUCCESS) {
+  if (CUresult result = driver_->cuCtxSetCurrent(context_); result != CUDA_SUCCESS) {
     return Error::from_driver("cuCtxSetCurrent", result);
   }
   t_bound_device = id_;
@@ -40,9 +114,16 @@ Result<void> DeviceCore::check_open(const char* operation) const {
   return Error(Errc::graph_state, std::string(operation) + ": the device is closed");
 }
 
-void DeviceCore::add_stream(std::shared_ptr<StreamCore> stream) {
+Result<std::shared_ptr<StreamCore>> DeviceCore::create_stream() {
+  CUstream handle = nullptr;
+  if (CUresult result = driver_->cuStreamCreate(&handle, CU_STREAM_NON_BLOCKING);
+      result != CUDA_SUCCESS) {
+    return Error::from_driver("cuStreamCreate", result).context("create_stream");
+  }
+  auto stream = std::make_shared<StreamCore>(shared_from_this(), handle);
   std::lock_guard lock(mutex_);
-  streams_.push_back(std::move(stream));
+  streams_.push_back(stream);
+  return stream;
 }
 
 void DeviceCore::add_module(const std::shared_ptr<ModuleState>& module) {
@@ -79,20 +160,26 @@ void DeviceCore::collect_deferred() noexcept {
   }
   std::vector<std::shared_ptr<GraphState>> still_deferred;
   for (auto& graph : graphs) {
-    if (graph->stream().window().recording()) {
-      still_deferred.push_back(std::move(graph));  // its own stream records: waiting would break it
-    } else {
-      graph->release();
+    // Its own stream records, or a recording opened meanwhile: waiting now would break it.
+    if (graph->stream().window().recording() || !graph->try_release()) {
+      still_deferred.push_back(std::move(graph));
     }
   }
+  std::vector<CUmodule> still_unloading;
   for (CUmodule module : unloads) {
+    capture::CaptureTracker::UnsafeCall call = tracker_->enter_unsafe_call();
+    if (!call) {
+      still_unloading.push_back(module);
+      continue;
+    }
     if (CUresult result = driver_->cuModuleUnload(module); result != CUDA_SUCCESS) {
       warn(Error::from_driver("cuModuleUnload", result));
     }
   }
-  if (!still_deferred.empty()) {
+  if (!still_deferred.empty() || !still_unloading.empty()) {
     std::lock_guard lock(mutex_);
     for (auto& graph : still_deferred) deferred_graphs_.push_back(std::move(graph));
+    for (CUmodule module : still_unloading) deferred_unloads_.push_back(module);
   }
 }
 
@@ -101,16 +188,13 @@ void DeviceCore::close() noexcept {
   if (Result<void> bound = bind_thread(); !bound) warn(bound.error().context("closing the device"));
 
   std::vector<std::shared_ptr<StreamCore>> streams;
-  {
-    std::lock_guard lock(mutex_);
-    for (auto& stream : streams_) stream->gate().set(ReplayGate::kClosed);  // replays stop now
-  }
   std::vector<std::weak_ptr<GraphState>> graphs;
   std::vector<std::weak_ptr<ModuleState>> modules;
   std::vector<std::shared_ptr<GraphState>> deferred_graphs;
   std::vector<CUmodule> deferred_unloads;
   {
     std::lock_guard lock(mutex_);
+    for (auto& stream : streams_) stream->gate().set(capture::ReplayGate::kClosed);  // replays stop
     streams.swap(streams_);
     graphs.swap(graphs_);
     modules.swap(modules_);
@@ -147,7 +231,7 @@ void DeviceCore::close() noexcept {
   streams.clear();
   if (context_retained_) {
     context_retained_ = false;
-    if (CUresult result = driver_->cuDevicePrimaryCtxRelease(device); result != CUDA_SUCCESS) {
+    if (CUresult result = driver_->cuDevicePrimaryCtxRelease(device_); result != CUDA_SUCCESS) {
       warn(Error::from_driver("cuDevicePrimaryCtxRelease", result).context("closing the device"));
     }
   }

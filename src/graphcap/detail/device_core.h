@@ -9,10 +9,11 @@
 #include <mutex>
 #include <vector>
 
+#include <graphcap/capture/capture_tracker.h>
 #include <graphcap/capture/cuda_graph_driver.h>
-#include <graphcap/detail/capture_tracker.h>
-#include <graphcap/detail/replay_gate.h>
-#include <graphcap/device.h>
+#include <graphcap/detail/bound_device.h>
+#include <graphcap/device_limits.h>
+#include <graphcap/device_options.h>
 #include <graphcap/driver/driver_api.h>
 #include <graphcap/result.h>
 
@@ -22,23 +23,26 @@ class StreamCore;
 class ModuleState;
 class GraphState;
 
-class DeviceCore {
+class DeviceCore : public std::enable_shared_from_this<DeviceCore> {
  public:
+  // cuInit, the device of `options.ordinal`, its primary context (retained, and made current on
+  // this thread) and its limits. On failure everything acquired is released again.
+  static Result<std::shared_ptr<DeviceCore>> open(DriverApi& driver, DeviceOptions options);
+
   DeviceCore(DriverApi& driver, DeviceOptions options);
   DeviceCore(const DeviceCore&) = delete;
   DeviceCore& operator=(const DeviceCore&) = delete;
 
   DriverApi& driver() const noexcept { return *driver_; }
   const DeviceOptions& options() const noexcept { return options_; }
+  const DeviceLimits& limits() const noexcept { return limits_; }
+  CUdevice device() const noexcept { return device_; }
+  CUcontext context() const noexcept { return context_; }
   capture::GraphDriver& graph_driver() noexcept { return graph_driver_; }
-  CaptureTracker& tracker() const noexcept { return *tracker_; }
+  capture::CaptureTracker& tracker() const noexcept { return *tracker_; }
   bool is_open() const noexcept { return open_.load(std::memory_order_acquire); }
   std::uint64_t id() const noexcept { return id_; }
   bool unsafe_calls_forbidden() const noexcept { return tracker_->unsafe_calls_forbidden(); }
-
-  CUdevice device = 0;
-  CUcontext context = nullptr;
-  DeviceLimits limits;
 
   // Make this device's context current on the calling thread (cached per thread: see
   // t_bound_device; code that changes the current context behind graphcap's back defeats it).
@@ -49,7 +53,8 @@ class DeviceCore {
   // Errc::graph_state naming `operation` when the device is closed.
   Result<void> check_open(const char* operation) const;
 
-  void add_stream(std::shared_ptr<StreamCore> stream);
+  // A new non-blocking stream of this device.
+  Result<std::shared_ptr<StreamCore>> create_stream();
   void add_module(const std::shared_ptr<ModuleState>& module);
   void add_graph(const std::shared_ptr<GraphState>& graph);
   // A release that must wait until no recording forbids it (it waits, or destroys an executable
@@ -63,11 +68,15 @@ class DeviceCore {
 
  private:
   Result<void> bind_thread_slow();
+  Result<void> query_limits();
 
   DriverApi* driver_;
   DeviceOptions options_;
+  DeviceLimits limits_;
+  CUdevice device_ = 0;
+  CUcontext context_ = nullptr;
   capture::CudaGraphDriver graph_driver_;
-  std::shared_ptr<CaptureTracker> tracker_;
+  std::shared_ptr<capture::CaptureTracker> tracker_;
   const std::uint64_t id_;
   std::atomic<bool> open_{true};
   bool context_retained_ = false;
@@ -78,8 +87,6 @@ class DeviceCore {
   std::vector<std::weak_ptr<GraphState>> graphs_;
   std::vector<std::shared_ptr<GraphState>> deferred_graphs_;
   std::vector<CUmodule> deferred_unloads_;
-
-  friend class graphcap::Device;
 };
 
 }  // namespace graphcap::detail

@@ -1,22 +1,19 @@
-// GraphState: what a Graph owns: the executable, the stream it replays on, and the allocations it
-// pins. Released exactly once: by Graph::destroy, or by the device closing.
+// GraphState: what a Graph owns: the executable, the stream it replays on, and everything the
+// recording replays against (the pinned allocations, the modules of its kernels). Released
+// exactly once: by Graph::destroy, or by the device closing.
 #pragma once
 
 #include <atomic>
 #include <memory>
 #include <mutex>
-#include <vector>
 
-#include <graphcap/capture/executable.h>
-#include <graphcap/capture/window.h>
-#include <graphcap/detail/allocation.h>
-#include <graphcap/graph.h>
-#include <graphcap/result.h>
+#include <graphcap/capture/recording.h>
+#include <graphcap/capture/replay_gate.h>
+#include <graphcap/driver/driver_api.h>
 
 namespace graphcap::detail {
 
 class StreamCore;
-class ReplayGate;
 
 // Everything Graph::replay reads, on one cache line: with the stream's gate and the thread's
 // bound device, that is all the hot path touches before cuGraphLaunch.
@@ -24,37 +21,35 @@ struct alignas(64) ReplayBlock {
   DriverApi* driver = nullptr;
   CUgraphExec exec = nullptr;
   CUstream stream = nullptr;
-  const ReplayGate* gate = nullptr;
+  const capture::ReplayGate* gate = nullptr;
   unsigned long long device_id = 0;
   std::atomic<bool> released{false};
 };
 
 class GraphState {
  public:
-  GraphState(std::shared_ptr<StreamCore> stream, capture::Executable executable,
-             std::vector<std::shared_ptr<Allocation>> pins, capture::BufferRoles buffers,
-             GraphReport report) noexcept;
+  GraphState(std::shared_ptr<StreamCore> stream, capture::Recording recording) noexcept;
 
   const ReplayBlock& hot() const noexcept { return hot_; }
   StreamCore& stream() const noexcept { return *stream_; }
-  const capture::Executable& executable() const noexcept { return executable_; }
-  const GraphReport& report() const noexcept { return report_; }
+  const GraphReport& report() const noexcept { return recording_.report; }
   bool released() const noexcept { return hot_.released.load(std::memory_order_acquire); }
 
   // The buffers the recording read, wrote and produced whole (see Graph::replay's slow path).
-  const capture::BufferRoles& buffers() const noexcept { return buffers_; }
+  const capture::BufferRoles& buffers() const noexcept { return recording_.buffers; }
 
   // Wait for in-flight replays (a failed wait is queued on the stream), destroy the executable,
-  // unpin. Idempotent. Call only when no recording forbids the wait (the device defers it).
+  // unpin. False, doing nothing, when a recording forbids the wait now (defer it then).
+  // Idempotent.
+  bool try_release() noexcept;
+  // The same, unconditionally (the device is closing).
   void release() noexcept;
 
  private:
+
   ReplayBlock hot_;
   std::shared_ptr<StreamCore> stream_;
-  capture::Executable executable_;
-  std::vector<std::shared_ptr<Allocation>> pins_;
-  capture::BufferRoles buffers_;
-  GraphReport report_;
+  capture::Recording recording_;
   std::mutex mutex_;
 };
 

@@ -8,16 +8,20 @@ namespace graphcap::detail {
 ModuleState::~ModuleState() {
   if (released_.exchange(true)) return;
   if (!device_->is_open()) return;  // closing the device unloaded every live module
-  if (device_->unsafe_calls_forbidden()) {
-    device_->defer_unload(module_);  // unloading now would invalidate an open recording
-    return;
+  {
+    // Unloading is an unsafe call: while a recording forbids it, the device unloads it later.
+    capture::CaptureTracker::UnsafeCall call = device_->tracker().enter_unsafe_call();
+    if (call) {
+      if (Result<void> bound = device_->bind_thread(); !bound) {
+        log(LogLevel::warn, bound.error().context("unloading a module").message());
+      }
+      if (CUresult result = device_->driver().cuModuleUnload(module_); result != CUDA_SUCCESS) {
+        log(LogLevel::warn, Error::from_driver("cuModuleUnload", result).message());
+      }
+      return;
+    }
   }
-  if (Result<void> bound = device_->bind_thread(); !bound) {
-    log(LogLevel::warn, bound.error().context("unloading a module").message());
-  }
-  if (CUresult result = device_->driver().cuModuleUnload(module_); result != CUDA_SUCCESS) {
-    log(LogLevel::warn, Error::from_driver("cuModuleUnload", result).message());
-  }
+  device_->defer_unload(module_);
 }
 
 void ModuleState::release() noexcept {

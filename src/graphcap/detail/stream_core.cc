@@ -14,9 +14,34 @@ StreamCore::StreamCore(std::shared_ptr<DeviceCore> device, CUstream handle)
       staging_pool_(device_->driver(), memory::SliceKind::pinned_host),
       drops_(device_->driver(), handle, device_pool_, staging_pool_),
       window_(device_->graph_driver(), device_pool_, staging_pool_, drops_, device_->tracker(),
-              gate_, handle, device_->options().capture_mode) {}
+              gate_, handle) {}
 
 StreamCore::~StreamCore() { close(); }
+
+Result<std::shared_ptr<memory::Allocation>> StreamCore::take_slice(memory::SlicePool& pool,
+                                                                   std::size_t bytes) {
+  Result<memory::Slice> slice = [&]() -> Result<memory::Slice> {
+    if (!pool.armed() || !window_.recording()) {
+      Result<memory::Slice> cached = pool.acquire(bytes, /*may_allocate=*/false);
+      if (cached || cached.error().code() == Errc::invalid_argument) return cached;
+    }
+    // Driver calls (an allocation, a fence query) only inside an unsafe-call scope: a GLOBAL
+    // recording opening on another thread meanwhile would be invalidated by them.
+    capture::CaptureTracker::UnsafeCall call = device_->tracker().enter_unsafe_call();
+    const bool may_call = static_cast<bool>(call);
+    if (!pool.armed() || !window_.recording()) drops_.flush(may_call);
+    return pool.acquire(bytes, may_call);
+  }();
+  if (!slice) return std::move(slice).error();
+  return std::make_shared<memory::Allocation>(
+      std::static_pointer_cast<memory::SliceOwner>(shared_from_this()), *slice);
+}
+
+void StreamCore::fail_writes(const capture::Operation& op, const Error& error) {
+  for (const capture::BufferUse& use : op.uses) {
+    if (capture::writes(use.access)) (*use.buffer)->fail(error);
+  }
+}
 
 void StreamCore::drop(const memory::Slice& slice, std::uint64_t last_use) noexcept {
   try {
@@ -32,9 +57,9 @@ void StreamCore::count_failed_buffer(int delta) noexcept {
   std::lock_guard lock(failed_mutex_);
   failed_buffers_ += delta;
   if (failed_buffers_ > 0) {
-    gate_.set(ReplayGate::kFailedBuffers);
+    gate_.set(capture::ReplayGate::kFailedBuffers);
   } else {
-    gate_.clear(ReplayGate::kFailedBuffers);
+    gate_.clear(capture::ReplayGate::kFailedBuffers);
   }
 }
 
@@ -66,18 +91,21 @@ Result<void> StreamCore::synchronize(const char* operation) {
                  std::string(operation) + ": the stream is recording; waiting for it now would "
                  "invalidate the recording (end_capture first)");
   }
-  if (device_->unsafe_calls_forbidden()) {
-    return Error(Errc::graph_state,
-                 std::string(operation) + ": a recording is open in global mode (or on this "
-                 "thread); waiting for a stream now would invalidate it");
-  }
   std::uint64_t sequence = 0;
   {
     std::lock_guard lock(mutex_);
     sequence = drops_.last_enqueued();
   }
-  if (CUresult result = device_->driver().cuStreamSynchronize(handle_); result != CUDA_SUCCESS) {
-    return Error::from_driver("cuStreamSynchronize", result).context(operation);
+  {
+    capture::CaptureTracker::UnsafeCall call = device_->tracker().enter_unsafe_call();
+    if (!call) {
+      return Error(Errc::graph_state,
+                   std::string(operation) + ": a recording is open in global mode (or on this "
+                   "thread); waiting for a stream now would invalidate it");
+    }
+    if (CUresult result = device_->driver().cuStreamSynchronize(handle_); result != CUDA_SUCCESS) {
+      return Error::from_driver("cuStreamSynchronize", result).context(operation);
+    }
   }
   {
     std::lock_guard lock(mutex_);
@@ -88,7 +116,7 @@ Result<void> StreamCore::synchronize(const char* operation) {
 }
 
 void StreamCore::close() noexcept {
-  gate_.set(ReplayGate::kClosed);
+  gate_.set(capture::ReplayGate::kClosed);
   if (closed_.exchange(true)) return;
   try {
     // An asynchronous failure nobody synced for (e.g. of a graph destroyed just before): the

@@ -2,26 +2,35 @@
 // drop queue, its capture window and its queue of asynchronous errors. Shared by the public Stream,
 // by every Allocation of its pools, and by the Graphs captured on it, so it outlives the Device
 // in a closed state (every operation then refuses, every drop is a no-op).
+//
+// Every stream operation on buffers (a launch, a write, ...) goes through run(): one place that
+// checks the inputs for carried failures, issues the driver call, stamps each buffer's last use,
+// hands the operation to the window when recording, and marks or clears failures.
 #pragma once
 
 #include <atomic>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <vector>
 
+#include <graphcap/capture/recording.h>
+#include <graphcap/capture/replay_gate.h>
 #include <graphcap/capture/window.h>
-#include <graphcap/detail/replay_gate.h>
 #include <graphcap/driver/driver_api.h>
 #include <graphcap/error.h>
 #include <graphcap/memory/drop_queue.h>
+#include <graphcap/memory/slice_owner.h>
 #include <graphcap/memory/slice_pool.h>
+#include <graphcap/result.h>
 
 namespace graphcap::detail {
 
 class DeviceCore;
 
-class StreamCore : public std::enable_shared_from_this<StreamCore> {
+class StreamCore final : public memory::SliceOwner,
+                         public std::enable_shared_from_this<StreamCore> {
  public:
   StreamCore(std::shared_ptr<DeviceCore> device, CUstream handle);
   StreamCore(const StreamCore&) = delete;
@@ -31,7 +40,7 @@ class StreamCore : public std::enable_shared_from_this<StreamCore> {
   DeviceCore& device() const noexcept { return *device_; }
   CUstream handle() const noexcept { return handle_; }
   bool closed() const noexcept { return closed_.load(std::memory_order_acquire); }
-  ReplayGate& gate() noexcept { return gate_; }
+  capture::ReplayGate& gate() noexcept { return gate_; }
 
   // Guards the pools, the drop queue and the window. Recursive: releasing the last reference to
   // an allocation while holding it (e.g. unpinning at end_capture) re-enters through drop().
@@ -42,11 +51,21 @@ class StreamCore : public std::enable_shared_from_this<StreamCore> {
   capture::Window& window() noexcept { return window_; }
   const capture::Window& window() const noexcept { return window_; }
 
-  // A buffer of this stream started (+1) or stopped (-1) carrying a failure.
-  void count_failed_buffer(int delta) noexcept;
+  // A slice of `bytes` from `pool` as an Allocation of this stream: a free one, else whatever the
+  // drop queue can release without waiting, else a new one from the driver when no recording
+  // forbids it. Call with mutex() held.
+  Result<std::shared_ptr<memory::Allocation>> take_slice(memory::SlicePool& pool, std::size_t bytes);
 
-  // A slice's last handle went away (any thread).
-  void drop(const memory::Slice& slice, std::uint64_t last_use) noexcept;
+  // One stream operation (mutex() held). `issue` makes the driver call(s) and returns an error or
+  // nothing; it may set op.staging. `what` names the operation, `use_name(i)` its i-th use (both
+  // are called only to build a message).
+  template <class Issue, class What, class UseName>
+  Result<void> run(capture::Operation& op, Issue&& issue, What&& what, UseName&& use_name);
+
+  // memory::SliceOwner: a slice's last handle went away (any thread); a buffer of this stream
+  // started (+1) or stopped (-1) carrying a failure.
+  void drop(const memory::Slice& slice, std::uint64_t last_use) noexcept override;
+  void count_failed_buffer(int delta) noexcept override;
 
   // Asynchronous failures (of replays, of waits in destructors) surface on the next sync or read.
   void queue_error(const Error& error);
@@ -54,14 +73,17 @@ class StreamCore : public std::enable_shared_from_this<StreamCore> {
   bool has_queued_error() const noexcept { return has_errors_.load(std::memory_order_acquire); }
 
   // Wait for everything enqueued so far; then every drop behind it is released. Refused while a
-  // recording forbids waits (see CaptureTracker).
+  // recording forbids waits (see capture::CaptureTracker).
   Result<void> synchronize(const char* operation);
 
   // The device is closing: close any recording, wait, free every slice and the stream.
   void close() noexcept;
 
  private:
-  ReplayGate gate_;
+  // The failure-carrying side of run(): an input carries `failure`, or the operation failed.
+  static void fail_writes(const capture::Operation& op, const Error& error);
+
+  capture::ReplayGate gate_;
   std::shared_ptr<DeviceCore> device_;
   CUstream handle_;
   std::recursive_mutex mutex_;
@@ -76,5 +98,45 @@ class StreamCore : public std::enable_shared_from_this<StreamCore> {
   std::atomic<bool> has_errors_{false};
   std::atomic<bool> closed_{false};
 };
+
+template <class Issue, class What, class UseName>
+Result<void> StreamCore::run(capture::Operation& op, Issue&& issue, What&& what,
+                             UseName&& use_name) {
+  const bool recording = window_.recording();
+  // An input that carries a failure: the operation would compute from bytes no operation
+  // produced. Skip it; what it writes carries the reason.
+  for (std::size_t i = 0; i < op.uses.size(); ++i) {
+    const capture::BufferUse& use = op.uses[i];
+    if (!capture::reads(use.access)) continue;
+    if (std::optional<Error> failure = (*use.buffer)->failure()) {
+      Error error(Errc::failed_buffer,
+                  what() + ": " + use_name(i) +
+                      " carries an error, so the operation was skipped: " + failure->message(),
+                  failure->driver_code());
+      fail_writes(op, error);
+      if (recording) window_.record(op, &error);
+      return error;
+    }
+  }
+  Result<void> issued = issue();
+  const std::uint64_t use = drops_.next_use();
+  for (const capture::BufferUse& buffer_use : op.uses) (*buffer_use.buffer)->memory()->used_at(use);
+  if (op.staging) op.staging->used_at(use);
+  if (!issued) {
+    Error error = std::move(issued).error().context(what());
+    fail_writes(op, error);
+    if (recording) window_.record(op, &error);
+    return error;
+  }
+  if (recording) {
+    window_.record(op, nullptr);
+    return {};  // recorded, not run: what it produces is produced by replays
+  }
+  // Ran: what it wrote whole replaces whatever those buffers carried.
+  for (const capture::BufferUse& buffer_use : op.uses) {
+    if (buffer_use.access == capture::Access::write_whole) (*buffer_use.buffer)->clear_failure();
+  }
+  return {};
+}
 
 }  // namespace graphcap::detail

@@ -5,7 +5,7 @@
 #include <string>
 #include <utility>
 
-#include <graphcap/detail/try.h>
+#include <graphcap/try.h>
 #include <graphcap/driver/error_names.h>
 
 namespace graphcap {

@@ -37,8 +37,10 @@ Result<Slice> SlicePool::acquire(std::size_t bytes, bool may_allocate) {
     slice.primed = priming_;
     return slice;
   }
+  // A pool that may not grow now is out of memory for this request (Errc::out_of_memory); the
+  // message says why it may not grow.
   if (recording_) {
-    return Error(Errc::graph_state,
+    return Error(Errc::out_of_memory,
                  "allocation of " + std::to_string(bytes) + " bytes inside the recording: the "
                  "persistent pool holds no free " + std::to_string(capacity) +
                  "-byte slice, and the driver may not allocate while a capture records (run the "
@@ -46,7 +48,7 @@ Result<Slice> SlicePool::acquire(std::size_t bytes, bool may_allocate) {
                  "primes every size the recording needs)");
   }
   if (!may_allocate) {
-    return Error(Errc::graph_state,
+    return Error(Errc::out_of_memory,
                  "allocation of " + std::to_string(bytes) + " bytes while a capture records in "
                  "global mode: the pool has no free slice of that size, and a driver allocation "
                  "now would invalidate the recording");

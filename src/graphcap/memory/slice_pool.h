@@ -15,18 +15,11 @@
 #include <vector>
 
 #include <graphcap/driver/driver_api.h>
+#include <graphcap/memory/pool_stats.h>
 #include <graphcap/memory/slice.h>
 #include <graphcap/result.h>
 
 namespace graphcap::memory {
-
-struct PoolStats {
-  std::size_t driver_allocations = 0;  // driver allocation calls made, ever
-  std::size_t live_slices = 0;         // slices the pool owns now (free or handed out)
-  std::size_t reserved_bytes = 0;      // their total capacity
-  std::size_t free_slices = 0;         // of which free (dynamic + persistent)
-  std::size_t retained_slices = 0;     // released while priming, held until priming ends
-};
 
 class SlicePool {
  public:

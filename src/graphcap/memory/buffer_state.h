@@ -1,4 +1,5 @@
-// BufferState: what a Buffer handle shares: its memory, its size, and the failure it may carry.
+// BufferState: what a Buffer handle shares: its memory, its size, and the failure it may carry
+// instead of data (when the operation that should have written it failed).
 #pragma once
 
 #include <atomic>
@@ -7,10 +8,10 @@
 #include <mutex>
 #include <optional>
 
-#include <graphcap/detail/allocation.h>
 #include <graphcap/error.h>
+#include <graphcap/memory/allocation.h>
 
-namespace graphcap::detail {
+namespace graphcap::memory {
 
 class BufferState {
  public:
@@ -22,7 +23,8 @@ class BufferState {
 
   const std::shared_ptr<Allocation>& memory() const noexcept { return memory_; }
   std::size_t size() const noexcept { return size_; }
-  StreamCore& owner() const noexcept { return memory_->owner(); }
+  CUdeviceptr device_ptr() const noexcept { return memory_->slice().device_ptr(); }
+  SliceOwner& owner() const noexcept { return memory_->owner(); }
 
   bool failed() const noexcept { return failed_.load(std::memory_order_acquire); }
   std::optional<Error> failure() const {
@@ -30,7 +32,7 @@ class BufferState {
     std::lock_guard lock(mutex_);
     return failure_;
   }
-  // Carry `error` instead of data. The owner stream counts its failed buffers, so replays on it
+  // Carry `error` instead of data. The owner counts its failed buffers, so replays on its stream
   // check their inputs only while some buffer there carries a failure.
   void fail(const Error& error);
   void clear_failure();
@@ -43,4 +45,4 @@ class BufferState {
   std::atomic<bool> failed_{false};
 };
 
-}  // namespace graphcap::detail
+}  // namespace graphcap::memory

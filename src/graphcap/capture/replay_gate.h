@@ -6,12 +6,12 @@
 
 #include <atomic>
 
-namespace graphcap::detail {
+namespace graphcap::capture {
 
 class ReplayGate {
  public:
-  static constexpr unsigned kClosed = 1;     // the device closed
-  static constexpr unsigned kRecording = 2;  // a capture records on the stream
+  static constexpr unsigned kClosed = 1;         // the device closed
+  static constexpr unsigned kRecording = 2;      // a capture records on the stream
   static constexpr unsigned kFailedBuffers = 4;  // some buffer of the stream carries a failure
 
   bool open() const noexcept { return bits_.load(std::memory_order_acquire) == 0; }
@@ -23,8 +23,4 @@ class ReplayGate {
   alignas(64) std::atomic<unsigned> bits_{0};
 };
 
-// The device whose context was last made current on this thread (0: none). Inline so that the
-// replay path checks it without a call.
-inline thread_local unsigned long long t_bound_device = 0;
-
-}  // namespace graphcap::detail
+}  // namespace graphcap::capture

@@ -1,8 +1,6 @@
-#include <graphcap/detail/buffer_state.h>
+#include <graphcap/memory/buffer_state.h>
 
-#include <graphcap/detail/stream_core.h>
-
-namespace graphcap::detail {
+namespace graphcap::memory {
 
 BufferState::~BufferState() {
   if (failed()) owner().count_failed_buffer(-1);
@@ -21,4 +19,4 @@ void BufferState::clear_failure() {
   if (failed_.exchange(false, std::memory_order_acq_rel)) owner().count_failed_buffer(-1);
 }
 
-}  // namespace graphcap::detail
+}  // namespace graphcap::memory

@@ -1,0 +1,77 @@
+// CaptureTracker: which recordings are open on one driver, so graphcap never makes a call the
+// driver would answer by invalidating one of them. CUDA's rule (docs/cuda-driver-facts.md, "What
+// invalidates a capture"): a thread may not make potentially unsafe calls (allocation,
+// synchronization, queries, destroying executables, unloading modules) while it has a recording
+// of its own in GLOBAL or THREAD_LOCAL mode, or while any thread has one in GLOBAL mode. Such a
+// call returns CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidates the recording, so graphcap
+// checks first and defers, serves from cache, or refuses.
+//
+// Checking is not enough on its own: between another thread's check and its call, a GLOBAL
+// recording could open. So an unsafe call is made inside an UnsafeCall scope, and a GLOBAL
+// recording opens only once every unsafe call already in flight has returned (new ones are
+// refused from the moment it is announced). Lock order: a stream's mutex may be held when an
+// UnsafeCall is entered, never taken while one is held.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <graphcap/driver/cuda_types.h>
+#include <graphcap/driver/driver_api.h>
+
+namespace graphcap::capture {
+
+class CaptureTracker {
+ public:
+  // One tracker per driver object, shared by every Device opened on it.
+  static std::shared_ptr<CaptureTracker> for_driver(DriverApi& driver);
+
+  // A recording opens on `thread` (before the driver's cuStreamBeginCapture). In GLOBAL mode this
+  // waits for the unsafe calls other threads have in flight.
+  void recording_started(CUstreamCaptureMode mode, std::thread::id thread);
+  // It closed (after the driver's capture is closed), whichever thread closes it.
+  void recording_ended(CUstreamCaptureMode mode, std::thread::id thread) noexcept;
+
+  // True when an unsafe call from the calling thread would invalidate an open recording.
+  bool unsafe_calls_forbidden() const noexcept;
+
+  // The scope of one unsafe call: while it is alive and true, no GLOBAL recording opens.
+  class UnsafeCall {
+   public:
+    UnsafeCall() noexcept = default;
+    UnsafeCall(UnsafeCall&& other) noexcept : tracker_(std::exchange(other.tracker_, nullptr)) {}
+    UnsafeCall& operator=(UnsafeCall&&) = delete;
+    ~UnsafeCall() {
+      if (tracker_ != nullptr) tracker_->leave_unsafe_call();
+    }
+    // False: the call is forbidden now (defer it, serve from cache, or refuse).
+    explicit operator bool() const noexcept { return tracker_ != nullptr; }
+
+   private:
+    friend class CaptureTracker;
+    explicit UnsafeCall(CaptureTracker* tracker) noexcept : tracker_(tracker) {}
+    CaptureTracker* tracker_ = nullptr;
+  };
+  UnsafeCall enter_unsafe_call() noexcept;
+
+ private:
+  bool own_recording(std::thread::id thread) const noexcept;
+  void leave_unsafe_call() noexcept;
+
+  std::atomic<int> global_recordings_{0};
+  std::atomic<int> in_flight_{0};  // unsafe calls now running, any thread
+  std::mutex wait_mutex_;
+  std::condition_variable calls_done_;
+  // Recordings each thread opened in GLOBAL or THREAD_LOCAL mode (a short list: one entry per
+  // recording thread). own_total_ lets the common case (none) skip the lock.
+  std::atomic<int> own_total_{0};
+  mutable std::mutex own_mutex_;
+  std::vector<std::pair<std::thread::id, int>> own_;
+};
+
+}  // namespace graphcap::capture

@@ -1,0 +1,59 @@
+// What a recording is made of: the operations recorded into it (each with the buffers it reads
+// and writes), and, once closed, everything a graph of it replays against.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include <graphcap/capture/executable.h>
+#include <graphcap/capture/graph_report.h>
+#include <graphcap/driver/cuda_types.h>
+#include <graphcap/memory/allocation.h>
+#include <graphcap/memory/buffer_state.h>
+
+namespace graphcap::capture {
+
+// How an operation uses a buffer. write_whole replaces every byte (a kernel's `out` binding, a
+// full write or copy): it produces the buffer, so a failure it carried is gone once it runs.
+enum class Access : std::uint8_t { read, read_write, write_part, write_whole };
+constexpr bool reads(Access access) noexcept {
+  return access == Access::read || access == Access::read_write;
+}
+constexpr bool writes(Access access) noexcept { return access != Access::read; }
+
+struct BufferUse {
+  const std::shared_ptr<memory::BufferState>* buffer;  // the caller's handle, alive for the call
+  Access access;
+};
+
+// One stream operation: the node it adds when recorded, the buffers it uses, the staging
+// memory it reads or writes besides them, and what must stay alive while a graph replays it
+// (e.g. the module of a kernel).
+struct Operation {
+  CUgraphNodeType node = CU_GRAPH_NODE_TYPE_KERNEL;
+  std::span<const BufferUse> uses;
+  std::shared_ptr<memory::Allocation> staging;
+  std::shared_ptr<const void> keep_alive;
+};
+
+// The buffers a recording uses, by role. Held weakly: a graph must not keep a buffer's failure
+// bookkeeping alive after its last handle (its memory is pinned separately).
+struct BufferRoles {
+  std::vector<std::weak_ptr<memory::BufferState>> reads;     // read by a recorded operation
+  std::vector<std::weak_ptr<memory::BufferState>> writes;    // written (the claims)
+  std::vector<std::weak_ptr<memory::BufferState>> produces;  // written whole
+};
+
+// A closed recording: the executable and everything it replays against, handed to the graph
+// whole.
+struct Recording {
+  Executable executable;
+  GraphReport report;
+  std::vector<std::shared_ptr<memory::Allocation>> pins;  // device and staging slices
+  BufferRoles buffers;
+  std::vector<std::shared_ptr<const void>> keep_alive;
+};
+
+}  // namespace graphcap::capture

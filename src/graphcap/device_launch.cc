@@ -1,0 +1,128 @@
+// Device::launch: a kernel launch, eager or recorded, checked before the driver sees it.
+#include <array>
+#include <string>
+
+#include <graphcap/detail/device_core.h>
+#include <graphcap/detail/kernel_state.h>
+#include <graphcap/detail/stream_core.h>
+#include <graphcap/device.h>
+#include <graphcap/handle_access.h>
+#include <graphcap/memory/buffer_state.h>
+#include <graphcap/try.h>
+
+namespace graphcap {
+namespace {
+
+using detail::StreamCore;
+
+constexpr std::size_t kMaxArgs = 64;
+
+std::string dim_text(const Dim3& d) {
+  return "(" + std::to_string(d.x) + ", " + std::to_string(d.y) + ", " + std::to_string(d.z) + ")";
+}
+
+Result<void> check_dims(const LaunchDims& dims, const DeviceLimits& limits) {
+  auto fail = [](std::string why) { return Error(Errc::invalid_argument, std::move(why)); };
+  if (dims.grid.x == 0 || dims.grid.y == 0 || dims.grid.z == 0) {
+    return fail("grid " + dim_text(dims.grid) + " has a zero dimension");
+  }
+  if (dims.block.x == 0 || dims.block.y == 0 || dims.block.z == 0) {
+    return fail("block " + dim_text(dims.block) + " has a zero dimension");
+  }
+  if (dims.block.x > limits.max_block.x || dims.block.y > limits.max_block.y ||
+      dims.block.z > limits.max_block.z) {
+    return fail("block " + dim_text(dims.block) + " exceeds the device's " +
+                dim_text(limits.max_block));
+  }
+  const unsigned long long threads = 1ULL * dims.block.x * dims.block.y * dims.block.z;
+  if (threads > limits.max_threads_per_block) {
+    return fail("block of " + std::to_string(threads) + " threads exceeds the device's " +
+                std::to_string(limits.max_threads_per_block));
+  }
+  if (dims.grid.x > limits.max_grid.x || dims.grid.y > limits.max_grid.y ||
+      dims.grid.z > limits.max_grid.z) {
+    return fail("grid " + dim_text(dims.grid) + " exceeds the device's " +
+                dim_text(limits.max_grid));
+  }
+  if (dims.shared_bytes > limits.max_shared_bytes) {
+    return fail(std::to_string(dims.shared_bytes) + " bytes of shared memory exceed the device's " +
+                std::to_string(limits.max_shared_bytes));
+  }
+  return {};
+}
+
+capture::Access access_of(Arg::Access access) noexcept {
+  switch (access) {
+    case Arg::Access::in: return capture::Access::read;
+    case Arg::Access::out: return capture::Access::write_whole;
+    case Arg::Access::inout: return capture::Access::read_write;
+    case Arg::Access::value: break;
+  }
+  return capture::Access::read;
+}
+
+}  // namespace
+
+Result<void> Device::launch(Stream& s, const Kernel& kernel, LaunchDims dims,
+                            std::initializer_list<Arg> args) {
+  GRAPHCAP_TRY(check_stream(s, "launch"));
+  if (!kernel) return Error(Errc::invalid_argument, "launch: an empty Kernel");
+  const std::shared_ptr<detail::KernelState>& state = HandleAccess::state(kernel);
+  // Names the launch in messages; built only when one is needed (this is the eager hot path).
+  auto what = [&state] { return "launch of " + state->name(); };
+  if (&state->module()->device() != core_.get()) {
+    return Error(Errc::invalid_argument, what() + ": the kernel's module belongs to another device");
+  }
+  if (state->module()->released()) {
+    return Error(Errc::graph_state, what() + ": its module was unloaded");
+  }
+  if (Result<void> ok = check_dims(dims, core_->limits()); !ok) return ok.error().context(what());
+  if (args.size() > kMaxArgs) {
+    return Error(Errc::invalid_argument, what() + ": " + std::to_string(args.size()) +
+                                             " arguments (at most " + std::to_string(kMaxArgs) + ")");
+  }
+
+  // One pass over the arguments: check each buffer, and lay out the driver's parameter array
+  // (exactly args.size() entries: CUDA knows the count from the kernel) and the operation's uses.
+  std::array<CUdeviceptr, kMaxArgs> pointers;
+  std::array<void*, kMaxArgs> params;
+  std::array<capture::BufferUse, kMaxArgs> uses;
+  std::array<unsigned char, kMaxArgs> use_arg;  // the argument index of each use, for messages
+  std::size_t use_count = 0;
+  std::size_t index = 0;
+  for (const Arg& arg : args) {
+    if (const Buffer* buffer = arg.buffer()) {
+      if (Result<void> ok = check_buffer(*buffer, s, "it"); !ok) {
+        return ok.error().context(what() + ": argument " + std::to_string(index));
+      }
+      pointers[index] = buffer->device_ptr();
+      params[index] = &pointers[index];
+      uses[use_count] = {&HandleAccess::state(*buffer), access_of(arg.access())};
+      use_arg[use_count++] = static_cast<unsigned char>(index);
+    } else {
+      params[index] = const_cast<std::byte*>(arg.bytes());
+    }
+    ++index;
+  }
+
+  GRAPHCAP_TRY(core_->bind_thread());
+  StreamCore& stream = HandleAccess::core(s);
+  std::lock_guard lock(stream.mutex());
+  capture::Operation op{CU_GRAPH_NODE_TYPE_KERNEL, {uses.data(), use_count}, nullptr, nullptr};
+  if (stream.window().recording()) op.keep_alive = state;  // a replay needs its module loaded
+  return stream.run(
+      op,
+      [&]() -> Result<void> {
+        if (CUresult result = core_->driver().cuLaunchKernel(
+                state->function(), dims.grid.x, dims.grid.y, dims.grid.z, dims.block.x,
+                dims.block.y, dims.block.z, dims.shared_bytes, stream.handle(), params.data(),
+                nullptr);
+            result != CUDA_SUCCESS) {
+          return Error::from_driver("cuLaunchKernel", result);
+        }
+        return {};
+      },
+      what, [&](std::size_t use) { return "argument " + std::to_string(use_arg[use]); });
+}
+
+}  // namespace graphcap

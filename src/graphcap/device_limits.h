@@ -1,0 +1,17 @@
+// DeviceLimits: the launch limits of a device, read once when it opens; launches are checked
+// against them before the driver sees them.
+#pragma once
+
+#include <graphcap/driver/launch_dims.h>
+
+namespace graphcap {
+
+struct DeviceLimits {
+  unsigned max_threads_per_block = 0;
+  Dim3 max_block;
+  Dim3 max_grid;
+  unsigned max_shared_bytes = 0;          // dynamic shared memory per block, with opt-in
+  unsigned default_shared_bytes = 0;      // per block without opt-in (48 KiB on CUDA GPUs)
+};
+
+}  // namespace graphcap

@@ -1,0 +1,131 @@
+// Device: pooled memory and the host's copies in and out of it.
+#include <cstring>
+#include <string>
+
+#include <graphcap/detail/device_core.h>
+#include <graphcap/detail/stream_core.h>
+#include <graphcap/device.h>
+#include <graphcap/handle_access.h>
+#include <graphcap/memory/buffer_state.h>
+#include <graphcap/try.h>
+
+namespace graphcap {
+namespace {
+
+using detail::StreamCore;
+
+Result<void> check_range(const Buffer& buffer, std::size_t offset, std::size_t count,
+                         const char* operation) {
+  if (offset > buffer.size() || count > buffer.size() - offset) {  // no overflow: compare apart
+    return Error(Errc::invalid_argument,
+                 std::string(operation) + ": bytes [" + std::to_string(offset) + ", " +
+                     std::to_string(offset) + " + " + std::to_string(count) +
+                     ") lie outside the buffer of " + std::to_string(buffer.size()) + " bytes");
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<Buffer> Device::alloc(std::size_t bytes, Stream& s) {
+  GRAPHCAP_TRY(check_stream(s, "alloc"));
+  if (bytes == 0) return Error(Errc::invalid_argument, "alloc: zero bytes requested");
+  GRAPHCAP_TRY(core_->bind_thread());
+  StreamCore& stream = HandleAccess::core(s);
+  std::lock_guard lock(stream.mutex());
+  Result<std::shared_ptr<memory::Allocation>> allocation =
+      stream.take_slice(stream.device_pool(), bytes);
+  if (!allocation) {
+    Error error = std::move(allocation).error().context("alloc");
+    if (stream.window().recording()) stream.window().doom(error);
+    return error;
+  }
+  return HandleAccess::buffer(std::make_shared<memory::BufferState>(std::move(*allocation), bytes));
+}
+
+Result<Buffer> Device::upload(std::span<const std::byte> bytes, Stream& s) {
+  GRAPHCAP_ASSIGN_OR_RETURN(Buffer buffer, alloc(bytes.size(), s));
+  GRAPHCAP_TRY(write(buffer, bytes, s));
+  return buffer;
+}
+
+Result<void> Device::write(const Buffer& dst, std::span<const std::byte> bytes, Stream& s) {
+  return write(dst, 0, bytes, s);
+}
+
+Result<void> Device::write(const Buffer& dst, std::size_t offset, std::span<const std::byte> bytes,
+                           Stream& s) {
+  GRAPHCAP_TRY(check_stream(s, "write"));
+  if (Result<void> ok = check_buffer(dst, s, "the destination"); !ok) return ok.error().context("write");
+  GRAPHCAP_TRY(check_range(dst, offset, bytes.size(), "write"));
+  if (bytes.empty()) return {};
+  GRAPHCAP_TRY(core_->bind_thread());
+  StreamCore& stream = HandleAccess::core(s);
+  std::lock_guard lock(stream.mutex());
+  const bool whole = offset == 0 && bytes.size() == dst.size();
+  const capture::BufferUse use{&HandleAccess::state(dst),
+                               whole ? capture::Access::write_whole : capture::Access::write_part};
+  capture::Operation op{CU_GRAPH_NODE_TYPE_MEMCPY, {&use, 1}, nullptr, nullptr};
+  return stream.run(
+      op,
+      [&]() -> Result<void> {
+        Result<std::shared_ptr<memory::Allocation>> staging =
+            stream.take_slice(stream.staging_pool(), bytes.size());
+        if (!staging) return std::move(staging).error().context("staging memory");
+        op.staging = std::move(*staging);
+        void* host = op.staging->slice().host_ptr();
+        std::memcpy(host, bytes.data(), bytes.size());
+        if (CUresult result = core_->driver().cuMemcpyHtoDAsync(dst.device_ptr() + offset, host,
+                                                                bytes.size(), stream.handle());
+            result != CUDA_SUCCESS) {
+          return Error::from_driver("cuMemcpyHtoDAsync", result);
+        }
+        return {};
+      },
+      [] { return std::string("write"); }, [](std::size_t) { return std::string("the destination"); });
+}
+
+Result<std::vector<std::byte>> Device::read(const Buffer& src, Stream& s) {
+  return read(src, 0, src.size(), s);
+}
+
+Result<std::vector<std::byte>> Device::read(const Buffer& src, std::size_t offset,
+                                            std::size_t count, Stream& s) {
+  GRAPHCAP_TRY(check_stream(s, "read"));
+  if (Result<void> ok = check_buffer(src, s, "the source"); !ok) return ok.error().context("read");
+  GRAPHCAP_TRY(check_range(src, offset, count, "read"));
+  if (count == 0) return std::vector<std::byte>{};
+  StreamCore& stream = HandleAccess::core(s);
+  if (stream.window().recording()) {
+    return Error(Errc::graph_state,
+                 "read: the stream is recording; a read waits for the stream, which would "
+                 "invalidate the recording (read before begin_capture or after end_capture)");
+  }
+  if (core_->unsafe_calls_forbidden()) {
+    return Error(Errc::graph_state,
+                 "read: a recording is open in global mode (or on this thread); waiting for a "
+                 "stream now would invalidate it");
+  }
+  if (std::optional<Error> failure = src.failure()) return *failure;
+  GRAPHCAP_TRY(core_->bind_thread());
+  std::shared_ptr<memory::Allocation> staging;
+  {
+    std::lock_guard lock(stream.mutex());
+    GRAPHCAP_ASSIGN_OR_RETURN(staging, stream.take_slice(stream.staging_pool(), count));
+    const CUresult result = core_->driver().cuMemcpyDtoHAsync(
+        staging->slice().host_ptr(), src.device_ptr() + offset, count, stream.handle());
+    const std::uint64_t use = stream.drops().next_use();
+    staging->used_at(use);
+    HandleAccess::state(src)->memory()->used_at(use);
+    if (result != CUDA_SUCCESS) {
+      return Error::from_driver("cuMemcpyDtoHAsync", result).context("read");
+    }
+  }
+  GRAPHCAP_TRY(stream.synchronize("read"));
+  if (std::optional<Error> queued = stream.take_error()) return queued->context("read");
+  if (std::optional<Error> failure = src.failure()) return *failure;
+  const auto* data = static_cast<const std::byte*>(staging->slice().host_ptr());
+  return std::vector<std::byte>(data, data + count);
+}
+
+}  // namespace graphcap

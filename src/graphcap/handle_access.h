@@ -1,0 +1,47 @@
+// HandleAccess: the public layer's own way to the state behind its handles (Buffer, Stream,
+// Kernel, Module, Graph). Public headers keep that state private; only the public layer's .cc
+// files include this. Not part of the API.
+#pragma once
+
+#include <memory>
+#include <utility>
+
+#include <graphcap/buffer.h>
+#include <graphcap/graph.h>
+#include <graphcap/module.h>
+#include <graphcap/stream.h>
+
+namespace graphcap {
+
+struct HandleAccess {
+  static const std::shared_ptr<memory::BufferState>& state(const Buffer& buffer) noexcept {
+    return buffer.state_;
+  }
+  static Buffer buffer(std::shared_ptr<memory::BufferState> state) noexcept {
+    return Buffer(std::move(state));
+  }
+  static detail::StreamCore& core(const Stream& stream) noexcept { return *stream.core_; }
+  static const std::shared_ptr<detail::StreamCore>& core_ptr(const Stream& stream) noexcept {
+    return stream.core_;
+  }
+  static std::unique_ptr<Stream> stream(std::shared_ptr<detail::StreamCore> core) {
+    return std::unique_ptr<Stream>(new Stream(std::move(core)));
+  }
+  static const std::shared_ptr<detail::KernelState>& state(const Kernel& kernel) noexcept {
+    return kernel.state_;
+  }
+  static Kernel kernel(std::shared_ptr<detail::KernelState> state) noexcept {
+    return Kernel(std::move(state));
+  }
+  static const std::shared_ptr<detail::ModuleState>& state(const Module& module) noexcept {
+    return module.state_;
+  }
+  static Module module(std::shared_ptr<detail::ModuleState> state) noexcept {
+    return Module(std::move(state));
+  }
+  static Graph graph(std::shared_ptr<detail::GraphState> state) noexcept {
+    return Graph(std::move(state));
+  }
+};
+
+}  // namespace graphcap

@@ -1,0 +1,24 @@
+// SliceOwner: the stream a slice belongs to, as the memory layer sees it: where an Allocation's
+// slice goes when its last handle goes (the stream's drop queue), and who counts the failures its
+// buffers carry (replays on the stream check their inputs only while some buffer there fails).
+// detail::StreamCore is the one implementation.
+#pragma once
+
+#include <cstdint>
+
+#include <graphcap/memory/slice.h>
+
+namespace graphcap::memory {
+
+class SliceOwner {
+ public:
+  // A slice's last handle went away (any thread); `last_use` is its last operation's sequence.
+  virtual void drop(const Slice& slice, std::uint64_t last_use) noexcept = 0;
+  // A buffer of this owner started (+1) or stopped (-1) carrying a failure.
+  virtual void count_failed_buffer(int delta) noexcept = 0;
+
+ protected:
+  ~SliceOwner() = default;
+};
+
+}  // namespace graphcap::memory
