@@ -1,6 +1,6 @@
-// ForwardingDriver: every entry point reaches the inner driver's entry point of the same name, once,
-// with its arguments in order and its result unchanged; a derived driver overrides only what it
-// watches.
+// ForwardingDriver: every entry point reaches the inner driver's entry point of the same name,
+// once, with its arguments in order and its result unchanged; a derived driver overrides only what
+// it watches.
 #include <cstdint>
 #include <type_traits>
 
