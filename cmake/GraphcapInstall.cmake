@@ -8,7 +8,7 @@ install(TARGETS graphcap graphcap_fake EXPORT graphcapTargets
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(DIRECTORY src/graphcap fake_driver/graphcap DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
-        FILES_MATCHING PATTERN "*.h")
+        FILES_MATCHING PATTERN "*.h" PATTERN "*.def")
 install(EXPORT graphcapTargets NAMESPACE graphcap::
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/graphcap)
 

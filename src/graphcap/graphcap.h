@@ -12,6 +12,7 @@
 #include <graphcap/driver/cuda_types.h>
 #include <graphcap/driver/driver_api.h>
 #include <graphcap/driver/error_names.h>
+#include <graphcap/driver/forwarding_driver.h>
 #include <graphcap/driver/launch_dims.h>
 #include <graphcap/error.h>
 #include <graphcap/graph.h>

@@ -3,7 +3,6 @@
 // is read on every query, so a test sets it, loads, and unsets it.
 #pragma once
 
-#include <array>
 #include <string_view>
 
 namespace graphcap::testing::stub {
@@ -20,34 +19,29 @@ inline constexpr const char* kNullVar = "GRAPHCAP_STUB_NULL";
 // What the stub's cuDriverGetVersion reports (13000 when unset).
 inline constexpr const char* kDriverVersionVar = "GRAPHCAP_STUB_DRIVER_VERSION";
 
-// What the stub's cuDriverGetVersion reports by default, and the only version (with flags 0) its
-// cuGetProcAddress_v2 answers: a loader asking for anything else gets VERSION_NOT_SUFFICIENT.
+// What the stub's cuDriverGetVersion reports by default.
 inline constexpr int kStubVersion = 13000;
 // What the stub's cuDeviceGet writes: the ordinal plus this, so forwarding of arguments shows.
 inline constexpr int kDeviceOffset = 100;
 
-// Exported by the stub (look up with dlsym): the base name of the last stub entry point called.
+// Exported by the stub (look up with dlsym): the export name (entry_points.def's `versioned`) of
+// the last stub entry point called, e.g. "cuStreamBeginCapture_v2".
 inline constexpr const char* kLastEntrySymbol = "graphcap_stub_last_entry";
 using LastEntryFn = const char* (*)();
 
-// Every entry point DriverApi declares, by cuda.h base name. The stub serves exactly these.
-inline constexpr std::array<std::string_view, 52> kEntryPoints = {
-    "cuInit", "cuDriverGetVersion", "cuDeviceGetCount", "cuDeviceGet", "cuDeviceGetName",
-    "cuDeviceGetAttribute", "cuDevicePrimaryCtxRetain", "cuDevicePrimaryCtxRelease",
-    "cuCtxSetCurrent", "cuCtxGetCurrent", "cuCtxSynchronize",
-    "cuStreamCreate", "cuStreamDestroy", "cuStreamSynchronize", "cuStreamQuery",
-    "cuStreamWaitEvent", "cuStreamBeginCapture", "cuStreamEndCapture", "cuStreamIsCapturing",
-    "cuStreamGetCaptureInfo", "cuThreadExchangeStreamCaptureMode",
-    "cuEventCreate", "cuEventDestroy", "cuEventRecord", "cuEventQuery", "cuEventSynchronize",
-    "cuEventElapsedTime",
-    "cuMemGetInfo", "cuMemAlloc", "cuMemFree", "cuMemAllocAsync", "cuMemFreeAsync",
-    "cuMemAllocHost", "cuMemFreeHost", "cuMemcpyHtoDAsync", "cuMemcpyDtoHAsync",
-    "cuMemsetD8Async",
-    "cuModuleLoadData", "cuModuleUnload", "cuModuleGetFunction", "cuLaunchKernel",
-    "cuGraphGetNodes", "cuGraphNodeGetType", "cuGraphInstantiateWithFlags", "cuGraphUpload",
-    "cuGraphLaunch", "cuGraphExecUpdate", "cuGraphDestroy", "cuGraphExecDestroy",
-    "cuGraphDebugDotPrint",
-    "cuGetErrorName", "cuGetErrorString",
+// One line of entry_points.def.
+struct EntryPoint {
+  std::string_view name;       // cuda.h's base name: what the loader asks for
+  int version;                 // the CUDA version the loader asks for it at
+  std::string_view versioned;  // the export that version resolves to
+};
+
+// Every entry point DriverApi declares, in entry_points.def's order. The stub serves exactly these,
+// each only when asked for at exactly its version (stricter than a real driver, which answers any
+// version from the symbol's first one on): a loader asking for any other ABI fails to load.
+inline constexpr EntryPoint kEntryPoints[] = {
+#define GRAPHCAP_DRIVER_ENTRY(name, version, versioned, params) {#name, version, #versioned},
+#include <graphcap/driver/entry_points.def>
 };
 
 }  // namespace graphcap::testing::stub

@@ -5,6 +5,7 @@
 
 #include <graphcap/graphcap.h>
 #include <graphcap/driver/driver_api.h>
+#include <graphcap/driver/forwarding_driver.h>
 #include <graphcap/fake/fake_driver.h>
 
 namespace {
@@ -17,8 +18,10 @@ __global__ void kernel_beside_graphcap(unsigned* out) { *out = graphcap::CUDA_SU
 
 int graphcap_nvcc_check_cuda_h_first() {
   graphcap::fake::FakeDriver fake;
+  // Its methods, generated from entry_points.def, are renamed by cuda.h's macros like DriverApi's.
+  graphcap::ForwardingDriver forwarding(fake);
   (void)&kernel_beside_graphcap;
   // A graphcap handle is a cuda.h handle.
   ::CUstream stream = graphcap::stream_legacy();
-  return static_cast<int>(init_through(fake)) + (stream == CU_STREAM_LEGACY ? 0 : 1);
+  return static_cast<int>(init_through(forwarding)) + (stream == CU_STREAM_LEGACY ? 0 : 1);
 }

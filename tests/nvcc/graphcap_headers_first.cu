@@ -2,6 +2,7 @@
 // in namespace graphcap must not clash with cuda.h's global ones.
 #include <graphcap/graphcap.h>
 #include <graphcap/driver/driver_api.h>
+#include <graphcap/driver/forwarding_driver.h>
 #include <graphcap/fake/fake_driver.h>
 
 #include <cuda.h>
@@ -17,6 +18,7 @@ __global__ void kernel_beside_graphcap(unsigned* out) { *out = graphcap::CUDA_SU
 
 int graphcap_nvcc_check_graphcap_first() {
   graphcap::fake::FakeDriver fake;
+  graphcap::ForwardingDriver forwarding(fake);
   (void)&kernel_beside_graphcap;
-  return static_cast<int>(init_through(fake)) + static_cast<int>(::CUDA_SUCCESS);
+  return static_cast<int>(init_through(forwarding)) + static_cast<int>(::CUDA_SUCCESS);
 }

@@ -1,6 +1,8 @@
 // Fault injection and observation: fail_call / fail_always with the real failure's side effects
 // and no others, the call log and counts, live handles, and the error-name entry points.
+#include <functional>
 #include <thread>
+#include <utility>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -70,28 +72,46 @@ TEST_F(FakeFaults, AnInjectedCapturedOperationInvalidatesTheCapture) {
   EXPECT_EQ(empty(stream_), CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES);
   EXPECT_EQ(status(stream_), CU_STREAM_CAPTURE_STATUS_INVALIDATED);
   end_any_capture(stream_);
-  for (const char* entry : {"cuMemcpyHtoDAsync", "cuMemsetD8Async", "cuEventRecord",
-                            "cuMemAllocAsync", "cuGraphLaunch"}) {
+  // Every other stream-ordered entry point alike.
+  int host = 0;
+  const std::pair<const char*, std::function<CUresult()>> calls[] = {
+      {"cuStreamWaitEvent", [&] { return fake_.cuStreamWaitEvent(stream_, nullptr, 0); }},
+      {"cuEventRecord", [&] { return fake_.cuEventRecord(nullptr, stream_); }},
+      {"cuMemAllocAsync",
+       [&] {
+         CUdeviceptr p = 0;
+         return fake_.cuMemAllocAsync(&p, 16, stream_);
+       }},
+      {"cuMemFreeAsync", [&] { return fake_.cuMemFreeAsync(1, stream_); }},
+      {"cuMemcpyHtoDAsync", [&] { return fake_.cuMemcpyHtoDAsync(1, &host, 4, stream_); }},
+      {"cuMemcpyDtoHAsync", [&] { return fake_.cuMemcpyDtoHAsync(&host, 1, 4, stream_); }},
+      {"cuMemsetD8Async", [&] { return fake_.cuMemsetD8Async(1, 0, 4, stream_); }},
+      {"cuGraphUpload", [&] { return fake_.cuGraphUpload(nullptr, stream_); }},
+      {"cuGraphLaunch", [&] { return fake_.cuGraphLaunch(nullptr, stream_); }},
+  };
+  for (const auto& [entry, call] : calls) {
     ASSERT_EQ(fake_.cuStreamBeginCapture(stream_, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
     fake_.fail_call(entry, CUDA_ERROR_INVALID_VALUE);
-    CUresult result = CUDA_SUCCESS;
-    if (std::string(entry) == "cuMemcpyHtoDAsync") {
-      int host = 0;
-      result = fake_.cuMemcpyHtoDAsync(1, &host, 4, stream_);
-    } else if (std::string(entry) == "cuMemsetD8Async") {
-      result = fake_.cuMemsetD8Async(1, 0, 4, stream_);
-    } else if (std::string(entry) == "cuEventRecord") {
-      result = fake_.cuEventRecord(nullptr, stream_);
-    } else if (std::string(entry) == "cuMemAllocAsync") {
-      CUdeviceptr p = 0;
-      result = fake_.cuMemAllocAsync(&p, 16, stream_);
-    } else {
-      result = fake_.cuGraphLaunch(nullptr, stream_);
-    }
-    EXPECT_EQ(result, CUDA_ERROR_INVALID_VALUE) << entry;
+    EXPECT_EQ(call(), CUDA_ERROR_INVALID_VALUE) << entry;
+    EXPECT_EQ(fake_.calls().back().entry_point, entry);
+    EXPECT_TRUE(fake_.calls().back().injected) << entry;
     EXPECT_EQ(status(stream_), CU_STREAM_CAPTURE_STATUS_INVALIDATED) << entry;
     end_any_capture(stream_);
   }
+}
+
+TEST_F(FakeFaults, AnInjectedCallThatIsNotStreamOrderedLeavesTheCaptureAlone) {
+  // Really called on a capturing stream, these would invalidate its capture; injected, they never
+  // ran, so it stays active.
+  ASSERT_EQ(fake_.cuStreamBeginCapture(stream_, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  fake_.fail_call("cuStreamQuery", CUDA_ERROR_NOT_READY);
+  EXPECT_EQ(fake_.cuStreamQuery(stream_), CUDA_ERROR_NOT_READY);
+  fake_.fail_call("cuStreamSynchronize", CUDA_ERROR_LAUNCH_FAILED);
+  EXPECT_EQ(fake_.cuStreamSynchronize(stream_), CUDA_ERROR_LAUNCH_FAILED);
+  fake_.fail_call("cuCtxSynchronize", CUDA_ERROR_LAUNCH_FAILED);
+  EXPECT_EQ(fake_.cuCtxSynchronize(), CUDA_ERROR_LAUNCH_FAILED);
+  EXPECT_EQ(status(stream_), CU_STREAM_CAPTURE_STATUS_ACTIVE);
+  end_any_capture(stream_);
 }
 
 TEST_F(FakeFaults, AnInjectedOperationOutsideCaptureHasNoEffect) {

@@ -172,75 +172,10 @@ class FakeDriver : public DriverApi {
   // ---- DriverApi ----------------------------------------------------------------------------
   const char* name() const noexcept override { return "fake"; }
 
-  CUresult cuInit(unsigned flags) override;
-  CUresult cuDriverGetVersion(int* version) override;
-  CUresult cuDeviceGetCount(int* count) override;
-  CUresult cuDeviceGet(CUdevice* device, int ordinal) override;
-  CUresult cuDeviceGetName(char* name, int len, CUdevice device) override;
-  CUresult cuDeviceGetAttribute(int* value, CUdevice_attribute attribute, CUdevice device) override;
-  CUresult cuDevicePrimaryCtxRetain(CUcontext* context, CUdevice device) override;
-  CUresult cuDevicePrimaryCtxRelease(CUdevice device) override;
-  CUresult cuCtxSetCurrent(CUcontext context) override;
-  CUresult cuCtxGetCurrent(CUcontext* context) override;
-  CUresult cuCtxSynchronize() override;
-
-  CUresult cuStreamCreate(CUstream* stream, unsigned flags) override;
-  CUresult cuStreamDestroy(CUstream stream) override;
-  CUresult cuStreamSynchronize(CUstream stream) override;
-  CUresult cuStreamQuery(CUstream stream) override;
-  CUresult cuStreamWaitEvent(CUstream stream, CUevent event, unsigned flags) override;
-  CUresult cuStreamBeginCapture(CUstream stream, CUstreamCaptureMode mode) override;
-  CUresult cuStreamEndCapture(CUstream stream, CUgraph* graph) override;
-  CUresult cuStreamIsCapturing(CUstream stream, CUstreamCaptureStatus* status) override;
-  CUresult cuStreamGetCaptureInfo(CUstream stream, CUstreamCaptureStatus* status, cuuint64_t* id,
-                                  CUgraph* graph, const CUgraphNode** dependencies,
-                                  const CUgraphEdgeData** edge_data,
-                                  std::size_t* dependency_count) override;
-  CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode* mode) override;
-
-  CUresult cuEventCreate(CUevent* event, unsigned flags) override;
-  CUresult cuEventDestroy(CUevent event) override;
-  CUresult cuEventRecord(CUevent event, CUstream stream) override;
-  CUresult cuEventQuery(CUevent event) override;
-  CUresult cuEventSynchronize(CUevent event) override;
-  CUresult cuEventElapsedTime(float* milliseconds, CUevent start, CUevent end) override;
-
-  CUresult cuMemGetInfo(std::size_t* free, std::size_t* total) override;
-  CUresult cuMemAlloc(CUdeviceptr* pointer, std::size_t bytes) override;
-  CUresult cuMemFree(CUdeviceptr pointer) override;
-  CUresult cuMemAllocAsync(CUdeviceptr* pointer, std::size_t bytes, CUstream stream) override;
-  CUresult cuMemFreeAsync(CUdeviceptr pointer, CUstream stream) override;
-  CUresult cuMemAllocHost(void** pointer, std::size_t bytes) override;
-  CUresult cuMemFreeHost(void* pointer) override;
-  CUresult cuMemcpyHtoDAsync(CUdeviceptr dst, const void* src, std::size_t bytes,
-                             CUstream stream) override;
-  CUresult cuMemcpyDtoHAsync(void* dst, CUdeviceptr src, std::size_t bytes,
-                             CUstream stream) override;
-  CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char value, std::size_t count,
-                           CUstream stream) override;
-
-  CUresult cuModuleLoadData(CUmodule* module, const void* image) override;
-  CUresult cuModuleUnload(CUmodule module) override;
-  CUresult cuModuleGetFunction(CUfunction* function, CUmodule module, const char* name) override;
-  CUresult cuLaunchKernel(CUfunction function, unsigned grid_x, unsigned grid_y, unsigned grid_z,
-                          unsigned block_x, unsigned block_y, unsigned block_z,
-                          unsigned shared_bytes, CUstream stream, void** params,
-                          void** extra) override;
-
-  CUresult cuGraphGetNodes(CUgraph graph, CUgraphNode* nodes, std::size_t* count) override;
-  CUresult cuGraphNodeGetType(CUgraphNode node, CUgraphNodeType* type) override;
-  CUresult cuGraphInstantiateWithFlags(CUgraphExec* exec, CUgraph graph,
-                                       unsigned long long flags) override;
-  CUresult cuGraphUpload(CUgraphExec exec, CUstream stream) override;
-  CUresult cuGraphLaunch(CUgraphExec exec, CUstream stream) override;
-  CUresult cuGraphExecUpdate(CUgraphExec exec, CUgraph graph,
-                             CUgraphExecUpdateResultInfo* info) override;
-  CUresult cuGraphDestroy(CUgraph graph) override;
-  CUresult cuGraphExecDestroy(CUgraphExec exec) override;
-  CUresult cuGraphDebugDotPrint(CUgraph graph, const char* path, unsigned flags) override;
-
-  CUresult cuGetErrorName(CUresult error, const char** name) override;
-  CUresult cuGetErrorString(CUresult error, const char** text) override;
+  // One override per line of entry_points.def, named and typed as the entry point.
+#define GRAPHCAP_DRIVER_ENTRY(name, version, versioned, params) \
+  CUresult name(GRAPHCAP_PARAMS(params)) override;
+#include <graphcap/driver/entry_points.def>
 
  private:
   std::unique_ptr<FakeState> state_;

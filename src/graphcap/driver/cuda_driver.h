@@ -1,6 +1,7 @@
 // The real CUDA driver behind DriverApi: libcuda opened at run time (graphcap links no CUDA
 // library), every entry point resolved through cuGetProcAddress_v2 by its base name at the CUDA
-// 13.0 ABI (graphcap::kCudaVersion).
+// version of its ABI (entry_points.def), from a driver of CUDA 13.0 (graphcap::kCudaVersion) or
+// newer.
 #pragma once
 
 #include <memory>

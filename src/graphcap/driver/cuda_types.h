@@ -193,7 +193,8 @@ enum CUdriverProcAddressQueryResult : int {
   CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT = 2,
 };
 
-// The CUDA version graphcap asks cuGetProcAddress for: the CUDA 13.0 ABI of every entry point.
+// The oldest CUDA driver graphcap accepts (load_cuda_driver refuses older ones), and the newest
+// version any entry point is asked for at (entry_points.def's version column never exceeds it).
 inline constexpr int kCudaVersion = 13000;
 
 }  // namespace graphcap

@@ -1,13 +1,18 @@
 // Proves graphcap's mirrored CUDA types (cuda_types.h) are cuda.h's: every enumerator's value,
 // every enum's size, every struct's size, alignment and member offsets, and every handle type.
-// Compiled (never linked into anything) wherever the CUDA toolkit's headers exist; a mismatch
-// fails the build.
+// And every line of entry_points.def against cudaTypedefs.h: its export is the function its
+// version's PFN typedef types, and its parameters have that typedef's ABI. Compiled (never linked
+// into anything) wherever the CUDA toolkit's headers exist; a mismatch fails the build.
 #include <cuda.h>
+#include <cudaTypedefs.h>
 
 #include <cstddef>
+#include <tuple>
 #include <type_traits>
+#include <utility>
 
 #include <graphcap/driver/cuda_types.h>
+#include <graphcap/driver/entry_points.h>
 
 namespace {
 
@@ -191,3 +196,80 @@ static_assert(graphcap::kGraphNodeTypeCount ==
               static_cast<int>(::CU_GRAPH_NODE_TYPE_CONDITIONAL) + 1);
 
 }  // namespace
+
+// ---- entry_points.def against cudaTypedefs.h ----------------------------------------------------
+
+namespace graphcap {
+namespace {
+
+// Whether one of graphcap's parameter types passes as cuda.h's does: the same type (handles,
+// integers), mirrored enums of one size or mirrored structs of one size and alignment (their
+// values and members are checked above), or pointers to such with the same constness. The mirrored
+// enums and structs are distinct types from cuda.h's, so sameness alone cannot be asked for.
+// A struct, not an opaque handle's (two different handles' structs are a mismatch, not a size).
+template <class T>
+concept complete_class = std::is_class_v<T> && requires { sizeof(T); };
+
+template <class Ours, class Theirs>
+constexpr bool same_abi() {
+  if constexpr (std::is_same_v<Ours, Theirs>) {
+    return true;
+  } else if constexpr (std::is_pointer_v<Ours> && std::is_pointer_v<Theirs>) {
+    using O = std::remove_pointer_t<Ours>;
+    using T = std::remove_pointer_t<Theirs>;
+    return std::is_const_v<O> == std::is_const_v<T> &&
+           std::is_volatile_v<O> == std::is_volatile_v<T> &&
+           same_abi<std::remove_cv_t<O>, std::remove_cv_t<T>>();
+  } else if constexpr (std::is_enum_v<Ours> && std::is_enum_v<Theirs>) {
+    return sizeof(Ours) == sizeof(Theirs);
+  } else if constexpr (complete_class<Ours> && complete_class<Theirs>) {
+    return sizeof(Ours) == sizeof(Theirs) && alignof(Ours) == alignof(Theirs);
+  } else {
+    return false;
+  }
+}
+
+template <class Fn>
+struct Signature;
+template <class R, class... Params>
+struct Signature<R (*)(Params...)> {
+  using Result = R;
+  using Parameters = std::tuple<Params...>;
+  static constexpr std::size_t arity = sizeof...(Params);
+};
+
+template <class Ours, class Theirs>
+constexpr bool same_arity() {
+  return Signature<Ours>::arity == Signature<Theirs>::arity;
+}
+
+template <class Ours, class Theirs>
+constexpr bool same_parameters() {
+  if constexpr (!same_arity<Ours, Theirs>()) {
+    return false;
+  } else {
+    using O = typename Signature<Ours>::Parameters;
+    using T = typename Signature<Theirs>::Parameters;
+    return same_abi<typename Signature<Ours>::Result, typename Signature<Theirs>::Result>() &&
+           []<std::size_t... I>(std::index_sequence<I...>) {
+             return (same_abi<std::tuple_element_t<I, O>, std::tuple_element_t<I, T>>() && ...);
+           }(std::make_index_sequence<Signature<Ours>::arity>{});
+  }
+}
+
+// Per line: the export is the function PFN_<name>_v<version> types (so the version and the export
+// agree), and the line's parameters, in graphcap's types, have that typedef's count and ABI.
+// (`name` is pasted and stringized only: cuda.h's macros rename it where it is expanded.)
+#define GRAPHCAP_DRIVER_ENTRY(name, version, versioned, params)                                 \
+  static_assert(std::is_same_v<decltype(&::versioned), ::PFN_##name##_v##version>,              \
+                #name ": cuda.h's " #versioned " is not PFN_" #name "_v" #version);             \
+  static_assert(same_arity<CUresult (*)(GRAPHCAP_PARAM_TYPES(params)),                          \
+                           ::PFN_##name##_v##version>(),                                        \
+                #name ": the table's parameter count differs from PFN_" #name "_v" #version);   \
+  static_assert(same_parameters<CUresult (*)(GRAPHCAP_PARAM_TYPES(params)),                     \
+                                ::PFN_##name##_v##version>(),                                   \
+                #name ": the table's parameter types differ from PFN_" #name "_v" #version);
+#include <graphcap/driver/entry_points.def>
+
+}  // namespace
+}  // namespace graphcap

@@ -116,7 +116,7 @@ void FakeState::refresh_frontier_handles(Stream& stream) {
     stream.frontier_handles.push_back(graph.node_handles[node]);
 }
 
-CUresult FakeState::begin_capture(CUstream handle, CUstreamCaptureMode mode) {
+CUresult FakeState::cuStreamBeginCapture(CUstream handle, CUstreamCaptureMode mode) {
   Context* context = nullptr;
   if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
   Stream* stream = nullptr;
@@ -147,7 +147,7 @@ CUresult FakeState::begin_capture(CUstream handle, CUstreamCaptureMode mode) {
   return CUDA_SUCCESS;
 }
 
-CUresult FakeState::end_capture(CUstream handle, CUgraph* graph_out) {
+CUresult FakeState::cuStreamEndCapture(CUstream handle, CUgraph* graph_out) {
   Context* context = nullptr;
   if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
   if (graph_out == nullptr) return CUDA_ERROR_INVALID_VALUE;
@@ -198,7 +198,7 @@ CUresult FakeState::end_capture(CUstream handle, CUgraph* graph_out) {
   return CUDA_SUCCESS;
 }
 
-CUresult FakeState::is_capturing(CUstream handle, CUstreamCaptureStatus* status) {
+CUresult FakeState::cuStreamIsCapturing(CUstream handle, CUstreamCaptureStatus* status) {
   Context* context = nullptr;
   if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
   if (status == nullptr) return CUDA_ERROR_INVALID_VALUE;
@@ -222,11 +222,12 @@ CUresult FakeState::is_capturing(CUstream handle, CUstreamCaptureStatus* status)
   return CUDA_SUCCESS;
 }
 
-CUresult FakeState::get_capture_info(CUstream handle, CUstreamCaptureStatus* status, cuuint64_t* id,
-                                     CUgraph* graph, const CUgraphNode** dependencies,
-                                     const CUgraphEdgeData** edge_data,
-                                     std::size_t* dependency_count) {
-  if (CUresult r = is_capturing(handle, status); r != CUDA_SUCCESS) return r;
+CUresult FakeState::cuStreamGetCaptureInfo(CUstream handle, CUstreamCaptureStatus* status,
+                                           cuuint64_t* id, CUgraph* graph,
+                                           const CUgraphNode** dependencies,
+                                           const CUgraphEdgeData** edge_data,
+                                           std::size_t* dependency_count) {
+  if (CUresult r = cuStreamIsCapturing(handle, status); r != CUDA_SUCCESS) return r;
   Context* context = nullptr;
   (void)need_context(&context);
   Stream* stream = nullptr;
@@ -244,7 +245,7 @@ CUresult FakeState::get_capture_info(CUstream handle, CUstreamCaptureStatus* sta
   return CUDA_SUCCESS;
 }
 
-CUresult FakeState::exchange_capture_mode(CUstreamCaptureMode* mode) {
+CUresult FakeState::cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode* mode) {
   if (CUresult r = need_init(); r != CUDA_SUCCESS) return r;
   if (mode == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (*mode != CU_STREAM_CAPTURE_MODE_GLOBAL && *mode != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&

@@ -38,27 +38,27 @@ bool h200_attribute(CUdevice_attribute attribute, int* value) {
 
 }  // namespace
 
-CUresult FakeState::init(unsigned flags) {
+CUresult FakeState::cuInit(unsigned flags) {
   if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
   if (options_.device_count <= 0) return CUDA_ERROR_NO_DEVICE;
   initialized_ = true;
   return CUDA_SUCCESS;
 }
 
-CUresult FakeState::driver_get_version(int* version) {
+CUresult FakeState::cuDriverGetVersion(int* version) {
   if (version == nullptr) return CUDA_ERROR_INVALID_VALUE;
   *version = options_.driver_version;
   return CUDA_SUCCESS;
 }
 
-CUresult FakeState::device_get_count(int* count) {
+CUresult FakeState::cuDeviceGetCount(int* count) {
   if (CUresult r = need_init(); r != CUDA_SUCCESS) return r;
   if (count == nullptr) return CUDA_ERROR_INVALID_VALUE;
   *count = static_cast<int>(contexts_.size());
   return CUDA_SUCCESS;
 }
 
-CUresult FakeState::device_get(CUdevice* device, int ordinal) {
+CUresult FakeState::cuDeviceGet(CUdevice* device, int ordinal) {
   if (CUresult r = need_init(); r != CUDA_SUCCESS) return r;
   if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (ordinal < 0 || ordinal >= static_cast<int>(contexts_.size())) {
@@ -68,7 +68,7 @@ CUresult FakeState::device_get(CUdevice* device, int ordinal) {
   return CUDA_SUCCESS;
 }
 
-CUresult FakeState::device_get_name(char* name, int length, CUdevice device) {
+CUresult FakeState::cuDeviceGetName(char* name, int length, CUdevice device) {
   if (CUresult r = need_init(); r != CUDA_SUCCESS) return r;
   if (name == nullptr || length <= 0) return CUDA_ERROR_INVALID_VALUE;
   if (device < 0 || device >= static_cast<int>(contexts_.size())) return CUDA_ERROR_INVALID_DEVICE;
@@ -79,7 +79,7 @@ CUresult FakeState::device_get_name(char* name, int length, CUdevice device) {
   return CUDA_SUCCESS;
 }
 
-CUresult FakeState::device_get_attribute(int* value, CUdevice_attribute attribute,
+CUresult FakeState::cuDeviceGetAttribute(int* value, CUdevice_attribute attribute,
                                          CUdevice device) {
   if (CUresult r = need_init(); r != CUDA_SUCCESS) return r;
   if (value == nullptr) return CUDA_ERROR_INVALID_VALUE;
@@ -87,7 +87,7 @@ CUresult FakeState::device_get_attribute(int* value, CUdevice_attribute attribut
   return h200_attribute(attribute, value) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
-CUresult FakeState::primary_ctx_retain(CUcontext* context, CUdevice device) {
+CUresult FakeState::cuDevicePrimaryCtxRetain(CUcontext* context, CUdevice device) {
   if (CUresult r = need_init(); r != CUDA_SUCCESS) return r;
   if (context == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (device < 0 || device >= static_cast<int>(contexts_.size())) return CUDA_ERROR_INVALID_DEVICE;
@@ -97,7 +97,7 @@ CUresult FakeState::primary_ctx_retain(CUcontext* context, CUdevice device) {
   return CUDA_SUCCESS;
 }
 
-CUresult FakeState::primary_ctx_release(CUdevice device) {
+CUresult FakeState::cuDevicePrimaryCtxRelease(CUdevice device) {
   if (CUresult r = need_init(); r != CUDA_SUCCESS) return r;
   if (device < 0 || device >= static_cast<int>(contexts_.size())) return CUDA_ERROR_INVALID_DEVICE;
   Context& primary = contexts_[static_cast<std::size_t>(device)];
@@ -106,21 +106,21 @@ CUresult FakeState::primary_ctx_release(CUdevice device) {
   return CUDA_SUCCESS;
 }
 
-CUresult FakeState::ctx_set_current(CUcontext context) {
+CUresult FakeState::cuCtxSetCurrent(CUcontext context) {
   if (CUresult r = need_init(); r != CUDA_SUCCESS) return r;
   if (context != nullptr && find_context(context) == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
   this_thread().context = context;
   return CUDA_SUCCESS;
 }
 
-CUresult FakeState::ctx_get_current(CUcontext* context) {
+CUresult FakeState::cuCtxGetCurrent(CUcontext* context) {
   if (CUresult r = need_init(); r != CUDA_SUCCESS) return r;
   if (context == nullptr) return CUDA_ERROR_INVALID_VALUE;
   *context = this_thread().context;
   return CUDA_SUCCESS;
 }
 
-CUresult FakeState::ctx_synchronize() {
+CUresult FakeState::cuCtxSynchronize() {
   Context* context = nullptr;
   if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
   // Synchronizing the context synchronizes its capturing streams: refused in every mode.

@@ -7,7 +7,7 @@
 
 namespace graphcap::fake {
 
-CUresult FakeState::event_create(CUevent* event, unsigned flags) {
+CUresult FakeState::cuEventCreate(CUevent* event, unsigned flags) {
   Context* context = nullptr;
   if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
   if (event == nullptr) return CUDA_ERROR_INVALID_VALUE;
@@ -27,14 +27,14 @@ CUresult FakeState::event_create(CUevent* event, unsigned flags) {
   return CUDA_SUCCESS;
 }
 
-CUresult FakeState::event_destroy(CUevent event) {
+CUresult FakeState::cuEventDestroy(CUevent event) {
   Context* context = nullptr;
   if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
   // A queued record of a destroyed event still runs; it just marks nothing.
   return events_.erase(event) == 1 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 
-CUresult FakeState::event_record(CUevent event_handle, CUstream handle) {
+CUresult FakeState::cuEventRecord(CUevent event_handle, CUstream handle) {
   Context* context = nullptr;
   Stream* stream = nullptr;
   bool captured = false;
@@ -59,7 +59,7 @@ CUresult FakeState::event_record(CUevent event_handle, CUstream handle) {
   return CUDA_SUCCESS;
 }
 
-CUresult FakeState::event_query(CUevent event_handle) {
+CUresult FakeState::cuEventQuery(CUevent event_handle) {
   Context* context = nullptr;
   if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
   auto it = events_.find(event_handle);
@@ -76,7 +76,7 @@ CUresult FakeState::event_query(CUevent event_handle) {
   return CUDA_SUCCESS;
 }
 
-CUresult FakeState::event_synchronize(CUevent event_handle) {
+CUresult FakeState::cuEventSynchronize(CUevent event_handle) {
   Context* context = nullptr;
   if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
   auto it = events_.find(event_handle);
@@ -95,7 +95,7 @@ CUresult FakeState::event_synchronize(CUevent event_handle) {
   return take_error(*stream, seq).value_or(CUDA_SUCCESS);
 }
 
-CUresult FakeState::event_elapsed_time(float* milliseconds, CUevent start, CUevent end) {
+CUresult FakeState::cuEventElapsedTime(float* milliseconds, CUevent start, CUevent end) {
   Context* context = nullptr;
   if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
   if (milliseconds == nullptr) return CUDA_ERROR_INVALID_VALUE;

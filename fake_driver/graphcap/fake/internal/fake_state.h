@@ -37,6 +37,14 @@
 
 namespace graphcap::fake {
 
+// One empty type per entry point (entry::cuStreamEndCapture, ...), to pick an overload of
+// FakeState::injected by.
+namespace entry {
+#define GRAPHCAP_DRIVER_ENTRY(name, version, versioned, params) \
+  struct name {};
+#include <graphcap/driver/entry_points.def>
+}  // namespace entry
+
 class FakeState {
  public:
   explicit FakeState(FakeDriverOptions options);
@@ -59,10 +67,6 @@ class FakeState {
     }
     log_.record(entry_point, result, injected.has_value());
     return result;
-  }
-  template <class Run>
-  CUresult call(std::string_view entry_point, Run&& run) {
-    return call(entry_point, std::forward<Run>(run), [] {});
   }
 
   // ---- observation and control (each takes the lock) -----------------------------------------
@@ -87,72 +91,54 @@ class FakeState {
   bool write_device(CUdeviceptr address, std::span<const std::byte> bytes);
 
   // ---- entry points (lock held) -----------------------------------------------------------------
-  CUresult init(unsigned flags);
-  CUresult driver_get_version(int* version);
-  CUresult device_get_count(int* count);
-  CUresult device_get(CUdevice* device, int ordinal);
-  CUresult device_get_name(char* name, int length, CUdevice device);
-  CUresult device_get_attribute(int* value, CUdevice_attribute attribute, CUdevice device);
-  CUresult primary_ctx_retain(CUcontext* context, CUdevice device);
-  CUresult primary_ctx_release(CUdevice device);
-  CUresult ctx_set_current(CUcontext context);
-  CUresult ctx_get_current(CUcontext* context);
-  CUresult ctx_synchronize();
+  // One per line of entry_points.def, named and typed as the entry point, implemented in the .cc of
+  // its concept:  CUresult cuStreamBeginCapture(CUstream stream, CUstreamCaptureMode mode);
+#define GRAPHCAP_DRIVER_ENTRY(name, version, versioned, params) \
+  CUresult name(GRAPHCAP_PARAMS(params));
+#include <graphcap/driver/entry_points.def>
 
-  CUresult stream_create(CUstream* stream, unsigned flags);
-  CUresult stream_destroy(CUstream stream);
-  CUresult stream_synchronize(CUstream stream);
-  CUresult stream_query(CUstream stream);
-  CUresult stream_wait_event(CUstream stream, CUevent event, unsigned flags);
-  CUresult begin_capture(CUstream stream, CUstreamCaptureMode mode);
-  CUresult end_capture(CUstream stream, CUgraph* graph);
-  CUresult is_capturing(CUstream stream, CUstreamCaptureStatus* status);
-  CUresult get_capture_info(CUstream stream, CUstreamCaptureStatus* status, cuuint64_t* id,
-                            CUgraph* graph, const CUgraphNode** dependencies,
-                            const CUgraphEdgeData** edge_data, std::size_t* dependency_count);
-  CUresult exchange_capture_mode(CUstreamCaptureMode* mode);
-
-  CUresult event_create(CUevent* event, unsigned flags);
-  CUresult event_destroy(CUevent event);
-  CUresult event_record(CUevent event, CUstream stream);
-  CUresult event_query(CUevent event);
-  CUresult event_synchronize(CUevent event);
-  CUresult event_elapsed_time(float* milliseconds, CUevent start, CUevent end);
-
-  CUresult mem_get_info(std::size_t* free, std::size_t* total);
-  CUresult mem_alloc(CUdeviceptr* pointer, std::size_t bytes);
-  CUresult mem_free(CUdeviceptr pointer);
-  CUresult mem_alloc_async(CUdeviceptr* pointer, std::size_t bytes, CUstream stream);
-  CUresult mem_free_async(CUdeviceptr pointer, CUstream stream);
-  CUresult mem_alloc_host(void** pointer, std::size_t bytes);
-  CUresult mem_free_host(void* pointer);
-  CUresult memcpy_htod(CUdeviceptr dst, const void* src, std::size_t bytes, CUstream stream);
-  CUresult memcpy_dtoh(void* dst, CUdeviceptr src, std::size_t bytes, CUstream stream);
-  CUresult memset_d8(CUdeviceptr dst, unsigned char value, std::size_t count, CUstream stream);
-
-  CUresult module_load(CUmodule* module, const void* image);
-  CUresult module_unload(CUmodule module);
-  CUresult module_get_function(CUfunction* function, CUmodule module, const char* name);
-  CUresult launch_kernel(CUfunction function, const LaunchDims& dims, CUstream stream,
-                         void** params, void** extra);
-
-  CUresult graph_get_nodes(CUgraph graph, CUgraphNode* nodes, std::size_t* count);
-  CUresult graph_node_get_type(CUgraphNode node, CUgraphNodeType* type);
-  CUresult graph_instantiate(CUgraphExec* exec, CUgraph graph, unsigned long long flags);
-  CUresult graph_upload(CUgraphExec exec, CUstream stream);
-  CUresult graph_launch(CUgraphExec exec, CUstream stream);
-  CUresult graph_exec_update(CUgraphExec exec, CUgraph graph, CUgraphExecUpdateResultInfo* info);
-  CUresult graph_destroy(CUgraph graph);
-  CUresult graph_exec_destroy(CUgraphExec exec);
-  CUresult graph_dot_print(CUgraph graph, const char* path, unsigned flags);
-
-  CUresult get_error_name(CUresult error, const char** name);
-  CUresult get_error_string(CUresult error, const char** text);
-
-  // Side effects of an injected failure (lock held): a stream-ordered operation on a capturing
-  // stream invalidates its capture; cuStreamEndCapture still ends the capture.
-  void injected_captured_operation(CUstream stream);
-  void injected_end_capture(CUstream stream, CUgraph* graph);
+  // ---- injected failures (lock held) ------------------------------------------------------------
+  // What an injected failure of an entry point does besides returning its code: the real
+  // failure's side effects, and no others. None, unless an overload below (one per entry point
+  // that has some, taking the entry point's arguments) says otherwise.
+  template <class Entry, class... Args>
+  void injected(Entry, const Args&...) {}
+  // A stream-ordered operation on a capturing stream invalidates its capture.
+  void injected(entry::cuStreamWaitEvent, CUstream stream, CUevent, unsigned) {
+    injected_captured_operation(stream);
+  }
+  void injected(entry::cuEventRecord, CUevent, CUstream stream) {
+    injected_captured_operation(stream);
+  }
+  void injected(entry::cuMemAllocAsync, CUdeviceptr*, std::size_t, CUstream stream) {
+    injected_captured_operation(stream);
+  }
+  void injected(entry::cuMemFreeAsync, CUdeviceptr, CUstream stream) {
+    injected_captured_operation(stream);
+  }
+  void injected(entry::cuMemcpyHtoDAsync, CUdeviceptr, const void*, std::size_t, CUstream stream) {
+    injected_captured_operation(stream);
+  }
+  void injected(entry::cuMemcpyDtoHAsync, void*, CUdeviceptr, std::size_t, CUstream stream) {
+    injected_captured_operation(stream);
+  }
+  void injected(entry::cuMemsetD8Async, CUdeviceptr, unsigned char, std::size_t, CUstream stream) {
+    injected_captured_operation(stream);
+  }
+  void injected(entry::cuLaunchKernel, CUfunction, unsigned, unsigned, unsigned, unsigned,
+                unsigned, unsigned, unsigned, CUstream stream, void**, void**) {
+    injected_captured_operation(stream);
+  }
+  void injected(entry::cuGraphUpload, CUgraphExec, CUstream stream) {
+    injected_captured_operation(stream);
+  }
+  void injected(entry::cuGraphLaunch, CUgraphExec, CUstream stream) {
+    injected_captured_operation(stream);
+  }
+  // A failed cuStreamEndCapture still ends the capture.
+  void injected(entry::cuStreamEndCapture, CUstream stream, CUgraph* graph) {
+    injected_end_capture(stream, graph);
+  }
 
   // ---- for KernelContext (lock held: only while a kernel body runs) ---------------------------
   const std::byte* kernel_param(const KernelContext& context, std::size_t param, std::size_t size);
@@ -299,6 +285,9 @@ class FakeState {
   // The capture is over: member streams back to NONE; its graph destroyed unless kept.
   void finish_capture(Capture& capture, bool keep_graph);
   void add_node(Stream& stream, internal::NodeWork work);
+  // The side effects of injected failures (see injected above).
+  void injected_captured_operation(CUstream handle);
+  void injected_end_capture(CUstream handle, CUgraph* graph);
   void refresh_frontier_handles(Stream& stream);
 
   // ---- work_queue.cc ----------------------------------------------------------------------------

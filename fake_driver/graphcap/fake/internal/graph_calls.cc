@@ -26,7 +26,7 @@ void FakeState::erase_exec(CUgraphExec handle) {
   execs_.erase(it);  // launches still queued hold their own reference to the body
 }
 
-CUresult FakeState::graph_get_nodes(CUgraph handle, CUgraphNode* nodes, std::size_t* count) {
+CUresult FakeState::cuGraphGetNodes(CUgraph handle, CUgraphNode* nodes, std::size_t* count) {
   if (CUresult r = need_init(); r != CUDA_SUCCESS) return r;
   if (count == nullptr) return CUDA_ERROR_INVALID_VALUE;
   auto it = graphs_.find(handle);
@@ -42,7 +42,7 @@ CUresult FakeState::graph_get_nodes(CUgraph handle, CUgraphNode* nodes, std::siz
   return CUDA_SUCCESS;
 }
 
-CUresult FakeState::graph_node_get_type(CUgraphNode node, CUgraphNodeType* type) {
+CUresult FakeState::cuGraphNodeGetType(CUgraphNode node, CUgraphNodeType* type) {
   if (CUresult r = need_init(); r != CUDA_SUCCESS) return r;
   if (type == nullptr) return CUDA_ERROR_INVALID_VALUE;
   auto it = nodes_.find(node);
@@ -51,7 +51,8 @@ CUresult FakeState::graph_node_get_type(CUgraphNode node, CUgraphNodeType* type)
   return CUDA_SUCCESS;
 }
 
-CUresult FakeState::graph_instantiate(CUgraphExec* exec, CUgraph handle, unsigned long long flags) {
+CUresult FakeState::cuGraphInstantiateWithFlags(CUgraphExec* exec, CUgraph handle,
+                                                unsigned long long flags) {
   Context* context = nullptr;
   if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
   if (exec == nullptr) return CUDA_ERROR_INVALID_VALUE;
@@ -89,7 +90,7 @@ CUresult FakeState::graph_instantiate(CUgraphExec* exec, CUgraph handle, unsigne
   return CUDA_SUCCESS;
 }
 
-CUresult FakeState::graph_upload(CUgraphExec exec, CUstream handle) {
+CUresult FakeState::cuGraphUpload(CUgraphExec exec, CUstream handle) {
   Context* context = nullptr;
   if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
   auto it = execs_.find(exec);
@@ -103,7 +104,7 @@ CUresult FakeState::graph_upload(CUgraphExec exec, CUstream handle) {
   return CUDA_SUCCESS;
 }
 
-CUresult FakeState::graph_launch(CUgraphExec exec, CUstream handle) {
+CUresult FakeState::cuGraphLaunch(CUgraphExec exec, CUstream handle) {
   Context* context = nullptr;
   if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
   auto it = execs_.find(exec);
@@ -146,7 +147,7 @@ CUresult FakeState::graph_launch(CUgraphExec exec, CUstream handle) {
   return CUDA_SUCCESS;
 }
 
-CUresult FakeState::graph_exec_update(CUgraphExec exec, CUgraph handle,
+CUresult FakeState::cuGraphExecUpdate(CUgraphExec exec, CUgraph handle,
                                       CUgraphExecUpdateResultInfo* info) {
   Context* context = nullptr;
   if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
@@ -165,7 +166,7 @@ CUresult FakeState::graph_exec_update(CUgraphExec exec, CUgraph handle,
   return CUDA_SUCCESS;
 }
 
-CUresult FakeState::graph_destroy(CUgraph handle) {
+CUresult FakeState::cuGraphDestroy(CUgraph handle) {
   if (CUresult r = need_init(); r != CUDA_SUCCESS) return r;
   auto it = graphs_.find(handle);
   if (it == graphs_.end()) return CUDA_ERROR_INVALID_HANDLE;
@@ -176,7 +177,7 @@ CUresult FakeState::graph_destroy(CUgraph handle) {
   return CUDA_SUCCESS;
 }
 
-CUresult FakeState::graph_exec_destroy(CUgraphExec exec) {
+CUresult FakeState::cuGraphExecDestroy(CUgraphExec exec) {
   Context* context = nullptr;
   if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
   if (CUresult r = check_unsafe_call(); r != CUDA_SUCCESS) return r;
@@ -185,7 +186,7 @@ CUresult FakeState::graph_exec_destroy(CUgraphExec exec) {
   return CUDA_SUCCESS;
 }
 
-CUresult FakeState::graph_dot_print(CUgraph handle, const char* path, unsigned flags) {
+CUresult FakeState::cuGraphDebugDotPrint(CUgraph handle, const char* path, unsigned flags) {
   if (CUresult r = need_init(); r != CUDA_SUCCESS) return r;
   if (path == nullptr) return CUDA_ERROR_INVALID_VALUE;
   auto it = graphs_.find(handle);

@@ -9,7 +9,7 @@ namespace graphcap::fake {
 
 using internal::DeviceMemory;
 
-CUresult FakeState::mem_get_info(std::size_t* free, std::size_t* total) {
+CUresult FakeState::cuMemGetInfo(std::size_t* free, std::size_t* total) {
   Context* context = nullptr;
   if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
   if (free == nullptr || total == nullptr) return CUDA_ERROR_INVALID_VALUE;
@@ -33,7 +33,7 @@ CUresult FakeState::allocate_live(const Context& context, std::size_t bytes,
   return CUDA_SUCCESS;
 }
 
-CUresult FakeState::mem_alloc(CUdeviceptr* pointer, std::size_t bytes) {
+CUresult FakeState::cuMemAlloc(CUdeviceptr* pointer, std::size_t bytes) {
   Context* context = nullptr;
   if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
   if (CUresult r = check_unsafe_call(); r != CUDA_SUCCESS) return r;
@@ -41,7 +41,7 @@ CUresult FakeState::mem_alloc(CUdeviceptr* pointer, std::size_t bytes) {
   return allocate_live(*context, bytes, DeviceMemory::Kind::sync, pointer);
 }
 
-CUresult FakeState::mem_free(CUdeviceptr pointer) {
+CUresult FakeState::cuMemFree(CUdeviceptr pointer) {
   Context* context = nullptr;
   if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
   if (CUresult r = check_unsafe_call(); r != CUDA_SUCCESS) return r;
@@ -54,7 +54,7 @@ CUresult FakeState::mem_free(CUdeviceptr pointer) {
   return CUDA_SUCCESS;
 }
 
-CUresult FakeState::mem_alloc_async(CUdeviceptr* pointer, std::size_t bytes, CUstream handle) {
+CUresult FakeState::cuMemAllocAsync(CUdeviceptr* pointer, std::size_t bytes, CUstream handle) {
   Context* context = nullptr;
   Stream* stream = nullptr;
   bool captured = false;
@@ -74,7 +74,7 @@ CUresult FakeState::mem_alloc_async(CUdeviceptr* pointer, std::size_t bytes, CUs
   return allocate_live(*context, bytes, DeviceMemory::Kind::async, pointer);
 }
 
-CUresult FakeState::mem_free_async(CUdeviceptr pointer, CUstream handle) {
+CUresult FakeState::cuMemFreeAsync(CUdeviceptr pointer, CUstream handle) {
   Context* context = nullptr;
   Stream* stream = nullptr;
   bool captured = false;
@@ -108,7 +108,7 @@ CUresult FakeState::mem_free_async(CUdeviceptr pointer, CUstream handle) {
   return CUDA_SUCCESS;
 }
 
-CUresult FakeState::mem_alloc_host(void** pointer, std::size_t bytes) {
+CUresult FakeState::cuMemAllocHost(void** pointer, std::size_t bytes) {
   Context* context = nullptr;
   if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
   if (CUresult r = check_unsafe_call(); r != CUDA_SUCCESS) return r;
@@ -125,7 +125,7 @@ CUresult FakeState::mem_alloc_host(void** pointer, std::size_t bytes) {
   return CUDA_SUCCESS;
 }
 
-CUresult FakeState::mem_free_host(void* pointer) {
+CUresult FakeState::cuMemFreeHost(void* pointer) {
   Context* context = nullptr;
   if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
   if (CUresult r = check_unsafe_call(); r != CUDA_SUCCESS) return r;
@@ -135,8 +135,8 @@ CUresult FakeState::mem_free_host(void* pointer) {
   return pinned_memory_.free(pointer) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
-CUresult FakeState::memcpy_htod(CUdeviceptr dst, const void* src, std::size_t bytes,
-                                CUstream handle) {
+CUresult FakeState::cuMemcpyHtoDAsync(CUdeviceptr dst, const void* src, std::size_t bytes,
+                                      CUstream handle) {
   Context* context = nullptr;
   Stream* stream = nullptr;
   bool captured = false;
@@ -163,7 +163,8 @@ CUresult FakeState::memcpy_htod(CUdeviceptr dst, const void* src, std::size_t by
   return CUDA_SUCCESS;
 }
 
-CUresult FakeState::memcpy_dtoh(void* dst, CUdeviceptr src, std::size_t bytes, CUstream handle) {
+CUresult FakeState::cuMemcpyDtoHAsync(void* dst, CUdeviceptr src, std::size_t bytes,
+                                      CUstream handle) {
   Context* context = nullptr;
   Stream* stream = nullptr;
   bool captured = false;
@@ -187,8 +188,8 @@ CUresult FakeState::memcpy_dtoh(void* dst, CUdeviceptr src, std::size_t bytes, C
   return CUDA_SUCCESS;
 }
 
-CUresult FakeState::memset_d8(CUdeviceptr dst, unsigned char value, std::size_t count,
-                              CUstream handle) {
+CUresult FakeState::cuMemsetD8Async(CUdeviceptr dst, unsigned char value, std::size_t count,
+                                    CUstream handle) {
   Context* context = nullptr;
   Stream* stream = nullptr;
   bool captured = false;

@@ -42,7 +42,7 @@ void FakeState::register_kernel(std::string name, bool declared_sizes,
   kernels_.insert_or_assign(std::move(name), std::move(kernel));
 }
 
-CUresult FakeState::module_load(CUmodule* module, const void* image) {
+CUresult FakeState::cuModuleLoadData(CUmodule* module, const void* image) {
   Context* context = nullptr;
   if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
   if (module == nullptr || image == nullptr) return CUDA_ERROR_INVALID_VALUE;
@@ -61,7 +61,7 @@ CUresult FakeState::module_load(CUmodule* module, const void* image) {
   return CUDA_SUCCESS;
 }
 
-CUresult FakeState::module_unload(CUmodule handle) {
+CUresult FakeState::cuModuleUnload(CUmodule handle) {
   Context* context = nullptr;
   if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
   if (CUresult r = check_unsafe_call(); r != CUDA_SUCCESS) return r;
@@ -73,7 +73,7 @@ CUresult FakeState::module_unload(CUmodule handle) {
   return CUDA_SUCCESS;
 }
 
-CUresult FakeState::module_get_function(CUfunction* function, CUmodule handle, const char* name) {
+CUresult FakeState::cuModuleGetFunction(CUfunction* function, CUmodule handle, const char* name) {
   Context* context = nullptr;
   if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
   if (function == nullptr || name == nullptr) return CUDA_ERROR_INVALID_VALUE;
@@ -92,8 +92,11 @@ CUresult FakeState::module_get_function(CUfunction* function, CUmodule handle, c
   return CUDA_SUCCESS;
 }
 
-CUresult FakeState::launch_kernel(CUfunction function, const LaunchDims& dims, CUstream handle,
-                                  void** params, void** extra) {
+CUresult FakeState::cuLaunchKernel(CUfunction function, unsigned grid_x, unsigned grid_y,
+                                   unsigned grid_z, unsigned block_x, unsigned block_y,
+                                   unsigned block_z, unsigned shared_bytes, CUstream handle,
+                                   void** params, void** extra) {
+  const LaunchDims dims{{grid_x, grid_y, grid_z}, {block_x, block_y, block_z}, shared_bytes};
   Context* context = nullptr;
   Stream* stream = nullptr;
   bool captured = false;

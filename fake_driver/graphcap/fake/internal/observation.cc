@@ -109,13 +109,13 @@ bool FakeState::write_device(CUdeviceptr address, std::span<const std::byte> in)
   return true;
 }
 
-CUresult FakeState::get_error_name(CUresult error, const char** name) {
+CUresult FakeState::cuGetErrorName(CUresult error, const char** name) {
   if (name == nullptr) return CUDA_ERROR_INVALID_VALUE;
   *name = cu_result_name(error);
   return *name == nullptr ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
 }
 
-CUresult FakeState::get_error_string(CUresult error, const char** text) {
+CUresult FakeState::cuGetErrorString(CUresult error, const char** text) {
   if (text == nullptr) return CUDA_ERROR_INVALID_VALUE;
   *text = cu_result_string(error);
   return *text == nullptr ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;

@@ -45,7 +45,7 @@ FakeState::Stream* FakeState::find_stream(CUstream handle) {
   return it == user_streams_.end() ? nullptr : stream_by_id(it->second);
 }
 
-CUresult FakeState::stream_create(CUstream* stream, unsigned flags) {
+CUresult FakeState::cuStreamCreate(CUstream* stream, unsigned flags) {
   Context* context = nullptr;
   if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
   if (stream == nullptr) return CUDA_ERROR_INVALID_VALUE;
@@ -54,7 +54,7 @@ CUresult FakeState::stream_create(CUstream* stream, unsigned flags) {
   return CUDA_SUCCESS;
 }
 
-CUresult FakeState::stream_destroy(CUstream handle) {
+CUresult FakeState::cuStreamDestroy(CUstream handle) {
   Context* context = nullptr;
   if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
   auto it = user_streams_.find(handle);
@@ -77,7 +77,7 @@ CUresult FakeState::stream_destroy(CUstream handle) {
   return CUDA_SUCCESS;
 }
 
-CUresult FakeState::stream_synchronize(CUstream handle) {
+CUresult FakeState::cuStreamSynchronize(CUstream handle) {
   Context* context = nullptr;
   if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
   Stream* stream = nullptr;
@@ -94,7 +94,7 @@ CUresult FakeState::stream_synchronize(CUstream handle) {
   return take_error(*stream, stream->last_seq + 1).value_or(CUDA_SUCCESS);
 }
 
-CUresult FakeState::stream_query(CUstream handle) {
+CUresult FakeState::cuStreamQuery(CUstream handle) {
   Context* context = nullptr;
   if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
   Stream* stream = nullptr;
@@ -113,7 +113,7 @@ CUresult FakeState::stream_query(CUstream handle) {
   return CUDA_SUCCESS;
 }
 
-CUresult FakeState::stream_wait_event(CUstream handle, CUevent event_handle, unsigned flags) {
+CUresult FakeState::cuStreamWaitEvent(CUstream handle, CUevent event_handle, unsigned flags) {
   Context* context = nullptr;
   Stream* stream = nullptr;
   bool captured = false;
