@@ -56,9 +56,11 @@ void touch(fake::KernelContext& k) {
 struct World {
   World() {
     set_log_sink([](LogLevel, std::string_view) {});
-    driver.register_kernel("touch", touch);
+    // The fake reads exactly the declared parameters: a launch with fewer arguments is refused
+    // (Errc::driver), never read past its array.
+    driver.register_typed_kernel<CUdeviceptr, std::uint32_t>("touch", touch);
     driver.register_kernel("sized", {8, 4}, touch);
-    driver.register_kernel("nothing", [](fake::KernelContext&) {});
+    driver.register_typed_kernel<>("nothing", [](fake::KernelContext&) {});
     device = open();
     other = open();
     Result<Stream*> second = device->create_stream();

@@ -33,8 +33,9 @@ using namespace graphcap;
 struct World {
   World() {
     set_log_sink([](LogLevel, std::string_view) {});
-    driver.register_kernel("k", [](fake::KernelContext&) {});
-    driver.register_kernel("add", [](fake::KernelContext&) {});
+    driver.register_typed_kernel<>("k", [](fake::KernelContext&) {});
+    driver.register_typed_kernel<CUdeviceptr, CUdeviceptr, std::uint32_t>(
+        "add", [](fake::KernelContext&) {});
     Result<std::unique_ptr<Device>> opened = Device::open(driver);
     if (!opened) broken("the device opens", to_string(opened.error()));
     device = std::move(*opened);

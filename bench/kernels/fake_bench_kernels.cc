@@ -8,7 +8,7 @@
 namespace graphcap::bench {
 
 void register_bench_kernels(fake::FakeDriver& driver) {
-  driver.register_kernel(std::string(kEmptyKernel), {}, [](fake::KernelContext&) {});
+  driver.register_typed_kernel<>(std::string(kEmptyKernel), [](fake::KernelContext&) {});
 }
 
 }  // namespace graphcap::bench

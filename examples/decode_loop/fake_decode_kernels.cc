@@ -10,9 +10,9 @@
 namespace decode {
 namespace {
 
+using graphcap::CUdeviceptr;
 using graphcap::fake::KernelContext;
-constexpr std::size_t kPointer = sizeof(std::uint64_t);  // a CUdeviceptr parameter
-constexpr std::size_t kU32 = sizeof(std::uint32_t);
+using std::uint32_t;
 
 void embed(KernelContext& k) {
   const auto n = k.value<std::uint32_t>(3);
@@ -54,10 +54,12 @@ void copy(KernelContext& k) {
 }  // namespace
 
 void register_fake_kernels(graphcap::fake::FakeDriver& driver) {
-  driver.register_kernel("embed", {kPointer, kPointer, kPointer, kU32}, embed);
-  driver.register_kernel("mix", {kPointer, kPointer, kU32, kU32}, mix);
-  driver.register_kernel("axpy", {kPointer, kPointer, kPointer, kU32, kU32}, axpy);
-  driver.register_kernel("copy", {kPointer, kPointer, kU32}, copy);
+  // The parameter lists of decode_kernels.cu, a device pointer as CUdeviceptr.
+  driver.register_typed_kernel<CUdeviceptr, CUdeviceptr, CUdeviceptr, uint32_t>("embed", embed);
+  driver.register_typed_kernel<CUdeviceptr, CUdeviceptr, uint32_t, uint32_t>("mix", mix);
+  driver.register_typed_kernel<CUdeviceptr, CUdeviceptr, CUdeviceptr, uint32_t, uint32_t>("axpy",
+                                                                                        axpy);
+  driver.register_typed_kernel<CUdeviceptr, CUdeviceptr, uint32_t>("copy", copy);
 }
 
 }  // namespace decode

@@ -12,8 +12,7 @@ namespace graphcap::testing {
 namespace {
 
 using fake::KernelContext;
-constexpr std::size_t kPointer = sizeof(std::uint64_t);  // a CUdeviceptr parameter
-constexpr std::size_t kU32 = sizeof(std::uint32_t);
+using std::uint32_t;
 
 void add_one(KernelContext& k) {
   const auto n = k.value<std::uint32_t>(2);
@@ -49,11 +48,13 @@ void copy(KernelContext& k) {
 }  // namespace
 
 void register_test_kernels(fake::FakeDriver& driver) {
-  driver.register_kernel("empty", {}, [](KernelContext&) {});
-  driver.register_kernel("add_one", {kPointer, kPointer, kU32}, add_one);
-  driver.register_kernel("fill", {kPointer, kU32, kU32}, fill);
-  driver.register_kernel("axpy", {kPointer, kPointer, kPointer, kU32, kU32}, axpy);
-  driver.register_kernel("copy", {kPointer, kPointer, kU32}, copy);
+  // The parameter lists of test_kernels.cu, a device pointer as CUdeviceptr.
+  driver.register_typed_kernel<>("empty", [](KernelContext&) {});
+  driver.register_typed_kernel<CUdeviceptr, CUdeviceptr, uint32_t>("add_one", add_one);
+  driver.register_typed_kernel<CUdeviceptr, uint32_t, uint32_t>("fill", fill);
+  driver.register_typed_kernel<CUdeviceptr, CUdeviceptr, CUdeviceptr, uint32_t, uint32_t>("axpy",
+                                                                                        axpy);
+  driver.register_typed_kernel<CUdeviceptr, CUdeviceptr, uint32_t>("copy", copy);
 }
 
 }  // namespace graphcap::testing

@@ -130,7 +130,7 @@ TEST_F(DeviceFaultsTest, FailedWritePoisonsTheDestination) {
 }
 
 TEST_F(DeviceFaultsTest, AsynchronousFaultSurfacesOnTheNextSyncOnce) {
-  fake()->register_kernel("trap", {}, [](fake::KernelContext& ctx) {
+  fake()->register_typed_kernel<>("trap", [](fake::KernelContext& ctx) {
     ctx.trap(CUDA_ERROR_ILLEGAL_ADDRESS);
   });
   Result<Module> module = device_->load_module(fake()->module_image({"trap"}));

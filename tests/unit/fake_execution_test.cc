@@ -19,7 +19,7 @@ class FakeExecution : public FakeDriverTest {
   void SetUp() override {
     // A kernel that faults the way a device fault does (registered before the base loads its
     // module, so that module doesn't name it; this test loads its own).
-    fake_.register_kernel("trap", {sizeof(std::uint32_t)}, [](KernelContext& k) {
+    fake_.register_typed_kernel<std::uint32_t>("trap", [](KernelContext& k) {
       k.trap(static_cast<CUresult>(k.value<std::uint32_t>(0)));
     });
     FakeDriverTest::SetUp();
@@ -226,7 +226,7 @@ TEST_F(FakeExecution, EventWaitsOrderWorkAcrossStreams) {
 
 TEST_F(FakeExecution, AThrowingKernelIsAViolationAndAFault) {
   expect_violations_ = true;
-  fake_.register_kernel("throws", [](KernelContext&) { throw std::runtime_error("boom"); });
+  fake_.register_typed_kernel<>("throws", [](KernelContext&) { throw std::runtime_error("boom"); });
   const auto image = fake_.module_image({"throws"});
   CUmodule module = nullptr;
   ASSERT_EQ(fake_.cuModuleLoadData(&module, image.data()), CUDA_SUCCESS);

@@ -171,8 +171,8 @@ TEST_F(FakeGraphs, ReplayingFromFreedPinnedStagingIsAViolation) {
 }
 
 TEST_F(FakeGraphs, ATrapInAReplayIsReportedByTheNextWaitAndStopsTheGraph) {
-  fake_.register_kernel("trap", {},
-                        [](KernelContext& k) { k.trap(CUDA_ERROR_ILLEGAL_INSTRUCTION); });
+  fake_.register_typed_kernel<>("trap",
+                                [](KernelContext& k) { k.trap(CUDA_ERROR_ILLEGAL_INSTRUCTION); });
   const auto image = fake_.module_image({"trap"});
   CUmodule module = nullptr;
   ASSERT_EQ(fake_.cuModuleLoadData(&module, image.data()), CUDA_SUCCESS);

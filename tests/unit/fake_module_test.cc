@@ -1,6 +1,6 @@
 // Modules, kernels and launches: the fake image format, cuModuleLoadData's checks, functions of
-// unloaded modules, launch-shape limits, the three ways parameters arrive (terminated array,
-// declared sizes, `extra` buffer), and what a kernel body's parameter and buffer checks record.
+// unloaded modules, launch-shape limits, the `extra` buffer, and what a kernel body's parameter and
+// buffer checks record (fake_kernel_params_test.cc: declared parameter layouts).
 #include <cstring>
 #include <string>
 
@@ -194,29 +194,9 @@ TEST_F(FakeModules, ExtraBufferWorksForATestKernel) {
   free(a);
 }
 
-TEST_F(FakeModules, UndeclaredKernelsRead8BytesPerParameterUpToANull) {
-  std::size_t count = 0;
-  std::uint32_t low = 0;
-  std::uint64_t full = 0;
-  fake_.register_kernel("raw", [&](KernelContext& k) {
-    count = k.param_count();
-    low = k.value<std::uint32_t>(0);  // at most 8 bytes: fine
-    full = k.value<std::uint64_t>(1);
-  });
-  const CUfunction raw = load({"raw"});
-  std::uint64_t first = 0x100000005ULL;
-  std::uint64_t second = 77;
-  void* params[] = {&first, &second, nullptr};
-  ASSERT_EQ(fake_.cuLaunchKernel(raw, 1, 1, 1, 1, 1, 1, 0, stream_, params, nullptr), CUDA_SUCCESS);
-  ASSERT_EQ(fake_.cuStreamSynchronize(stream_), CUDA_SUCCESS);
-  EXPECT_EQ(count, 2u);
-  EXPECT_EQ(low, 5u);
-  EXPECT_EQ(full, 77u);
-}
-
 TEST_F(FakeModules, KernelSeesItsLaunchShape) {
   LaunchDims seen;
-  fake_.register_kernel("shape", [&](KernelContext& k) { seen = k.dims(); });
+  fake_.register_typed_kernel<>("shape", [&](KernelContext& k) { seen = k.dims(); });
   const CUfunction shape = load({"shape"});
   ASSERT_EQ(fake_.cuLaunchKernel(shape, 3, 2, 1, 32, 4, 2, 128, stream_, nullptr, nullptr),
             CUDA_SUCCESS);

@@ -3,6 +3,7 @@
 #include <graphcap/fake/fake_driver.h>
 
 #include <graphcap/fake/internal/fake_state.h>
+#include <graphcap/fake/internal/kernel_params.h>
 #include <graphcap/fake/internal/module_image.h>
 
 namespace graphcap::fake {
@@ -12,12 +13,22 @@ FakeDriver::FakeDriver(FakeDriverOptions options) : state_(std::make_unique<Fake
 FakeDriver::~FakeDriver() = default;
 
 void FakeDriver::register_kernel(std::string name, KernelBody body) {
-  state_->register_kernel(std::move(name), false, {}, std::move(body));
+  state_->register_kernel(std::move(name), false, {}, {}, std::move(body));
 }
 
 void FakeDriver::register_kernel(std::string name, std::vector<std::size_t> param_sizes,
                                  KernelBody body) {
-  state_->register_kernel(std::move(name), true, std::move(param_sizes), std::move(body));
+  std::vector<std::size_t> alignments;
+  alignments.reserve(param_sizes.size());
+  for (std::size_t size : param_sizes) alignments.push_back(internal::natural_alignment(size));
+  state_->register_kernel(std::move(name), true, std::move(param_sizes), std::move(alignments),
+                          std::move(body));
+}
+
+void FakeDriver::register_kernel_layout(std::string name, std::vector<std::size_t> sizes,
+                                        std::vector<std::size_t> alignments, KernelBody body) {
+  state_->register_kernel(std::move(name), true, std::move(sizes), std::move(alignments),
+                          std::move(body));
 }
 
 std::vector<std::byte> FakeDriver::module_image(

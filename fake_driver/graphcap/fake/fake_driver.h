@@ -27,12 +27,20 @@ namespace graphcap::fake {
 
 class FakeState;  // the simulated device, private to the implementation
 
+// One declared kernel parameter: where it lies in the kernel's parameter buffer and how many bytes
+// it has, as cuFuncGetParamInfo reports them for a real kernel.
+struct KernelParamInfo {
+  std::size_t offset = 0;
+  std::size_t size = 0;
+  friend bool operator==(const KernelParamInfo&, const KernelParamInfo&) = default;
+};
+
 // What a fake kernel body sees for one launch (eager, or one replay of a captured node).
 class KernelContext {
  public:
-  // A by-value parameter. T must be trivially copyable and, for a kernel registered with
-  // parameter sizes, exactly that parameter's size (at most 8 bytes for one registered without).
-  // A mismatch or a missing parameter is recorded as a violation and gives T{}.
+  // A by-value parameter. T must be trivially copyable and exactly the declared size of the
+  // parameter. A size mismatch or an index past the declared count is recorded as a violation
+  // and gives T{}.
   template <class T>
   T value(std::size_t param) const {
     static_assert(std::is_trivially_copyable_v<T>);
@@ -41,10 +49,10 @@ class KernelContext {
     return out;
   }
 
-  // A device-pointer parameter as host memory: `count` elements of T from the address the
-  // parameter holds. The range must lie inside one live device allocation; a violation (freed,
-  // foreign or out-of-bounds memory) is recorded and the span covers scratch memory instead, so
-  // the body runs on without touching anything real.
+  // A device-pointer parameter (declared as 8 bytes) as host memory: `count` elements of T from
+  // the address the parameter holds. The range must lie inside one live device allocation; a
+  // violation (freed, foreign or out-of-bounds memory) is recorded and the span covers scratch
+  // memory instead, so the body runs on without touching anything real.
   template <class T>
   std::span<T> buffer(std::size_t param, std::size_t count) const {
     static_assert(std::is_trivially_copyable_v<T>);
@@ -54,7 +62,15 @@ class KernelContext {
 
   const LaunchDims& dims() const noexcept { return dims_; }
   std::string_view kernel_name() const noexcept { return name_; }
-  std::size_t param_count() const noexcept { return params_->size(); }
+
+  // The kernel's declared parameter layout (the launch supplied exactly these parameters).
+  std::size_t param_count() const noexcept { return layout_.size(); }
+  // The declared size of parameter `param`; 0 past the declared count.
+  std::size_t param_size(std::size_t param) const noexcept {
+    return param < layout_.size() ? layout_[param].size : 0;
+  }
+  // Offset and size of each parameter in the kernel's parameter buffer, in order.
+  std::span<const KernelParamInfo> param_layout() const noexcept { return layout_; }
 
   // Make this execution fail as a device fault does: the next call that waits for this work on
   // its stream (cuStreamSynchronize, cuEventSynchronize, cuCtxSynchronize) returns `code`, once.
@@ -63,9 +79,10 @@ class KernelContext {
 
  private:
   friend class FakeState;
+  // `buffer` is the launch's parameter buffer: each parameter at its offset in `layout`.
   KernelContext(FakeState& state, std::string_view name, const LaunchDims& dims,
-                const std::vector<std::vector<std::byte>>& params)
-      : state_(&state), name_(name), dims_(dims), params_(&params) {}
+                std::span<const KernelParamInfo> layout, std::span<const std::byte> buffer)
+      : state_(&state), name_(name), dims_(dims), layout_(layout), buffer_(buffer) {}
 
   const std::byte* param_bytes(std::size_t param, std::size_t size) const;
   std::byte* device_bytes(std::size_t param, std::size_t bytes, std::size_t align) const;
@@ -73,7 +90,8 @@ class KernelContext {
   FakeState* state_;
   std::string_view name_;
   LaunchDims dims_;
-  const std::vector<std::vector<std::byte>>* params_;
+  std::span<const KernelParamInfo> layout_;
+  std::span<const std::byte> buffer_;
   mutable std::vector<std::vector<std::byte>> scratch_;
 };
 
@@ -119,16 +137,35 @@ class FakeDriver : public DriverApi {
   FakeDriver& operator=(const FakeDriver&) = delete;
 
   // ---- kernels ----------------------------------------------------------------------------
-  // A kernel whose parameters are read 8 bytes each from a nullptr-terminated kernelParams array
-  // (graphcap's Device::launch passes its arguments that way).
-  void register_kernel(std::string name, KernelBody body);
-  // A kernel with declared parameter sizes: kernelParams needs no terminator, as on CUDA.
-  void register_kernel(std::string name, std::vector<std::size_t> param_sizes, KernelBody body);
-  // The same, with the sizes of the given parameter types.
+  // A fake kernel is a host function registered by name (a module image names it, see
+  // module_image). As a cubin does, its registration declares the kernel's parameter layout:
+  // cuLaunchKernel reads exactly the declared parameters, each of its declared size, from
+  // kernelParams (an array of exactly that many pointers, no terminator, as CUDA documents; NULL
+  // for a kernel without parameters) or from the `extra` buffer (each parameter at its offset).
+  // Registering a name again replaces the kernel for modules loaded from then on.
+
+  // The layout of these parameter types, laid out as CUDA does: each parameter at the next
+  // multiple of its alignof. Pass a device pointer as CUdeviceptr (or any 8-byte pointer type).
+  //   driver.register_typed_kernel<CUdeviceptr, CUdeviceptr, std::uint32_t>("add_one", body);
   template <class... Params>
   void register_typed_kernel(std::string name, KernelBody body) {
-    register_kernel(std::move(name), std::vector<std::size_t>{sizeof(Params)...}, std::move(body));
+    static_assert((std::is_trivially_copyable_v<Params> && ...),
+                  "kernel parameters are passed by value as bytes: trivially copyable types only");
+    static_assert(((sizeof(Params) > 0) && ...));
+    register_kernel_layout(std::move(name), {sizeof(Params)...}, {alignof(Params)...},
+                           std::move(body));
   }
+  // The layout given by parameter sizes in bytes, each parameter at its natural alignment (the
+  // largest power of two dividing its size, at most 8). For a struct passed by value whose
+  // alignof is smaller than that (a char after which comes a 12-byte struct of floats, say),
+  // use register_typed_kernel, which knows the alignment.
+  void register_kernel(std::string name, std::vector<std::size_t> param_sizes, KernelBody body);
+  // A kernel WITHOUT a declared layout: kept so older code compiles, but the fake cannot know how
+  // many parameters a launch passes, so every cuLaunchKernel of it is refused with
+  // CUDA_ERROR_INVALID_VALUE and a violation naming the kernel (nothing is read from
+  // kernelParams). Declare the layout with register_typed_kernel or the overload above instead.
+  void register_kernel(std::string name, KernelBody body);
+
   // A module image naming these kernels, for cuModuleLoadData. It is NUL-terminated PTX-like
   // text (".version" and one ".entry name" line each), so a real driver rejects it cleanly.
   std::vector<std::byte> module_image(std::initializer_list<std::string_view> kernels) const;
@@ -178,6 +215,9 @@ class FakeDriver : public DriverApi {
 #include <graphcap/driver/entry_points.def>
 
  private:
+  void register_kernel_layout(std::string name, std::vector<std::size_t> sizes,
+                              std::vector<std::size_t> alignments, KernelBody body);
+
   std::unique_ptr<FakeState> state_;
 };
 

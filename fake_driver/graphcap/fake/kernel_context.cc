@@ -21,21 +21,20 @@ void KernelContext::trap(CUresult code) const { state_->kernel_trap(code); }
 
 const std::byte* FakeState::kernel_param(const KernelContext& context, std::size_t param,
                                          std::size_t size) {
-  const auto& params = *context.params_;
+  const std::span<const KernelParamInfo> layout = context.layout_;
   const std::string who = running_.where + ": kernel '" + std::string(context.name_) + "'";
-  if (param >= params.size()) {
-    violation(who + " reads parameter " + std::to_string(param) + " but was launched with " +
-              std::to_string(params.size()));
+  if (param >= layout.size()) {
+    violation(who + " reads parameter " + std::to_string(param) + " but declares " +
+              std::to_string(layout.size()));
     return nullptr;
   }
-  const bool declared = running_.kernel != nullptr && running_.kernel->declared_sizes;
-  const std::size_t have = params[param].size();
-  if (declared ? size != have : size > have) {
+  const KernelParamInfo& declared = layout[param];
+  if (size != declared.size) {
     violation(who + " reads parameter " + std::to_string(param) + " as " + std::to_string(size) +
-              " bytes, but it has " + std::to_string(have));
+              " bytes, but it has " + std::to_string(declared.size));
     return nullptr;
   }
-  return params[param].data();
+  return context.buffer_.data() + declared.offset;
 }
 
 std::byte* FakeState::kernel_buffer(const KernelContext& context, std::size_t param,

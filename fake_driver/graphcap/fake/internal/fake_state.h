@@ -70,8 +70,10 @@ class FakeState {
   }
 
   // ---- observation and control (each takes the lock) -----------------------------------------
-  void register_kernel(std::string name, bool declared_sizes, std::vector<std::size_t> sizes,
-                       KernelBody body);
+  // `declared`: sizes and alignments (one each per parameter) give the layout; otherwise the
+  // kernel has none and its launches are refused.
+  void register_kernel(std::string name, bool declared, std::vector<std::size_t> sizes,
+                       std::vector<std::size_t> alignments, KernelBody body);
   void fail_call(std::string_view entry_point, CUresult code, int nth);
   void fail_always(std::string_view entry_point, CUresult code);
   void clear_faults();

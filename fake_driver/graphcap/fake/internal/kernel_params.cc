@@ -5,72 +5,82 @@
 namespace graphcap::fake::internal {
 namespace {
 
-constexpr std::size_t kUndeclaredSize = 8;
-
-// The natural alignment of a parameter of `size` bytes: its largest power-of-two divisor, <= 8.
-std::size_t natural_alignment(std::size_t size) {
-  std::size_t alignment = 1;
-  while (alignment < 8 && size % (alignment * 2) == 0) alignment *= 2;
-  return alignment;
-}
-
-std::vector<std::byte> copy_bytes(const void* source, std::size_t size) {
-  std::vector<std::byte> bytes(size);
-  if (size != 0) std::memcpy(bytes.data(), source, size);
-  return bytes;
-}
-
-CUresult from_extra(const KernelDef& kernel, void** extra,
-                    std::vector<std::vector<std::byte>>* out) {
-  const void* buffer = nullptr;
-  const std::size_t* buffer_size = nullptr;
+// Reads `extra`'s key/value pairs up to CU_LAUNCH_PARAM_END and copies each parameter from the
+// buffer at its offset.
+CUresult from_extra(const KernelDef& kernel, void** extra, std::vector<std::byte>* out) {
+  const void* source = nullptr;
+  const std::size_t* source_size = nullptr;
   for (std::size_t i = 0;; i += 2) {
     const auto key = reinterpret_cast<std::uintptr_t>(extra[i]);
     if (key == kLaunchParamEnd) break;
     if (key == kLaunchParamBufferPointer) {
-      buffer = extra[i + 1];
+      source = extra[i + 1];
     } else if (key == kLaunchParamBufferSize) {
-      buffer_size = static_cast<const std::size_t*>(extra[i + 1]);
+      source_size = static_cast<const std::size_t*>(extra[i + 1]);
     } else {
       return CUDA_ERROR_INVALID_VALUE;
     }
   }
-  // The layout is only known for declared sizes.
-  if (!kernel.declared_sizes || buffer == nullptr || buffer_size == nullptr) {
-    return CUDA_ERROR_INVALID_VALUE;
+  if (source == nullptr || source_size == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (*source_size < kernel.param_bytes) return CUDA_ERROR_INVALID_VALUE;
+  const auto* bytes = static_cast<const std::byte*>(source);
+  for (const KernelParamInfo& param : kernel.params) {
+    if (param.size != 0) std::memcpy(out->data() + param.offset, bytes + param.offset, param.size);
   }
-  const auto* bytes = static_cast<const std::byte*>(buffer);
-  std::size_t offset = 0;
-  for (std::size_t size : kernel.param_sizes) {
-    const std::size_t alignment = natural_alignment(size);
-    offset = (offset + alignment - 1) / alignment * alignment;
-    if (offset + size > *buffer_size) return CUDA_ERROR_INVALID_VALUE;
-    out->push_back(copy_bytes(bytes + offset, size));
-    offset += size;
+  return CUDA_SUCCESS;
+}
+
+CUresult from_params(const KernelDef& kernel, void** params, std::vector<std::byte>* out) {
+  if (kernel.params.empty()) return CUDA_SUCCESS;  // params may be NULL: nothing is read
+  if (params == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  // Exactly the declared count: the array has no terminator.
+  for (std::size_t i = 0; i < kernel.params.size(); ++i) {
+    if (params[i] == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    const KernelParamInfo& param = kernel.params[i];
+    if (param.size != 0) std::memcpy(out->data() + param.offset, params[i], param.size);
   }
   return CUDA_SUCCESS;
 }
 
 }  // namespace
 
+std::size_t natural_alignment(std::size_t size) {
+  std::size_t alignment = 1;
+  while (alignment < 8 && size % (alignment * 2) == 0) alignment *= 2;
+  return alignment;
+}
+
+void lay_out_params(std::span<const std::size_t> sizes, std::span<const std::size_t> alignments,
+                    KernelDef* def) {
+  def->declared = true;
+  def->params.clear();
+  std::size_t offset = 0;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    const std::size_t alignment = alignments[i] == 0 ? 1 : alignments[i];
+    offset = (offset + alignment - 1) / alignment * alignment;
+    def->params.push_back(KernelParamInfo{offset, sizes[i]});
+    offset += sizes[i];
+  }
+  def->param_bytes = offset;
+}
+
+std::string undeclared_layout_message(const KernelDef& kernel) {
+  return "cuLaunchKernel: kernel '" + kernel.name +
+         "' has no declared parameter layout, so its parameters can't be read (kernelParams has "
+         "no terminator); register it with FakeDriver::register_typed_kernel<Params...>(name, "
+         "body) or register_kernel(name, param_sizes, body)";
+}
+
 CUresult copy_launch_params(const KernelDef& kernel, void** params, void** extra,
-                            std::vector<std::vector<std::byte>>* out) {
-  out->clear();
+                            std::vector<std::byte>* buffer) {
+  buffer->clear();
+  if (!kernel.declared) return CUDA_ERROR_INVALID_VALUE;
   if (params != nullptr && extra != nullptr) return CUDA_ERROR_INVALID_VALUE;
-  if (extra != nullptr) return from_extra(kernel, extra, out);
-  if (!kernel.declared_sizes) {
-    for (std::size_t i = 0; params != nullptr && params[i] != nullptr; ++i) {
-      out->push_back(copy_bytes(params[i], kUndeclaredSize));
-    }
-    return CUDA_SUCCESS;
-  }
-  if (kernel.param_sizes.empty()) return CUDA_SUCCESS;
-  if (params == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  for (std::size_t i = 0; i < kernel.param_sizes.size(); ++i) {
-    if (params[i] == nullptr) return CUDA_ERROR_INVALID_VALUE;
-    out->push_back(copy_bytes(params[i], kernel.param_sizes[i]));
-  }
-  return CUDA_SUCCESS;
+  buffer->assign(kernel.param_bytes, std::byte{0});
+  const CUresult result =
+      extra != nullptr ? from_extra(kernel, extra, buffer) : from_params(kernel, params, buffer);
+  if (result != CUDA_SUCCESS) buffer->clear();
+  return result;
 }
 
 }  // namespace graphcap::fake::internal

@@ -1,6 +1,6 @@
-// Modules and launches: fake kernels are registered host functions, named by a module image;
-// cuLaunchKernel checks the launch shape against the H200's limits, copies the parameters and
-// queues (or captures) the kernel.
+// Modules and launches: fake kernels are registered host functions with a declared parameter
+// layout, named by a module image; cuLaunchKernel checks the launch shape against the H200's
+// limits, copies exactly the declared parameters and queues (or captures) the kernel.
 #include <graphcap/fake/internal/fake_state.h>
 
 #include <graphcap/fake/internal/kernel_params.h>
@@ -31,14 +31,13 @@ bool valid_shape(const LaunchDims& dims) {
 
 }  // namespace
 
-void FakeState::register_kernel(std::string name, bool declared_sizes,
-                                std::vector<std::size_t> sizes, KernelBody body) {
-  std::lock_guard<std::mutex> guard(mutex_);
+void FakeState::register_kernel(std::string name, bool declared, std::vector<std::size_t> sizes,
+                                std::vector<std::size_t> alignments, KernelBody body) {
   auto kernel = std::make_shared<internal::KernelDef>();
   kernel->name = name;
-  kernel->declared_sizes = declared_sizes;
-  kernel->param_sizes = std::move(sizes);
+  if (declared) internal::lay_out_params(sizes, alignments, kernel.get());
   kernel->body = std::move(body);
+  std::lock_guard<std::mutex> guard(mutex_);
   kernels_.insert_or_assign(std::move(name), std::move(kernel));
 }
 
@@ -112,6 +111,11 @@ CUresult FakeState::cuLaunchKernel(CUfunction function, unsigned grid_x, unsigne
   work.module = it->second.module;
   work.function = function;
   work.dims = dims;
+  if (!work.kernel->declared) {
+    // Without a layout the number of parameters is unknown: reading any would be a guess.
+    violation(internal::undeclared_layout_message(*work.kernel));
+    return refuse(*stream, CUDA_ERROR_INVALID_VALUE);
+  }
   if (CUresult r = internal::copy_launch_params(*work.kernel, params, extra, &work.params);
       r != CUDA_SUCCESS) {
     return refuse(*stream, r);

@@ -15,11 +15,13 @@
 
 namespace graphcap::fake::internal {
 
-// A registered kernel: its body and how its parameters are laid out.
+// A registered kernel: its body and its parameter layout, as a cubin declares it (what
+// cuFuncGetParamInfo would answer from).
 struct KernelDef {
   std::string name;
-  bool declared_sizes = false;           // false: 8 bytes each, nullptr-terminated
-  std::vector<std::size_t> param_sizes;  // when declared_sizes
+  bool declared = false;  // false: registered without a layout, so every launch is refused
+  std::vector<KernelParamInfo> params;  // in order: each parameter's offset and size
+  std::size_t param_bytes = 0;          // the parameter buffer: up to the end of the last one
   KernelBody body;
 };
 
@@ -28,7 +30,9 @@ struct KernelWork {
   CUmodule module = nullptr;  // the module it came from: it must still be loaded when it runs
   CUfunction function = nullptr;
   LaunchDims dims;
-  std::vector<std::vector<std::byte>> params;  // copied at launch time, as CUDA does
+  // The parameter buffer (kernel->param_bytes, each parameter at its offset, padding zero),
+  // copied at launch time, as CUDA does.
+  std::vector<std::byte> params;
 };
 
 // cuMemcpyHtoDAsync. Pageable sources of an eager copy are snapshotted at call time; pinned

@@ -168,7 +168,7 @@ void FakeState::execute_kernel(const internal::KernelWork& work, const std::stri
     violation(where + ": kernel '" + name + "' belongs to a module that has been unloaded");
     return;
   }
-  KernelContext context(*this, name, work.dims, work.params);
+  KernelContext context(*this, name, work.dims, work.kernel->params, work.params);
   running_.kernel = work.kernel.get();
   running_.where = where;
   try {
