@@ -18,9 +18,9 @@
 // the raw call makes; 0 is ideal).
 //
 // ReplayHostSingle/n, RawGraphLaunchSingle/n: the same with K = 1: one call timed alone right
-// after a sync, the way the reference figures in cuda-driver-facts.md were taken. Each call
-// starts with the caches the sync left (on the fake, the sync also ran n nodes: colder still),
-// and the time includes one steady_clock::now() pair on both sides.
+// after a sync, the way docs/cuda-driver-facts.md ("Costs on the H200") took its figures. Each
+// call starts with the caches the sync left (on the fake, the sync also ran n nodes: colder
+// still), and the time includes one steady_clock::now() pair on both sides.
 //
 // EagerPass/n, ReplayPass/n: wall time of one pass including its device work: n Device::launch
 // of `empty` then Device::sync, against Graph::replay() then Device::sync. Counters: eager_us,

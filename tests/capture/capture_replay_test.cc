@@ -1,4 +1,5 @@
-// Capture and replay on every driver (DESIGN.md's lifecycle; issue "capture window" 1-4).
+// Capture and replay on every driver (docs/design.md, "The capture lifecycle"; issue "capture
+// window" 1-4).
 #include <cstdint>
 #include <vector>
 

@@ -5,8 +5,8 @@
 // failing test can neither invalidate nor leave behind a capture that a later test would inherit.
 // TearDown checks the test restored the thread's capture mode and (on the fake) leaked nothing.
 //
-// What each test checks is a row of shared/reference/cuda-driver-facts.md; docs/conformance.md
-// maps rows to tests.
+// What each test checks is a row of docs/cuda-driver-facts.md; docs/conformance.md maps rows to
+// tests.
 #pragma once
 
 #include <cstddef>

@@ -12,7 +12,8 @@
 namespace graphcap::testing {
 namespace {
 
-// The values the facts file lists, checked here too so the fake build (no cuda.h) pins them.
+// The values docs/cuda-driver-facts.md lists ("Enum values"), checked here too so the fake build
+// (no cuda.h) pins them.
 static_assert(CU_STREAM_CAPTURE_MODE_GLOBAL == 0 && CU_STREAM_CAPTURE_MODE_THREAD_LOCAL == 1 &&
               CU_STREAM_CAPTURE_MODE_RELAXED == 2);
 static_assert(CU_STREAM_CAPTURE_STATUS_NONE == 0 && CU_STREAM_CAPTURE_STATUS_ACTIVE == 1 &&
@@ -71,7 +72,7 @@ TEST_F(ErrorNames, EveryKnownCodeHasGraphcapsNameAndString) {
 }
 
 TEST_F(ErrorNames, FactsTableRowsAreKnownCodes) {
-  // The facts file's table, row by row: name and string as measured.
+  // docs/cuda-driver-facts.md's "Error codes" table, row by row: name and string as measured.
   struct Row {
     CUresult code;
     const char* name;

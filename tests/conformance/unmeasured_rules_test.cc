@@ -1,6 +1,7 @@
-// Rules the fake implements that the facts file does not measure (docs/fake-driver.md marks them
-// "not measured: a guess"). Each test asserts the fake's answer; run on the H200 in the gpu preset,
-// a disagreement shows where the guess was wrong, and the fake is fixed to the GPU's answer.
+// Rules the fake implements that the original H200 probes did not measure (docs/fake-driver.md
+// marked them "not measured: a guess"). Each test asserts the fake's answer; run on the H200 in the
+// gpu preset, a disagreement shows where the guess was wrong, and the fake is fixed to the GPU's
+// answer. What the H200 answered is recorded in docs/cuda-driver-facts.md, tagged with its run.
 // Only rules graphcap relies on, or a user of DriverApi would: sizes of zero, bad frees, launch
 // limits, calls on an invalidated capture, copies to and from pageable memory.
 #include <cstdint>

@@ -234,8 +234,8 @@ TEST(LoadCudaDriver, DefaultLoadsLibcudaSo1) {
                                            HasSubstr("cannot open libcuda.so.1")));
 }
 
-// What the real libcuda's cuGetProcAddress_v2 does (facts file, "Names, versions, values"), on
-// machines that have one.
+// What the real libcuda's cuGetProcAddress_v2 does (docs/cuda-driver-facts.md, "Loading entry
+// points"), on machines that have one.
 using GetProcAddressFn = CUresult (*)(const char*, void**, int, cuuint64_t,
                                       CUdriverProcAddressQueryResult*);
 
