@@ -9,12 +9,20 @@
 
 namespace graphcap {
 
+// Each code means one thing:
 enum class Errc {
   driver,            // a driver entry point failed; driver_code() says how
-  graph_state,       // a lifecycle call out of order, or a recording that can't replay
-  doomed,            // a recording refused because an operation inside it failed
+  graph_state,       // the call is out of order for the lifecycle of what it names: the capture
+                     // window's state, a closed device, a released graph or module, a thread that
+                     // may not end another's recording, or a recording that can't replay (memory
+                     // nodes); nothing changed
+  doomed,            // a recording refused because an operation inside it failed (or it was
+                     // abandoned); also what the buffers it would have written carry
   failed_buffer,     // an input carries the error of the operation that should have written it
-  out_of_memory,     // the device, the pool or pinned host memory is exhausted
+  out_of_memory,     // memory the operation needs can't be had now: the device's or pinned host
+                     // memory is exhausted (CUDA_ERROR_OUT_OF_MEMORY), or a pool that may not
+                     // grow now (inside a recording, or while a recording in global mode forbids
+                     // driver allocations) has no free slice of the size; the message says which
   invalid_argument,  // the caller's arguments can't be right (checked before any driver call)
   driver_not_found,  // libcuda or one of its entry points is missing
 };

@@ -2,7 +2,7 @@
 // device addresses (bounds- and liveness-checked), streams queue work that runs lazily (the
 // slowest legal device: work runs when the host waits for it), kernels are registered host
 // functions, and captures, graphs and executables follow the rules measured on an H200
-// (shared/reference/cuda-driver-facts.md, mirrored in docs/fake-driver.md). Thread-safe.
+// (docs/cuda-driver-facts.md; the rules one by one in docs/fake-driver.md). Thread-safe.
 //
 // Knows nothing of graphcap above DriverApi.
 #pragma once

@@ -4,8 +4,9 @@
 // slice's last use: until then a queued launch or copy may still read or write it. Every use is
 // stamped with the stream's operation sequence number; the queue learns the stream's progress
 // from synchronizations and from fence events, and releases exactly the slices whose last use
-// is behind it. (The seed double-buffers its queue for the same guarantee; stamping each use
-// gives it per slice, so a slice dropped after a sync is reusable at once.)
+// is behind it. (The seed, see docs/design.md "Where graphcap comes from", double-buffers its
+// queue for the same guarantee; stamping each use gives it per slice, so a slice dropped after a
+// sync is reusable at once.)
 //
 // While a capture records on the stream, nothing here calls the driver: a fence recorded into a
 // capture would be a graph node, and a query would invalidate it. Flushes wait until the window

@@ -1,6 +1,6 @@
 // Stream capture: capture sequences (id, mode, beginning thread, status, member streams with their
 // dependency frontiers), the rules that refuse calls and invalidate captures, and how a capture
-// ends. Every rule here is a row of shared/reference/cuda-driver-facts.md unless marked.
+// ends. Every rule here is a row of docs/cuda-driver-facts.md unless marked.
 #include <graphcap/fake/internal/fake_state.h>
 
 namespace graphcap::fake {
