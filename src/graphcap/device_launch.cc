@@ -113,6 +113,12 @@ Result<void> Device::launch(Stream& s, const Kernel& kernel, LaunchDims dims,
   return stream.run(
       op,
       [&]() -> Result<void> {
+        // Above the device's default (48 KiB), dynamic shared memory must be enabled for the
+        // function first: once per kernel and size, then one atomic load per launch.
+        if (dims.shared_bytes > core_->limits().default_shared_bytes &&
+            dims.shared_bytes > state->dynamic_shared_enabled()) {
+          GRAPHCAP_TRY(state->enable_dynamic_shared(core_->driver(), dims.shared_bytes));
+        }
         if (CUresult result = core_->driver().cuLaunchKernel(
                 state->function(), dims.grid.x, dims.grid.y, dims.grid.z, dims.block.x,
                 dims.block.y, dims.block.z, dims.shared_bytes, stream.handle(), params.data(),

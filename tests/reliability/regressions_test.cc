@@ -7,7 +7,11 @@
 //    destination carried before anything had run: a read between end_capture and the first replay
 //    returned stale bytes;
 //  - an asynchronous error still queued when the device closed (e.g. the failed wait of a graph
-//    destroyed just before) vanished: nothing reported it.
+//    destroyed just before) vanished: nothing reported it;
+//  - Device::sync dropped the failure of cuStreamSynchronize itself when an error was already
+//    queued (house-in-order bug 6);
+//  - a replay skipped because an input carries a failure returned the error but did not queue
+//    it, contrary to graph.h (house-in-order bug 7).
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -157,6 +161,43 @@ TEST_F(RegressionTest, ErrorQueuedWhenTheDeviceClosesIsWarned) {
   device_.reset();                        // ... which nobody syncs again
   EXPECT_THAT(warnings.lines, Contains(AllOf(HasSubstr("cuStreamSynchronize"),
                                              HasSubstr("CUDA_ERROR_ILLEGAL_ADDRESS"))));
+}
+
+TEST_F(RegressionTest, SyncReportsAQueuedErrorAndItsOwnWaitFailingBoth) {
+  Buffer x = upload_u32(iota_u32(16));
+  ASSERT_THAT(device_->prepare_capture(stream()), IsOk());
+  ASSERT_THAT(add_one(x, x, 16), IsOk());
+  ASSERT_THAT(device_->begin_capture(stream()), IsOk());
+  ASSERT_THAT(add_one(x, x, 16), IsOk());
+  Result<Graph> graph = device_->end_capture(stream());
+  ASSERT_THAT(graph, IsOk());
+  fake()->fail_call("cuGraphLaunch", CUDA_ERROR_INVALID_VALUE);
+  ASSERT_THAT(graph->replay(), StatusIs(Errc::driver, CUDA_ERROR_INVALID_VALUE));  // queued
+  fake()->fail_call("cuStreamSynchronize", CUDA_ERROR_LAUNCH_FAILED);
+  // The queued error came first and is the error; the wait's own failure is in its message.
+  EXPECT_THAT(device_->sync(stream()),
+              StatusIs(Errc::driver, CUDA_ERROR_INVALID_VALUE,
+                       AllOf(HasSubstr("cuGraphLaunch"), HasSubstr("cuStreamSynchronize"),
+                             HasSubstr("CUDA_ERROR_LAUNCH_FAILED"))));
+  EXPECT_THAT(device_->sync(stream()), IsOk());
+}
+
+TEST_F(RegressionTest, AReplaySkippedForAFailedInputIsQueuedOnItsStream) {
+  Buffer x = upload_u32(iota_u32(16));
+  Buffer y = upload_u32(iota_u32(16));
+  ASSERT_THAT(device_->prepare_capture(stream()), IsOk());
+  ASSERT_THAT(add_one(x, y, 16), IsOk());
+  ASSERT_THAT(device_->begin_capture(stream()), IsOk());
+  ASSERT_THAT(add_one(x, y, 16), IsOk());
+  Result<Graph> graph = device_->end_capture(stream());
+  ASSERT_THAT(graph, IsOk());
+  fake()->fail_call("cuMemcpyHtoDAsync", CUDA_ERROR_ILLEGAL_ADDRESS);
+  ASSERT_THAT(device_->write(x, to_bytes(iota_u32(16)), stream()), StatusIs(Errc::driver));
+  EXPECT_THAT(graph->replay(), StatusIs(Errc::failed_buffer, CUDA_ERROR_ILLEGAL_ADDRESS));
+  // graph.h: "an error in it is also queued on the stream and surfaces on the next sync".
+  EXPECT_THAT(device_->sync(stream()),
+              StatusIs(Errc::failed_buffer, CUDA_ERROR_ILLEGAL_ADDRESS, HasSubstr("replay was skipped")));
+  EXPECT_THAT(device_->sync(stream()), IsOk());
 }
 
 }  // namespace

@@ -188,16 +188,24 @@ void DeviceCore::close() noexcept {
   if (Result<void> bound = bind_thread(); !bound) warn(bound.error().context("closing the device"));
 
   std::vector<std::shared_ptr<StreamCore>> streams;
-  std::vector<std::weak_ptr<GraphState>> graphs;
-  std::vector<std::weak_ptr<ModuleState>> modules;
+  // Held strongly until released below: a recording closed in step 1 drops what it kept alive,
+  // and a module or graph dying there would find the device closed and skip its own release.
+  std::vector<std::shared_ptr<GraphState>> graphs;
+  std::vector<std::shared_ptr<ModuleState>> modules;
   std::vector<std::shared_ptr<GraphState>> deferred_graphs;
   std::vector<CUmodule> deferred_unloads;
   {
     std::lock_guard lock(mutex_);
     for (auto& stream : streams_) stream->gate().set(capture::ReplayGate::kClosed);  // replays stop
     streams.swap(streams_);
-    graphs.swap(graphs_);
-    modules.swap(modules_);
+    for (auto& weak : graphs_) {
+      if (auto graph = weak.lock()) graphs.push_back(std::move(graph));
+    }
+    for (auto& weak : modules_) {
+      if (auto module = weak.lock()) modules.push_back(std::move(module));
+    }
+    graphs_.clear();
+    modules_.clear();
     deferred_graphs.swap(deferred_graphs_);
     deferred_unloads.swap(deferred_unloads_);
   }
@@ -215,18 +223,16 @@ void DeviceCore::close() noexcept {
   }
   for (auto& graph : deferred_graphs) graph->release();
   deferred_graphs.clear();
-  for (auto& weak : graphs) {
-    if (auto graph = weak.lock()) graph->release();
-  }
+  for (auto& graph : graphs) graph->release();
+  graphs.clear();
   // 3. Modules, then the streams with their pools, then the context.
   for (CUmodule module : deferred_unloads) {
     if (CUresult result = driver_->cuModuleUnload(module); result != CUDA_SUCCESS) {
       warn(Error::from_driver("cuModuleUnload", result).context("closing the device"));
     }
   }
-  for (auto& weak : modules) {
-    if (auto module = weak.lock()) module->release();
-  }
+  for (auto& module : modules) module->release();
+  modules.clear();
   for (auto& stream : streams) stream->close();
   streams.clear();
   if (context_retained_) {

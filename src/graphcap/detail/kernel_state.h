@@ -8,7 +8,7 @@
 #include <string>
 
 #include <graphcap/detail/module_state.h>
-#include <graphcap/driver/cuda_types.h>
+#include <graphcap/driver/driver_api.h>
 #include <graphcap/result.h>
 
 namespace graphcap::detail {

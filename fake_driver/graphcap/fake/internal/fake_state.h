@@ -205,6 +205,9 @@ class FakeState {
   struct Function {
     CUmodule module = nullptr;
     std::shared_ptr<const internal::KernelDef> kernel;
+    // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: dynamic shared memory a launch may ask for
+    // (the 48 KiB default until cuFuncSetAttribute raises it, up to the opt-in limit).
+    int max_dynamic_shared = 49152;
   };
 
   struct Capture {

@@ -13,7 +13,7 @@ namespace {
 constexpr unsigned kMaxThreadsPerBlock = 1024;
 constexpr unsigned kMaxBlock[3] = {1024, 1024, 64};
 constexpr unsigned kMaxGrid[3] = {2147483647u, 65535, 65535};
-constexpr unsigned kMaxStaticSharedBytes = 49152;
+constexpr int kOptInSharedBytes = 232448;  // CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
 
 bool valid_shape(const LaunchDims& dims) {
   const unsigned grid[3] = {dims.grid.x, dims.grid.y, dims.grid.z};
@@ -24,9 +24,7 @@ bool valid_shape(const LaunchDims& dims) {
   }
   const unsigned long long threads =
       static_cast<unsigned long long>(block[0]) * block[1] * block[2];
-  if (threads > kMaxThreadsPerBlock) return false;
-  // No cuFuncSetAttribute here, so the opt-in limit is never unlocked.
-  return dims.shared_bytes <= kMaxStaticSharedBytes;
+  return threads <= kMaxThreadsPerBlock;
 }
 
 }  // namespace
@@ -91,6 +89,46 @@ CUresult FakeState::cuModuleGetFunction(CUfunction* function, CUmodule handle, c
   return CUDA_SUCCESS;
 }
 
+CUresult FakeState::cuFuncGetAttribute(int* value, CUfunction_attribute attribute,
+                                       CUfunction function) {
+  Context* context = nullptr;
+  if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
+  if (value == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  auto it = functions_.find(function);
+  if (it == functions_.end()) return CUDA_ERROR_INVALID_HANDLE;
+  switch (attribute) {
+    case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *value = kMaxThreadsPerBlock; return CUDA_SUCCESS;
+    case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES:  // fake kernels use no static shared memory
+    case CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES:
+    case CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES:
+      *value = 0;
+      return CUDA_SUCCESS;
+    case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
+      *value = it->second.max_dynamic_shared;
+      return CUDA_SUCCESS;
+    default:
+      return CUDA_ERROR_INVALID_VALUE;  // not modelled (docs/fake-driver.md)
+  }
+}
+
+CUresult FakeState::cuFuncSetAttribute(CUfunction function, CUfunction_attribute attribute,
+                                       int value) {
+  Context* context = nullptr;
+  if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
+  auto it = functions_.find(function);
+  if (it == functions_.end()) return CUDA_ERROR_INVALID_HANDLE;
+  switch (attribute) {
+    case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
+      if (value < 0 || value > kOptInSharedBytes) return CUDA_ERROR_INVALID_VALUE;
+      it->second.max_dynamic_shared = value;
+      return CUDA_SUCCESS;
+    case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
+      return value >= -1 && value <= 100 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    default:
+      return CUDA_ERROR_INVALID_VALUE;  // read-only or not modelled
+  }
+}
+
 CUresult FakeState::cuLaunchKernel(CUfunction function, unsigned grid_x, unsigned grid_y,
                                    unsigned grid_z, unsigned block_x, unsigned block_y,
                                    unsigned block_z, unsigned shared_bytes, CUstream handle,
@@ -105,7 +143,10 @@ CUresult FakeState::cuLaunchKernel(CUfunction function, unsigned grid_x, unsigne
   // Functions of an unloaded module are gone with it.
   auto it = functions_.find(function);
   if (it == functions_.end()) return refuse(*stream, CUDA_ERROR_INVALID_HANDLE);
-  if (!valid_shape(dims)) return refuse(*stream, CUDA_ERROR_INVALID_VALUE);
+  if (!valid_shape(dims) ||
+      dims.shared_bytes > static_cast<unsigned>(it->second.max_dynamic_shared)) {
+    return refuse(*stream, CUDA_ERROR_INVALID_VALUE);
+  }
   internal::KernelWork work;
   work.kernel = it->second.kernel;
   work.module = it->second.module;
