@@ -1,11 +1,15 @@
 // The lifecycle's rules on every driver: out-of-order calls are refused and change nothing,
 // reads and syncs inside the window are refused without touching the driver's recording, graphs
 // are destroyed exactly once, and graphs outliving their device turn inert.
+#include <algorithm>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <graphcap/fake/fake_driver.h>
 
 #include "device_fixture.h"
 #include "matchers.h"
@@ -145,9 +149,33 @@ TEST_F(CaptureLifecycleTest, GraphOutlivingItsDeviceTurnsInert) {
 TEST_F(CaptureLifecycleTest, ClosingTheDeviceMidRecordingClosesTheDriverCapture) {
   ASSERT_THAT(device_->prepare_capture(stream()), IsOk());
   ASSERT_THAT(device_->begin_capture(stream()), IsOk());
+  // Watch the driver's own view of the stream: the device is about to destroy it, so keep one of
+  // ours beside it, capturing too, to tell "closed by the device" from "destroyed mid-capture".
+  DriverApi& api = driver_->api();
   CUstream handle = stream().handle();
-  (void)handle;
-  device_.reset();  // TearDown (fake) verifies every handle, the stream included, was released
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  ASSERT_EQ(api.cuStreamIsCapturing(handle, &status), CUDA_SUCCESS);
+  ASSERT_EQ(status, CU_STREAM_CAPTURE_STATUS_ACTIVE);
+  if (on_fake()) fake()->clear_calls();
+  device_.reset();
+  if (on_fake()) {
+    // The capture was ended before its stream went: cuStreamEndCapture precedes cuStreamDestroy.
+    std::vector<std::string> calls;
+    for (const auto& call : fake()->calls()) calls.emplace_back(call.entry_point);
+    const auto end = std::find(calls.begin(), calls.end(), "cuStreamEndCapture");
+    const auto destroy = std::find(calls.begin(), calls.end(), "cuStreamDestroy");
+    ASSERT_NE(end, calls.end()) << "the driver capture was never ended";
+    EXPECT_LT(end - calls.begin(), destroy - calls.begin());
+  }
+  // On both drivers: this thread may make unsafe calls again (no capture is left open in GLOBAL
+  // mode, which would refuse a fresh allocation with 900).
+  Result<std::unique_ptr<Device>> again = Device::open(api);
+  ASSERT_THAT(again, IsOk());
+  Result<Buffer> fresh = (*again)->upload(to_bytes(std::vector<std::uint32_t>{7}), (*again)->stream());
+  ASSERT_THAT(fresh, IsOk());
+  Result<std::vector<std::byte>> back = (*again)->read(*fresh, (*again)->stream());
+  ASSERT_THAT(back, IsOk());
+  EXPECT_THAT(to_u32(*back), ElementsAreArray({7u}));
 }
 
 }  // namespace
