@@ -1,8 +1,8 @@
 // Kernel parameters as CUDA passes them: a fake kernel declares its parameter layout when it is
 // registered (as a cubin does), and cuLaunchKernel reads exactly those parameters from an
 // unterminated kernelParams array, or from the `extra` buffer at CUDA's offsets (measured on an
-// H200 with cuFuncGetParamInfo, shared/reference/cuda-driver-facts.md). A kernel registered
-// without a layout is refused rather than read. Run under ASan, the exactly-sized arrays here
+// H200 with cuFuncGetParamInfo: docs/cuda-driver-facts.md, "A kernel's parameter layout"). A
+// kernel registered without a layout is refused rather than read. Run under ASan, the exactly-sized arrays here
 // prove that nothing reads past them.
 #include <array>
 #include <cstddef>
