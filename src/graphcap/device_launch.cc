@@ -133,8 +133,9 @@ Result<void> Device::launch(Stream& s, const Kernel& kernel, LaunchDims dims,
     return count_mismatch(state->name(), *layout, args);
   }
 
-  // One pass over the arguments: check each against its parameter, each buffer, and lay out the driver's parameter array
-  // (exactly args.size() entries: CUDA knows the count from the kernel) and the operation's uses.
+  // One pass over the arguments: check each against its parameter's size and each buffer, and
+  // lay out the driver's parameter array (exactly args.size() entries: CUDA knows the count from
+  // the kernel) and the operation's uses.
   std::array<CUdeviceptr, kMaxArgs> pointers;
   std::array<void*, kMaxArgs> params;
   std::array<capture::BufferUse, kMaxArgs> uses;
