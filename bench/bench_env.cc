@@ -1,5 +1,6 @@
 #include "bench_env.h"
 
+#include <cstdint>
 #include <span>
 #include <string>
 #include <utility>
@@ -24,7 +25,7 @@ Result<std::unique_ptr<BenchEnv>> BenchEnv::open(DriverKind kind) {
     options.record_calls = false;  // the call log is a test aid; it would cost every call
     env->fake_ = std::make_unique<fake::FakeDriver>(options);
     register_bench_kernels(*env->fake_);
-    env->fake_image_ = env->fake_->module_image({kEmptyKernel});
+    env->fake_image_ = env->fake_->module_image({kEmptyKernel, kValuesKernel});
     image = env->fake_image_;
     inner = env->fake_.get();
   } else {
@@ -52,6 +53,9 @@ Result<std::unique_ptr<BenchEnv>> BenchEnv::open(DriverKind kind) {
   Result<Kernel> empty = env->module_.kernel(kEmptyKernel);
   if (!empty) return empty.error().context("finding the benchmark kernel 'empty'");
   env->empty_ = std::move(*empty);
+  Result<Kernel> values = env->module_.kernel(kValuesKernel);
+  if (!values) return values.error().context("finding the benchmark kernel 'values'");
+  env->values_ = std::move(*values);
 
   char name[256] = {};
   int version = 0;
@@ -73,6 +77,7 @@ Result<std::unique_ptr<BenchEnv>> BenchEnv::open(DriverKind kind) {
 BenchEnv::~BenchEnv() {
   graphs_.clear();  // each Graph waits for its replays, then frees its executable
   empty_ = Kernel();
+  values_ = Kernel();
   module_ = Module();
   device_.reset();
   observer_.reset();
@@ -95,6 +100,28 @@ CUresult BenchEnv::raw_launch_empty() {
                                  kEmptyDims.grid.z, kEmptyDims.block.x, kEmptyDims.block.y,
                                  kEmptyDims.block.z, kEmptyDims.shared_bytes, stream().handle(),
                                  nullptr, nullptr);
+}
+
+namespace {
+constexpr std::uint32_t kValueA = 1;
+constexpr std::uint64_t kValueB = 2;
+constexpr std::uint32_t kValueC = 3;
+}  // namespace
+
+Result<void> BenchEnv::launch_values() {
+  return device_->launch(stream(), values_, kEmptyDims,
+                         {Arg::value(kValueA), Arg::value(kValueB), Arg::value(kValueC)});
+}
+
+CUresult BenchEnv::raw_launch_values() {
+  std::uint32_t a = kValueA;
+  std::uint64_t b = kValueB;
+  std::uint32_t c = kValueC;
+  void* params[] = {&a, &b, &c};
+  return driver().cuLaunchKernel(values_.function(), kEmptyDims.grid.x, kEmptyDims.grid.y,
+                                 kEmptyDims.grid.z, kEmptyDims.block.x, kEmptyDims.block.y,
+                                 kEmptyDims.block.z, kEmptyDims.shared_bytes, stream().handle(),
+                                 params, nullptr);
 }
 
 Result<CapturedGraph*> BenchEnv::graph(int n) {

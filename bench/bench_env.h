@@ -57,6 +57,11 @@ class BenchEnv {
   // One raw launch of `empty` through the driver (cuLaunchKernel).
   CUresult raw_launch_empty();
 
+  // One eager launch of `values` through graphcap, with its three scalar arguments (checked
+  // against the kernel's signature), and the same launch through raw cuLaunchKernel.
+  Result<void> launch_values();
+  CUresult raw_launch_values();
+
   // The cached graph of n empty launches: captured on first use (prepare, warm-up, begin,
   // n launches, end), checked to hold n kernel nodes.
   Result<CapturedGraph*> graph(int n);
@@ -75,6 +80,7 @@ class BenchEnv {
   std::vector<std::byte> fake_image_;
   Module module_;
   Kernel empty_;
+  Kernel values_;
   std::string description_;
   std::map<int, std::unique_ptr<CapturedGraph>> graphs_;
 };

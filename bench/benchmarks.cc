@@ -34,6 +34,11 @@
 // the executables (graphcap: Graph::destroy; raw: sync + cuGraphExecDestroy) is untimed on both
 // sides. Counters: incl_us (graphcap with warm-up), excl_us (begin..end only), warmup_us,
 // raw_us, ratio_incl, ratio_excl.
+//
+// ArgsPass/n, RawArgsPass/n: n eager launches of `values` (three scalar arguments, 4/8/4 bytes)
+// then a sync: Device::launch, which checks the arguments against the kernel's signature
+// (issue 16), against raw cuLaunchKernel with the same parameters. Counters: args_us,
+// raw_args_us, args_vs_raw, us_per_node, launch_allocs.
 #include "benchmarks.h"
 
 #include <algorithm>
@@ -278,6 +283,80 @@ void eager_vs_replay(benchmark::State& state, BenchEnv& env, bool eager_is_prima
       (static_cast<double>(launch_allocs) - static_cast<double>(raw_allocs)) / kProbe;
 }
 
+// ---- ArgsPass / RawArgsPass --------------------------------------------------------------------
+
+// n eager launches of `values` (three scalar arguments) then a sync: through Device::launch, whose
+// arguments are checked against the kernel's signature (issue 16), against raw cuLaunchKernel,
+// both sides in every iteration, alternating which goes first.
+void args_vs_raw(benchmark::State& state, BenchEnv& env, bool graphcap_is_primary, int) {
+  const int n = static_cast<int>(state.range(0));
+  if (Result<void> synced = env.sync(); !synced) return skip(state, synced.error());
+
+  constexpr int kProbe = 16;
+  const std::uint64_t launch_before = allocations_on_this_thread();
+  for (int i = 0; i < kProbe; ++i) {
+    if (Result<void> launched = env.launch_values(); !launched) {
+      return skip(state, launched.error());
+    }
+  }
+  const std::uint64_t launch_allocs = allocations_on_this_thread() - launch_before;
+  const std::uint64_t raw_before = allocations_on_this_thread();
+  for (int i = 0; i < kProbe; ++i) {
+    if (CUresult r = env.raw_launch_values(); r != CUDA_SUCCESS) {
+      return skip(state, driver_failure("cuLaunchKernel", r));
+    }
+  }
+  const std::uint64_t raw_allocs = allocations_on_this_thread() - raw_before;
+  if (Result<void> synced = env.sync(); !synced) return skip(state, synced.error());
+
+  std::vector<double> ours_ns;
+  std::vector<double> raw_ns;
+  ours_ns.reserve(static_cast<std::size_t>(state.max_iterations));
+  raw_ns.reserve(static_cast<std::size_t>(state.max_iterations));
+  bool graphcap_first = true;
+  for (auto _ : state) {
+    double ours = 0;
+    double raw = 0;
+    for (int step = 0; step < 2; ++step) {
+      const bool graphcap_side = (step == 0) == graphcap_first;
+      Result<void> outcome;
+      const Clock::time_point start = Clock::now();
+      if (graphcap_side) {
+        for (int i = 0; i < n && outcome; ++i) outcome = env.launch_values();
+      } else {
+        for (int i = 0; i < n && outcome; ++i) {
+          if (CUresult r = env.raw_launch_values(); r != CUDA_SUCCESS) {
+            outcome = Error::from_driver("cuLaunchKernel", r);
+          }
+        }
+      }
+      if (outcome) outcome = env.sync();
+      (graphcap_side ? ours : raw) = ns_between(start, Clock::now());
+      if (!outcome) {
+        skip(state, outcome.error());
+        break;
+      }
+    }
+    if (state.error_occurred()) break;
+    graphcap_first = !graphcap_first;
+    state.SetIterationTime((graphcap_is_primary ? ours : raw) * 1e-9);
+    ours_ns.push_back(ours);
+    raw_ns.push_back(raw);
+  }
+  if (state.error_occurred()) return;
+
+  const double ours_median = median(ours_ns);
+  const double raw_median = median(raw_ns);
+  state.SetItemsProcessed(state.iterations());
+  state.counters["nodes"] = n;
+  state.counters["args_us"] = ours_median / 1000.0;
+  state.counters["raw_args_us"] = raw_median / 1000.0;
+  state.counters["args_vs_raw"] = raw_median > 0 ? ours_median / raw_median : 0.0;
+  state.counters["us_per_node"] = (graphcap_is_primary ? ours_median : raw_median) / 1000.0 / n;
+  state.counters["launch_allocs"] =
+      (static_cast<double>(launch_allocs) - static_cast<double>(raw_allocs)) / kProbe;
+}
+
 // ---- CaptureCost / RawCapture ------------------------------------------------------------------
 
 // Enough iterations that the median of a ~10%-noisy capture settles (about 1 s per family on an H200).
@@ -464,6 +543,8 @@ void register_benchmarks(BenchEnv& env, const BenchPlan& plan) {
                 nullptr, pass_iterations);
   register_pair(env, plan, "CaptureCost", "RawCapture", capture_vs_raw, benchmark::kMicrosecond,
                 nullptr, capture_iterations);
+  register_pair(env, plan, "ArgsPass", "RawArgsPass", args_vs_raw, benchmark::kMicrosecond,
+                nullptr, pass_iterations);
 }
 
 }  // namespace graphcap::bench

@@ -8,6 +8,9 @@
 //     a read that succeeds returns exactly the bytes asked for;
 //   - a launch with a zero or over-limit dimension, too much shared memory or more than 64
 //     arguments is Errc::invalid_argument;
+//   - a launch whose arguments don't fit the kernel's signature (count, or any argument's size:
+//     a buffer is 8 bytes) is Errc::invalid_argument naming a parameter or argument, and marks
+//     none of its buffers; one whose arguments fit is never refused for them;
 //   - every call ends in success or one of the Errc its contract allows;
 //   - after each input no stream is left capturing (by graphcap or by the driver).
 #include <array>
@@ -56,21 +59,26 @@ void touch(fake::KernelContext& k) {
 struct World {
   World() {
     set_log_sink([](LogLevel, std::string_view) {});
-    // The fake reads exactly the declared parameters: a launch with fewer arguments is refused
-    // (Errc::driver), never read past its array.
+    // Each kernel's signature is checked by Device::launch (issue 16) before the fake, which reads
+    // exactly the declared parameters, sees the launch.
     driver.register_typed_kernel<CUdeviceptr, std::uint32_t>("touch", touch);
     driver.register_kernel("sized", {8, 4}, touch);
     driver.register_typed_kernel<>("nothing", [](fake::KernelContext&) {});
+    driver.register_kernel("mixed", {1, 8, 2, 8, 16, 64}, [](fake::KernelContext&) {});
     device = open();
     other = open();
     Result<Stream*> second = device->create_stream();
     if (!second) broken("create_stream", to_string(second.error()));
     streams = {&device->stream(), *second};
-    const std::vector<std::byte> image = driver.module_image({"touch", "sized", "nothing"});
+    const std::vector<std::byte> image =
+        driver.module_image({"touch", "sized", "nothing", "mixed"});
     Result<Module> mine = device->load_module(image);
     Result<Module> theirs = other->load_module(image);
     if (!mine || !theirs) broken("the modules load");
-    for (const char* name : {"touch", "sized", "nothing"}) kernels.push_back(*mine->kernel(name));
+    for (const char* name : {"touch", "sized", "nothing", "mixed"}) {
+      kernels.push_back(*mine->kernel(name));
+      if (!kernels.back().has_param_layout()) broken("the fake reports every declared layout");
+    }
     kernels.push_back(*theirs->kernel("touch"));  // of another device
     kernels.push_back(Kernel{});                  // empty
     Result<Buffer> foreign_buffer = other->alloc(256, other->stream());
@@ -249,7 +257,7 @@ struct Program {
   void launch() {
     const std::size_t which = in.ConsumeIntegralInRange<std::size_t>(0, w.kernels.size() - 1);
     const Kernel& kernel = w.kernels[which];
-    const bool own_kernel = which < 3;  // not the foreign or the empty one
+    const bool own_kernel = which < 4;  // not the foreign or the empty one
     LaunchDims dims;
     dims.grid = {dim_like(in), dim_like(in), dim_like(in)};
     dims.block = {dim_like(in), dim_like(in), dim_like(in)};
@@ -266,12 +274,46 @@ struct Program {
         default: args.push_back(value_arg(in)); break;
       }
     }
+    // Does the launch fit the kernel's signature? And which buffers carried a failure before.
+    bool fits = count == kernel.param_count();
+    for (std::size_t i = 0; fits && i < count; ++i) {
+      const std::size_t given = args[i].buffer() != nullptr ? sizeof(CUdeviceptr) : args[i].size();
+      fits = given == kernel.param_size(i);
+    }
+    std::vector<bool> failed_before;
+    for (const Buffer& b : bound) failed_before.push_back(b.failure().has_value());
     Result<void> launched = kLaunch[count](*w.device, stream(pick_stream()), kernel, dims, args);
     allowed(launched, {Errc::invalid_argument, Errc::failed_buffer, Errc::graph_state, Errc::driver},
             "launch");
     if (own_kernel && (!dims_valid(dims, w.device->limits()) || count > 64)) {
       if (launched || launched.error().code() != Errc::invalid_argument) {
         broken("a launch with impossible dims or too many arguments is invalid_argument");
+      }
+    }
+    if (own_kernel && count <= 64) {
+      const bool refused_by_signature =
+          !launched && launched.error().code() == Errc::invalid_argument &&
+          launched.error().message().find(" takes ") != std::string::npos;
+      const bool refused_by_count =
+          !launched && launched.error().code() == Errc::invalid_argument &&
+          launched.error().message().find("has no ") != std::string::npos;
+      if (!fits && dims_valid(dims, w.device->limits()) && launched) {
+        broken("a launch that doesn't fit the kernel's signature is refused");
+      }
+      if (!fits && !launched && launched.error().code() == Errc::driver) {
+        broken("a launch that doesn't fit the signature never reaches the driver",
+               to_string(launched.error()));
+      }
+      if (fits && (refused_by_signature || refused_by_count)) {
+        broken("a launch that fits the signature is not refused for it",
+               to_string(launched.error()));
+      }
+      if (refused_by_signature || refused_by_count) {
+        for (std::size_t i = 0; i < bound.size(); ++i) {
+          if (bound[i].failure().has_value() != failed_before[i]) {
+            broken("a launch refused by the signature marks no buffer");
+          }
+        }
       }
     }
   }

@@ -5,3 +5,6 @@
 
 // Does nothing: a launch of it costs only what launching costs.
 extern "C" __global__ void empty() {}
+
+// Does nothing with its scalar parameters: a launch of it costs launching plus passing them.
+extern "C" __global__ void values(unsigned int, unsigned long long, unsigned int) {}

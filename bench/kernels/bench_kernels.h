@@ -3,6 +3,9 @@
 // FakeDriver by register_bench_kernels().
 //
 //   empty()    does nothing; the benchmarks measure launch and replay costs, not kernels
+//   values(uint32_t a, uint64_t b, uint32_t c)
+//              does nothing either; its three scalar parameters (4, 8, 4 bytes at 0, 8, 16) give
+//              Device::launch's argument check against the kernel's signature something to compare
 #pragma once
 
 #include <span>
@@ -15,6 +18,7 @@ class FakeDriver;
 namespace graphcap::bench {
 
 inline constexpr std::string_view kEmptyKernel = "empty";
+inline constexpr std::string_view kValuesKernel = "values";
 
 // Registers every benchmark kernel on a fake driver.
 void register_bench_kernels(fake::FakeDriver& driver);

@@ -51,6 +51,49 @@ Result<void> check_dims(const LaunchDims& dims, const DeviceLimits& limits) {
   return {};
 }
 
+// The argument's size as the kernel receives it: a buffer passes its device address.
+std::size_t given_size(const Arg& arg) noexcept {
+  return arg.buffer() != nullptr ? sizeof(CUdeviceptr) : arg.size();
+}
+
+std::string bytes_text(std::size_t bytes) {
+  return std::to_string(bytes) + (bytes == 1 ? " byte" : " bytes");
+}
+
+std::string arg_text(const Arg& arg) {
+  return arg.buffer() != nullptr
+             ? "a buffer (a " + std::to_string(sizeof(CUdeviceptr)) + "-byte device pointer)"
+             : "a value of " + bytes_text(arg.size());
+}
+
+// The messages of a launch refused by the kernel's signature (cold: built only on refusal).
+[[gnu::cold, gnu::noinline]] Error count_mismatch(const std::string& kernel,
+                                                  const detail::ParamLayout& layout,
+                                                  std::initializer_list<Arg> args) {
+  const std::size_t given = args.size();
+  const std::size_t taken = layout.count();
+  std::string why = "launch of " + kernel + ": " + std::to_string(given) +
+                    (given == 1 ? " argument" : " arguments") + " for a kernel of " +
+                    std::to_string(taken) + (taken == 1 ? " parameter" : " parameters") + ": ";
+  if (given < taken) {
+    why += "parameter " + std::to_string(given) + " (" + bytes_text(layout.sizes[given]) +
+           ") has no argument (given 0 bytes)";
+  } else {
+    why += "argument " + std::to_string(taken) + " (" + arg_text(args.begin()[taken]) +
+           ") has no parameter (expected 0 bytes)";
+  }
+  return Error(Errc::invalid_argument, std::move(why));
+}
+
+[[gnu::cold, gnu::noinline]] Error size_mismatch(const std::string& kernel, std::size_t index,
+                                                 std::size_t expected, const Arg& arg) {
+  return Error(Errc::invalid_argument,
+               "launch of " + kernel + ": parameter " + std::to_string(index) + " takes " +
+                   bytes_text(expected) + ", argument " + std::to_string(index) + " is " +
+                   arg_text(arg) + " (expected " + std::to_string(expected) + ", given " +
+                   std::to_string(given_size(arg)) + ")");
+}
+
 capture::Access access_of(Arg::Access access) noexcept {
   switch (access) {
     case Arg::Access::in: return capture::Access::read;
@@ -82,8 +125,17 @@ Result<void> Device::launch(Stream& s, const Kernel& kernel, LaunchDims dims,
                                              " arguments (at most " + std::to_string(kMaxArgs) + ")");
   }
 
-  // One pass over the arguments: check each buffer, and lay out the driver's parameter array
-  // (exactly args.size() entries: CUDA knows the count from the kernel) and the operation's uses.
+  // The kernel's own signature, read once by Module::kernel (nullptr where the driver couldn't
+  // report it: unchecked). A mismatch is refused here, before the driver or the window sees the
+  // launch: nothing is marked, no recording is doomed.
+  const detail::ParamLayout* layout = state->layout();
+  if (layout != nullptr && args.size() != layout->count()) {
+    return count_mismatch(state->name(), *layout, args);
+  }
+
+  // One pass over the arguments: check each against its parameter's size and each buffer, and
+  // lay out the driver's parameter array (exactly args.size() entries: CUDA knows the count from
+  // the kernel) and the operation's uses.
   std::array<CUdeviceptr, kMaxArgs> pointers;
   std::array<void*, kMaxArgs> params;
   std::array<capture::BufferUse, kMaxArgs> uses;
@@ -91,6 +143,9 @@ Result<void> Device::launch(Stream& s, const Kernel& kernel, LaunchDims dims,
   std::size_t use_count = 0;
   std::size_t index = 0;
   for (const Arg& arg : args) {
+    if (layout != nullptr && layout->sizes[index] != given_size(arg)) {
+      return size_mismatch(state->name(), index, layout->sizes[index], arg);
+    }
     if (const Buffer* buffer = arg.buffer()) {
       if (Result<void> ok = check_buffer(*buffer, s, "it"); !ok) {
         return ok.error().context(what() + ": argument " + std::to_string(index));

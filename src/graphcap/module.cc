@@ -1,11 +1,14 @@
 #include <graphcap/module.h>
 
+#include <optional>
 #include <string>
+#include <utility>
 
 #include <graphcap/detail/device_core.h>
 #include <graphcap/detail/kernel_state.h>
 #include <graphcap/detail/module_state.h>
 #include <graphcap/handle_access.h>
+#include <graphcap/log.h>
 
 namespace graphcap {
 
@@ -15,6 +18,23 @@ const std::string& Kernel::name() const noexcept {
 }
 
 CUfunction Kernel::function() const noexcept { return state_ ? state_->function() : nullptr; }
+
+bool Kernel::has_param_layout() const noexcept { return state_ && state_->layout() != nullptr; }
+
+std::size_t Kernel::param_count() const noexcept {
+  const detail::ParamLayout* layout = state_ ? state_->layout() : nullptr;
+  return layout ? layout->count() : 0;
+}
+
+std::size_t Kernel::param_size(std::size_t index) const noexcept {
+  const detail::ParamLayout* layout = state_ ? state_->layout() : nullptr;
+  return layout && index < layout->count() ? layout->sizes[index] : 0;
+}
+
+std::size_t Kernel::param_offset(std::size_t index) const noexcept {
+  const detail::ParamLayout* layout = state_ ? state_->layout() : nullptr;
+  return layout && index < layout->count() ? layout->offsets[index] : 0;
+}
 
 Result<Kernel> Module::kernel(std::string_view name) const {
   if (!state_) return Error(Errc::invalid_argument, "kernel: an empty Module");
@@ -39,7 +59,19 @@ Result<Kernel> Module::kernel(std::string_view name) const {
   if (result != CUDA_SUCCESS) {
     return Error::from_driver("cuModuleGetFunction", result).context(quoted);
   }
-  return HandleAccess::kernel(std::make_shared<detail::KernelState>(state_, function, key));
+  // The kernel's own signature, for checking launches. A driver that can't report it (the query
+  // fails) costs the check, not the kernel: say so once per device and launch unchecked.
+  std::optional<detail::ParamLayout> layout;
+  if (Result<detail::ParamLayout> queried = detail::query_param_layout(device.driver(), function)) {
+    layout = std::move(*queried);
+  } else if (device.first_unchecked_kernel()) {
+    log(LogLevel::warn, quoted + ": the driver can't report its parameter layout (" +
+                            queried.error().message() +
+                            "); launches of it, and of any other kernel on this device whose "
+                            "layout is unknown, go unchecked (this is said once per device)");
+  }
+  return HandleAccess::kernel(
+      std::make_shared<detail::KernelState>(state_, function, key, std::move(layout)));
 }
 
 }  // namespace graphcap

@@ -3,6 +3,7 @@
 // that recorded a launch of it, for as long as the graph lives.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -28,6 +29,19 @@ class Kernel {
   // The driver's function, for interop; nullptr for an empty Kernel.
   CUfunction function() const noexcept;
 
+  // The kernel's own signature, as the driver reported it when Module::kernel looked the kernel
+  // up (cuFuncGetParamInfo). Device::launch checks every launch's arguments against it. False
+  // where the driver could not report it (then launches go unchecked, as a warning said once)
+  // and for an empty Kernel; the three below are then 0.
+  bool has_param_layout() const noexcept;
+  // The number of parameters the kernel takes.
+  std::size_t param_count() const noexcept;
+  // Parameter `index`'s size in bytes (8 for a pointer); 0 past the count.
+  std::size_t param_size(std::size_t index) const noexcept;
+  // Parameter `index`'s offset in the kernel's parameter buffer (CUDA's natural alignment);
+  // 0 past the count.
+  std::size_t param_offset(std::size_t index) const noexcept;
+
  private:
   friend struct HandleAccess;
   explicit Kernel(std::shared_ptr<detail::KernelState> state) noexcept : state_(std::move(state)) {}
@@ -41,6 +55,8 @@ class Module {
 
   explicit operator bool() const noexcept { return state_ != nullptr; }
   // The named function; Errc::invalid_argument with CUDA_ERROR_NOT_FOUND when it isn't there.
+  // Reads the function's parameter layout once (see Kernel::param_count); where the driver can't
+  // report it, warns once per device and returns a Kernel whose launches go unchecked.
   Result<Kernel> kernel(std::string_view name) const;
 
  private:

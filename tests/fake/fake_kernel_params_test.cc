@@ -337,5 +337,42 @@ TEST_F(FakeKernelParams, ValueChecksTheDeclaredSizeExactly) {
   EXPECT_THAT(violations[1], HasSubstr("kernel 'exact' reads parameter 1 as 8 bytes, but it has 2"));
 }
 
+// cuFuncGetParamInfo answers the declared layout (the H200's rows are conformance tests, in
+// tests/conformance/param_info_test.cc); these are the fake's own edges.
+TEST_F(FakeKernelParams, ParamInfoAnswersTheDeclaredLayoutUpToTheCount) {
+  fake_.register_typed_kernel<Big, int*>("big", [](KernelContext&) {});
+  const CUfunction big = load("big");
+  std::size_t offset = 7;
+  std::size_t size = 7;
+  EXPECT_EQ(fake_.cuFuncGetParamInfo(big, 0, &offset, &size), CUDA_SUCCESS);
+  EXPECT_EQ(offset, 0u);
+  EXPECT_EQ(size, 80u);
+  EXPECT_EQ(fake_.cuFuncGetParamInfo(big, 1, &offset, &size), CUDA_SUCCESS);
+  EXPECT_EQ(offset, 80u);
+  EXPECT_EQ(size, 8u);
+  offset = size = 7;
+  EXPECT_EQ(fake_.cuFuncGetParamInfo(big, 2, &offset, &size), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(offset, 7u) << "a refused query writes nothing";
+  EXPECT_EQ(size, 7u);
+  EXPECT_EQ(fake_.cuFuncGetParamInfo(big, 0, nullptr, &size), CUDA_ERROR_INVALID_VALUE);
+}
+
+TEST_F(FakeKernelParams, ParamInfoOfAKernelWithoutALayoutIsNotSupported) {
+  fake_.register_kernel("opaque", [](KernelContext&) {});
+  const CUfunction opaque = load("opaque");
+  std::size_t offset = 0;
+  std::size_t size = 0;
+  EXPECT_EQ(fake_.cuFuncGetParamInfo(opaque, 0, &offset, &size), CUDA_ERROR_NOT_SUPPORTED);
+}
+
+TEST_F(FakeKernelParams, ParamInfoOfAnUnloadedFunctionIsAnInvalidHandle) {
+  fake_.register_typed_kernel<int>("gone", [](KernelContext&) {});
+  const CUfunction gone = load("gone");
+  ASSERT_EQ(fake_.cuModuleUnload(modules_.back()), CUDA_SUCCESS);
+  modules_.pop_back();
+  std::size_t offset = 0;
+  EXPECT_EQ(fake_.cuFuncGetParamInfo(gone, 0, &offset, nullptr), CUDA_ERROR_INVALID_HANDLE);
+}
+
 }  // namespace
 }  // namespace graphcap::fake::unit

@@ -45,6 +45,24 @@ void copy(KernelContext& k) {
   for (std::size_t i = 0; i < dst.size() && i < src.size(); ++i) dst[i] = src[i];
 }
 
+void mixed(KernelContext& k) {
+  const auto c = k.value<char>(0);
+  const auto d = k.value<double>(1);
+  const auto s = k.value<short>(2);
+  const auto n = k.value<unsigned long long>(4);
+  const std::uint32_t value = static_cast<std::uint32_t>(c) + static_cast<std::uint32_t>(d) +
+                              static_cast<std::uint32_t>(s);
+  for (std::uint32_t& element : k.buffer<std::uint32_t>(3, n)) element = value;
+}
+
+void affine(KernelContext& k) {
+  const auto p = k.value<Affine>(0);
+  auto out = k.buffer<std::uint32_t>(1, p.n);
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    out[i] = p.scale * static_cast<std::uint32_t>(i) + static_cast<std::uint32_t>(p.offset);
+  }
+}
+
 }  // namespace
 
 void register_test_kernels(fake::FakeDriver& driver) {
@@ -55,6 +73,9 @@ void register_test_kernels(fake::FakeDriver& driver) {
   driver.register_typed_kernel<CUdeviceptr, CUdeviceptr, CUdeviceptr, uint32_t, uint32_t>("axpy",
                                                                                         axpy);
   driver.register_typed_kernel<CUdeviceptr, CUdeviceptr, uint32_t>("copy", copy);
+  driver.register_typed_kernel<char, double, short, CUdeviceptr, unsigned long long>("mixed",
+                                                                                   mixed);
+  driver.register_typed_kernel<Affine, CUdeviceptr>("affine", affine);
 }
 
 }  // namespace graphcap::testing

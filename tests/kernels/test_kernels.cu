@@ -4,6 +4,8 @@
 // loop, so any launch shape covers all n elements.
 #include <cstdint>
 
+#include "test_kernels.h"
+
 namespace {
 
 // The first element this thread handles, and the distance to its next one. 64-bit, so the loop
@@ -34,4 +36,17 @@ extern "C" __global__ void axpy(const std::uint32_t* x, const std::uint32_t* y, 
 
 extern "C" __global__ void copy(const std::uint32_t* src, std::uint32_t* dst, std::uint32_t n) {
   for (std::uint64_t i = first_index(); i < n; i += grid_stride()) dst[i] = src[i];
+}
+
+extern "C" __global__ void mixed(char c, double d, short s, std::uint32_t* out,
+                                 unsigned long long n) {
+  const std::uint32_t value = static_cast<std::uint32_t>(c) + static_cast<std::uint32_t>(d) +
+                              static_cast<std::uint32_t>(s);
+  for (std::uint64_t i = first_index(); i < n; i += grid_stride()) out[i] = value;
+}
+
+extern "C" __global__ void affine(Affine p, std::uint32_t* out) {
+  for (std::uint64_t i = first_index(); i < p.n; i += grid_stride()) {
+    out[i] = p.scale * static_cast<std::uint32_t>(i) + static_cast<std::uint32_t>(p.offset);
+  }
 }

@@ -84,6 +84,8 @@ std::optional<CUresult> injected_code(std::string_view entry) {
       {"cuModuleLoadData", CUDA_ERROR_INVALID_IMAGE},
       {"cuModuleUnload", CUDA_ERROR_INVALID_HANDLE},
       {"cuModuleGetFunction", CUDA_ERROR_NOT_FOUND},
+      // Not CUDA_ERROR_INVALID_VALUE: that is the answer at the parameter count.
+      {"cuFuncGetParamInfo", CUDA_ERROR_NOT_SUPPORTED},
       {"cuLaunchKernel", CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES},
       {"cuGraphGetNodes", CUDA_ERROR_INVALID_VALUE},
       {"cuGraphNodeGetType", CUDA_ERROR_INVALID_VALUE},

@@ -8,7 +8,9 @@
 //     tables overflow or point past the image, a 32-bit ELF, fatbin headers with impossible sizes,
 //     a fake image naming a kernel the driver lacks; kernel names with a NUL or of 10000 bytes.
 //   - Launches: shared memory past the limit, a block whose dimensions fit but whose product does
-//     not, grids at and past the limits, 65 arguments.
+//     not, grids at and past the limits, 65 arguments. Against the kernel's signature (issue 16):
+//     a kernel of 64 parameters given 64 and 63, a 64-byte value or an empty buffer where a
+//     4-byte scalar is expected, a kernel whose layout the driver can't report.
 //   - Sizes whose arithmetic overflows: allocations near SIZE_MAX (also in an armed pool and inside
 //     a recording), read and write ranges whose offset + count wraps around.
 //   - Device::open with a negative or missing ordinal, or an unknown capture mode.
@@ -17,6 +19,7 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -289,6 +292,59 @@ TEST_F(HostileInputTest, LaunchShapesAtAndPastTheLimits) {
   // 65 arguments: more than a launch packs.
   EXPECT_THAT(launch_with_args(*device_, stream(), empty_, std::make_index_sequence<65>{}),
               StatusIs(Errc::invalid_argument, CUDA_SUCCESS, HasSubstr("65 arguments")));
+}
+
+TEST_F(HostileInputTest, LaunchArgumentsAgainstTheSignatureAtItsEdges) {
+  std::vector<std::string> warnings;
+  LogSink previous = set_log_sink([&](LogLevel level, std::string_view message) {
+    if (level <= LogLevel::warn) warnings.emplace_back(message);
+  });
+  // A kernel of 64 parameters, as many as a launch packs: 64 arguments fit, 63 leave the last
+  // one missing, named.
+  fake()->register_kernel("wide", std::vector<std::size_t>(64, 4), [](fake::KernelContext&) {});
+  fake()->register_kernel("undeclared", [](fake::KernelContext&) {});
+  Result<Module> module = device_->load_module(fake()->module_image({"wide", "undeclared"}));
+  ASSERT_THAT(module, IsOk());
+  Result<Kernel> wide = module->kernel("wide");
+  ASSERT_THAT(wide, IsOk());
+  EXPECT_EQ(wide->param_count(), 64u);
+  EXPECT_THAT(launch_with_args(*device_, stream(), *wide, std::make_index_sequence<64>{}), IsOk());
+  EXPECT_THAT(launch_with_args(*device_, stream(), *wide, std::make_index_sequence<63>{}),
+              StatusIs(Errc::invalid_argument, CUDA_SUCCESS,
+                       AllOf(HasSubstr("wide"), HasSubstr("parameter 63"))));
+  EXPECT_THAT(launch_with_args(*device_, stream(), *wide, std::make_index_sequence<65>{}),
+              StatusIs(Errc::invalid_argument, CUDA_SUCCESS, HasSubstr("65 arguments")));
+
+  // The largest value an Arg holds, and an empty buffer, where fill takes a 4-byte scalar: the
+  // signature refuses them before anything looks at the buffer.
+  struct Largest {
+    unsigned char bytes[Arg::kMaxValueBytes];
+  };
+  Buffer x = upload_u32({1});
+  EXPECT_THAT(device_->launch(stream(), fill_, dims_for(1),
+                              {Arg::out(x), Arg::value(Largest{}), Arg::value(1u)}),
+              StatusIs(Errc::invalid_argument, CUDA_SUCCESS,
+                       AllOf(HasSubstr("parameter 1"), HasSubstr("given 64"))));
+  EXPECT_THAT(device_->launch(stream(), fill_, dims_for(1),
+                              {Arg::out(x), Arg::in(Buffer{}), Arg::value(1u)}),
+              StatusIs(Errc::invalid_argument, CUDA_SUCCESS,
+                       AllOf(HasSubstr("parameter 1"), HasSubstr("a buffer"))));
+  EXPECT_FALSE(x.failure().has_value());
+  EXPECT_EQ(read_u32(x), (std::vector<std::uint32_t>{1})) << "nothing ran";
+
+  // A kernel whose layout the driver can't report (the fake's kernel registered without one
+  // answers CUDA_ERROR_NOT_SUPPORTED): found, said once, launched unchecked, and the fake
+  // refuses the launch itself.
+  Result<Kernel> undeclared = module->kernel("undeclared");
+  ASSERT_THAT(undeclared, IsOk());
+  EXPECT_FALSE(undeclared->has_param_layout());
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_THAT(warnings[0], AllOf(HasSubstr("undeclared"), HasSubstr("CUDA_ERROR_NOT_SUPPORTED")));
+  EXPECT_THAT(device_->launch(stream(), *undeclared, dims_for(1), {Arg::value(1u)}),
+              StatusIs(Errc::driver, CUDA_ERROR_INVALID_VALUE, HasSubstr("cuLaunchKernel")));
+  EXPECT_EQ(fake()->violations().size(), 1u);
+  fake()->clear_violations();
+  set_log_sink(previous);
 }
 
 // ---- sizes whose arithmetic overflows ----------------------------------------------------------------

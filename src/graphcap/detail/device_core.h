@@ -43,6 +43,11 @@ class DeviceCore : public std::enable_shared_from_this<DeviceCore> {
   bool is_open() const noexcept { return open_.load(std::memory_order_acquire); }
   std::uint64_t id() const noexcept { return id_; }
   bool unsafe_calls_forbidden() const noexcept { return tracker_->unsafe_calls_forbidden(); }
+  // True the first time only: the first kernel of this device whose parameter layout the driver
+  // couldn't report (its launches go unchecked), so the warning about it is logged once.
+  bool first_unchecked_kernel() noexcept {
+    return !unchecked_kernel_seen_.exchange(true, std::memory_order_relaxed);
+  }
 
   // Make this device's context current on the calling thread (cached per thread: see
   // t_bound_device; code that changes the current context behind graphcap's back defeats it).
@@ -79,6 +84,7 @@ class DeviceCore : public std::enable_shared_from_this<DeviceCore> {
   std::shared_ptr<capture::CaptureTracker> tracker_;
   const std::uint64_t id_;
   std::atomic<bool> open_{true};
+  std::atomic<bool> unchecked_kernel_seen_{false};
   bool context_retained_ = false;
 
   std::mutex mutex_;

@@ -129,6 +129,24 @@ CUresult FakeState::cuFuncSetAttribute(CUfunction function, CUfunction_attribute
   }
 }
 
+// As measured (docs/cuda-driver-facts.md, "A kernel's parameter layout"): each declared
+// parameter's offset and size, CUDA_ERROR_INVALID_VALUE at the count and above. paramSize may be
+// NULL (cuda.h). A kernel registered without a layout has none to report: CUDA_ERROR_NOT_SUPPORTED
+// (fake-only: a real cubin always declares its layout).
+CUresult FakeState::cuFuncGetParamInfo(CUfunction function, std::size_t index, std::size_t* offset,
+                                       std::size_t* size) {
+  Context* context = nullptr;
+  if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
+  auto it = functions_.find(function);
+  if (it == functions_.end()) return CUDA_ERROR_INVALID_HANDLE;
+  const internal::KernelDef& kernel = *it->second.kernel;
+  if (!kernel.declared) return CUDA_ERROR_NOT_SUPPORTED;
+  if (offset == nullptr || index >= kernel.params.size()) return CUDA_ERROR_INVALID_VALUE;
+  *offset = kernel.params[index].offset;
+  if (size != nullptr) *size = kernel.params[index].size;
+  return CUDA_SUCCESS;
+}
+
 CUresult FakeState::cuLaunchKernel(CUfunction function, unsigned grid_x, unsigned grid_y,
                                    unsigned grid_z, unsigned block_x, unsigned block_y,
                                    unsigned block_z, unsigned shared_bytes, CUstream handle,
