@@ -61,6 +61,18 @@ class Device {
 
   Result<void> launch(Stream& s, const Kernel& kernel, LaunchDims dims,
                       std::initializer_list<Arg> args);
+
+  // Work graphcap does not issue itself (cuBLAS, NCCL, a raw cuLaunchKernel on s.handle()):
+  // declare the buffers it reads and writes *before* issuing it on s.handle(), and keep them
+  // until it is issued. They are checked like a launch's (stream, and an input carrying a
+  // failure: then don't issue the work; its outputs carry the failure too), pinned by an open
+  // recording (a buffer dropped after it is not reused while the graph may write it), claimed if
+  // the recording is refused, and an Arg::out is produced by it (its failure cleared when eager).
+  // Only buffers: an Arg::value is Errc::invalid_argument.
+  Result<void> record_external(Stream& s, std::initializer_list<Arg> args);
+  // The external work failed, or could not be issued: what it writes carries `failure` (and an
+  // open recording is doomed by it, as by a failed launch). Returns `failure`, with context.
+  Result<void> record_external(Stream& s, std::initializer_list<Arg> args, const Error& failure);
   // Waits for the stream; surfaces queued errors (e.g. of a replay), once. When the wait itself
   // fails too, the queued error is returned and the wait's failure is named in its message.
   Result<void> sync(Stream& s);

@@ -26,7 +26,8 @@ Result<void> CudaGraphDriver::count_nodes(CUgraph graph, const GraphReport& reco
   if (CUresult result = driver_->cuGraphGetNodes(graph, nullptr, &count); result != CUDA_SUCCESS) {
     return Error::from_driver("cuGraphGetNodes", result).context("end_capture: counting nodes");
   }
-  if (count == recorded.node_count) {
+  report.external_work = recorded.external_work;
+  if (!recorded.external_work && count == recorded.node_count) {
     // Every node is one the window recorded: skip a driver query per node (capture cost).
     report.nodes_by_type = recorded.nodes_by_type;
     report.node_count = recorded.node_count;

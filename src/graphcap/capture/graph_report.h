@@ -19,6 +19,8 @@ struct GraphReport {
   std::chrono::nanoseconds instantiate_time{};  // node checks + cuGraphInstantiateWithFlags
   std::chrono::nanoseconds upload_time{};       // cuGraphUpload
   bool uploaded = false;                        // false when the pre-upload failed (warned)
+  bool external_work = false;  // the recording holds work declared by record_external, whose
+                               // nodes were counted from the graph itself
 
   std::size_t nodes(CUgraphNodeType type) const noexcept {
     return static_cast<std::size_t>(type) < nodes_by_type.size() ? nodes_by_type[type] : 0;

@@ -36,6 +36,8 @@ struct Operation {
   std::span<const BufferUse> uses;
   std::shared_ptr<memory::Allocation> staging;
   std::shared_ptr<const void> keep_alive;
+  // Work graphcap did not issue (Device::record_external): it adds nodes graphcap can't count.
+  bool external = false;
 };
 
 // The buffers a recording uses, by role. Held weakly: a graph must not keep a buffer's failure

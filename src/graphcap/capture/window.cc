@@ -239,6 +239,10 @@ void Window::record(const Operation& op, const Error* failure) {
     doom(*failure);
     return;
   }
+  if (op.external) {
+    recorded_.external_work = true;  // the instantiate check reads the graph's nodes instead
+    return;
+  }
   ++recorded_.nodes_by_type[op.node];
   ++recorded_.node_count;
 }

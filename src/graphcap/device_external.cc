@@ -1,0 +1,95 @@
+// Device::record_external: the buffers of work graphcap does not issue itself (cuBLAS, NCCL, raw
+// launches on Stream::handle()), given the same bookkeeping as a launch: checked, pinned while
+// recorded, claimed on refusal, marked on failure.
+#include <array>
+#include <string>
+
+#include <graphcap/detail/device_core.h>
+#include <graphcap/detail/stream_core.h>
+#include <graphcap/device.h>
+#include <graphcap/handle_access.h>
+#include <graphcap/try.h>
+
+namespace graphcap {
+namespace {
+
+constexpr std::size_t kMaxExternalArgs = 64;
+
+capture::Access access_of(Arg::Access access) noexcept {
+  switch (access) {
+    case Arg::Access::out: return capture::Access::write_whole;
+    case Arg::Access::inout: return capture::Access::read_write;
+    case Arg::Access::in:
+    case Arg::Access::value: break;
+  }
+  return capture::Access::read;
+}
+
+// The declared buffers as the operation's uses; an error for anything that is not a buffer of s.
+template <class CheckBuffer>
+Result<std::size_t> external_uses(std::initializer_list<Arg> args, CheckBuffer&& check,
+                                  std::array<capture::BufferUse, kMaxExternalArgs>& uses) {
+  if (args.size() > kMaxExternalArgs) {
+    return Error(Errc::invalid_argument, "record_external: " + std::to_string(args.size()) +
+                                             " buffers (at most " +
+                                             std::to_string(kMaxExternalArgs) + ")");
+  }
+  std::size_t count = 0;
+  for (const Arg& arg : args) {
+    const Buffer* buffer = arg.buffer();
+    if (buffer == nullptr) {
+      return Error(Errc::invalid_argument,
+                   "record_external: argument " + std::to_string(count) +
+                       " is a value; external work is declared by the buffers it reads and "
+                       "writes (Arg::in, Arg::out, Arg::inout)");
+    }
+    if (Result<void> ok = check(*buffer); !ok) {
+      return ok.error().context("record_external: argument " + std::to_string(count));
+    }
+    uses[count] = {&HandleAccess::state(*buffer), access_of(arg.access())};
+    ++count;
+  }
+  return count;
+}
+
+}  // namespace
+
+Result<void> Device::record_external(Stream& s, std::initializer_list<Arg> args) {
+  GRAPHCAP_TRY(check_stream(s, "record_external"));
+  std::array<capture::BufferUse, kMaxExternalArgs> uses;
+  Result<std::size_t> count =
+      external_uses(args, [&](const Buffer& b) { return check_buffer(b, s, "it"); }, uses);
+  if (!count) return count.error();
+  detail::StreamCore& stream = HandleAccess::core(s);
+  std::lock_guard lock(stream.mutex());
+  capture::Operation op{CU_GRAPH_NODE_TYPE_EMPTY, {uses.data(), *count}, nullptr, nullptr};
+  op.external = true;
+  return stream.run(
+      op, []() -> Result<void> { return {}; },  // the caller issues the work, right after
+      [] { return std::string("record_external"); },
+      [](std::size_t i) { return "buffer " + std::to_string(i); });
+}
+
+Result<void> Device::record_external(Stream& s, std::initializer_list<Arg> args,
+                                     const Error& failure) {
+  GRAPHCAP_TRY(check_stream(s, "record_external"));
+  std::array<capture::BufferUse, kMaxExternalArgs> uses;
+  Result<std::size_t> count =
+      external_uses(args, [&](const Buffer& b) { return check_buffer(b, s, "it"); }, uses);
+  if (!count) return count.error();
+  // Only what it writes matters now: its inputs are not checked (the work did not happen).
+  std::size_t writes = 0;
+  for (std::size_t i = 0; i < *count; ++i) {
+    if (capture::writes(uses[i].access)) uses[writes++] = {uses[i].buffer, capture::Access::write_part};
+  }
+  detail::StreamCore& stream = HandleAccess::core(s);
+  std::lock_guard lock(stream.mutex());
+  capture::Operation op{CU_GRAPH_NODE_TYPE_EMPTY, {uses.data(), writes}, nullptr, nullptr};
+  op.external = true;
+  return stream.run(
+      op, [&]() -> Result<void> { return failure; },
+      [] { return std::string("external work"); },
+      [](std::size_t i) { return "buffer " + std::to_string(i); });
+}
+
+}  // namespace graphcap
