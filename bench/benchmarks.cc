@@ -41,6 +41,8 @@
 // raw_args_us, args_vs_raw, us_per_node, launch_allocs.
 #include "benchmarks.h"
 
+#include <graphcap/graph_cache.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -96,12 +98,53 @@ int single_call(int) { return 1; }
 std::int64_t replay_calls(int nodes) { return nodes <= 10 ? 8192 : nodes <= 100 ? 2048 : 512; }
 std::int64_t single_calls(int nodes) { return nodes <= 100 ? 2048 : 512; }
 
+// graphcap's side is `replay` (Graph::replay, or a GraphCache hit), timed against raw
+// cuGraphLaunch of the same n-node graph.
+template <class Replay>
+void replay_vs_raw_with(benchmark::State& state, BenchEnv& env, bool graphcap_is_primary,
+                        int batch, CUgraphExec exec, Replay&& replay);
+
 void replay_vs_raw(benchmark::State& state, BenchEnv& env, bool graphcap_is_primary, int batch) {
   const int n = static_cast<int>(state.range(0));
   Result<CapturedGraph*> captured = env.graph(n);
   if (!captured) return skip(state, captured.error());
   Graph& graph = (*captured)->graph;
-  const CUgraphExec exec = (*captured)->exec;
+  replay_vs_raw_with(state, env, graphcap_is_primary, batch, (*captured)->exec,
+                     [&graph] { return graph.replay(); });
+}
+
+// ---- CacheHit / RawGraphLaunch: a GraphCache hit (lookup + LRU touch + replay) ---------------
+
+void cache_hit_vs_raw(benchmark::State& state, BenchEnv& env, bool graphcap_is_primary,
+                      int batch) {
+  const int n = static_cast<int>(state.range(0));
+  Result<CapturedGraph*> captured = env.graph(n);
+  if (!captured) return skip(state, captured.error());
+  GraphCache<int> cache(env.device(), env.stream());
+  auto step = [&]() -> Result<void> {
+    for (int i = 0; i < n; ++i) {
+      if (Result<void> launched = env.launch_empty(); !launched) return launched;
+    }
+    return {};
+  };
+  for (int key = 0; key < 8; ++key) {  // a cache of 8 buckets, as a server would hold
+    if (Result<void> recorded = cache.run(key, step); !recorded) {
+      return skip(state, recorded.error());
+    }
+  }
+  if (cache.stats().captures != 8) return skip(state, "the cache did not record its 8 keys");
+  int key = 0;
+  replay_vs_raw_with(state, env, graphcap_is_primary, batch, (*captured)->exec, [&] {
+    key = (key + 3) & 7;  // a different bucket each call: the lookup is not always the same
+    return cache.run(key, step);
+  });
+  state.counters["cache_hits"] = static_cast<double>(cache.stats().hits);
+}
+
+template <class Replay>
+void replay_vs_raw_with(benchmark::State& state, BenchEnv& env, bool graphcap_is_primary,
+                        int batch, CUgraphExec exec, Replay&& replay) {
+  const int n = static_cast<int>(state.range(0));
   DriverApi& driver = env.driver();
   const CUstream stream = env.stream().handle();
 
@@ -115,7 +158,7 @@ void replay_vs_raw(benchmark::State& state, BenchEnv& env, bool graphcap_is_prim
     const std::size_t calls_before = env.observer().calls();
     const std::uint64_t allocs_before = allocations_on_this_thread();
     for (int i = 0; i < kProbe; ++i) {
-      if (Result<void> replayed = graph.replay(); !replayed) return skip(state, replayed.error());
+      if (Result<void> replayed = replay(); !replayed) return skip(state, replayed.error());
     }
     replay_allocs = allocations_on_this_thread() - allocs_before;
     replay_driver_calls = env.observer().calls() - calls_before;
@@ -145,7 +188,7 @@ void replay_vs_raw(benchmark::State& state, BenchEnv& env, bool graphcap_is_prim
       if ((side == 0) == graphcap_first) {
         const Clock::time_point start = Clock::now();
         for (int i = 0; i < batch; ++i) {
-          if (!graph.replay()) failed = true;
+          if (!replay()) failed = true;
         }
         graphcap_batch = ns_between(start, Clock::now());
       } else {
@@ -539,6 +582,8 @@ void register_benchmarks(BenchEnv& env, const BenchPlan& plan) {
                 replay_batch, replay_calls);
   register_pair(env, plan, "ReplayHostSingle", "RawGraphLaunchSingle", replay_vs_raw,
                 benchmark::kNanosecond, single_call, single_calls);
+  register_pair(env, plan, "CacheHit", "RawGraphLaunchForCache", cache_hit_vs_raw,
+                benchmark::kNanosecond, replay_batch, replay_calls);
   register_pair(env, plan, "EagerPass", "ReplayPass", eager_vs_replay, benchmark::kMicrosecond,
                 nullptr, pass_iterations);
   register_pair(env, plan, "CaptureCost", "RawCapture", capture_vs_raw, benchmark::kMicrosecond,

@@ -98,8 +98,10 @@ void SummaryReporter::Finalize() {
   }
 
   const char* verdict_header = judge_targets_ ? "  target" : "";
+  // `cache_target`: the GraphCache goal (a hit within +50 ns of raw cuGraphLaunch) instead of
+  // the replay goal (within 1.05x or +100 ns).
   const auto replay_table = [&](const char* graphcap_family, const char* raw_family,
-                                const char* title) {
+                                const char* title, bool cache_target = false) {
     bool printed = false;
     for (const int n : kNodeCounts) {
       double ours = 0, raw = 0, ratio = 0, over = 0;
@@ -110,12 +112,13 @@ void SummaryReporter::Finalize() {
         continue;
       }
       if (!printed) {
-        out << "\n" << title << (judge_targets_ ? "; target <= 1.05x or <= +100 ns" : "") << "\n"
+        const char* target = cache_target ? "; target <= +50 ns" : "; target <= 1.05x or <= +100 ns";
+        out << "\n" << title << (judge_targets_ ? target : "") << "\n"
             << format("  %5s  %10s  %10s  %7s  %9s%s\n", "nodes", "graphcap", "raw", "ratio",
                       "over raw", verdict_header);
         printed = true;
       }
-      const bool met = ratio <= 1.05 || over <= 100.0;
+      const bool met = cache_target ? over <= 50.0 : (ratio <= 1.05 || over <= 100.0);
       out << format("  %5d  %7.0f ns  %7.0f ns  %6.3fx  %+6.0f ns%s\n", n, ours, raw, ratio,
                     over, judge_targets_ ? (met ? "  met" : "  MISSED") : "");
     }
@@ -124,6 +127,10 @@ void SummaryReporter::Finalize() {
                "Replay host cost per call, batches between syncs (Graph::replay vs cuGraphLaunch)");
   replay_table("ReplayHostSingle", "RawGraphLaunchSingle",
                "Replay host cost per call, one call between syncs (Graph::replay vs cuGraphLaunch)");
+  replay_table("CacheHit", "RawGraphLaunchForCache",
+               "GraphCache hit per call, 8 keys, batches between syncs (GraphCache::run vs "
+               "cuGraphLaunch)",
+               true);
 
   bool printed = false;
   for (const int n : kNodeCounts) {
