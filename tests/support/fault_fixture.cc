@@ -1,0 +1,23 @@
+#include "fault_fixture.h"
+
+namespace graphcap::testing {
+
+DriverApi& FaultFixture::device_driver(DriverApi& test_driver) {
+  faults_ = std::make_unique<fake::FaultInjectingDriver>(test_driver);
+  return *faults_;
+}
+
+void FaultFixture::TearDown() {
+  DeviceFixture::TearDown();  // closes the device
+  if (faults_ != nullptr && expect_clean_teardown_) {
+    const fake::LiveHandles live = faults_->live_handles();
+    EXPECT_EQ(live.total(), 0u) << "the device leaked driver handles: contexts " << live.contexts
+                                << ", streams " << live.streams << ", events " << live.events
+                                << ", modules " << live.modules << ", graphs " << live.graphs
+                                << ", execs " << live.execs << ", device allocations "
+                                << live.device_allocations << ", host allocations "
+                                << live.host_allocations;
+  }
+}
+
+}  // namespace graphcap::testing
