@@ -40,27 +40,13 @@ class CaptureFaultsTest : public FaultFixture {
   Buffer x_;
 };
 
-class CapturedLog {
- public:
-  CapturedLog() {
-    previous_ = set_log_sink([this](LogLevel level, std::string_view message) {
-      if (level <= LogLevel::warn) warnings.emplace_back(message);
-    });
-  }
-  ~CapturedLog() { set_log_sink(previous_); }
-  std::vector<std::string> warnings;
-
- private:
-  LogSink previous_;
-};
-
 TEST_F(CaptureFaultsTest, UploadFailureIsAWarningAndTheGraphStillReplays) {
-  CapturedLog log;
+  Warnings log;
   faults().fail_call("cuGraphUpload", CUDA_ERROR_OUT_OF_MEMORY);
   Result<Graph> graph = capture_add_one();
   ASSERT_THAT(graph, IsOk());
   EXPECT_FALSE(graph->report().uploaded);
-  EXPECT_THAT(log.warnings, Contains(AllOf(HasSubstr("cuGraphUpload"),
+  EXPECT_THAT(log.lines, Contains(AllOf(HasSubstr("cuGraphUpload"),
                                            HasSubstr("CUDA_ERROR_OUT_OF_MEMORY"),
                                            HasSubstr("on demand"))));
   ASSERT_THAT(graph->replay(), IsOk());

@@ -32,22 +32,6 @@ using ::testing::AllOf;
 using ::testing::Contains;
 using ::testing::HasSubstr;
 
-class Warnings {
- public:
-  Warnings() {
-    previous_ = set_log_sink([this](LogLevel level, std::string_view message) {
-      if (level <= LogLevel::warn) lines.emplace_back(message);
-    });
-  }
-  ~Warnings() { set_log_sink(previous_); }
-  Warnings(const Warnings&) = delete;
-  Warnings& operator=(const Warnings&) = delete;
-  std::vector<std::string> lines;
-
- private:
-  LogSink previous_;
-};
-
 class RegressionTest : public FaultFixture {};
 
 TEST_F(RegressionTest, EndCaptureFailingOnADoomedRecordingIsWarnedNotDropped) {

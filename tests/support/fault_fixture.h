@@ -8,12 +8,33 @@
 #pragma once
 
 #include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include <graphcap/fake/fault_injecting_driver.h>
 
 #include "device_fixture.h"
 
 namespace graphcap::testing {
+
+// Collects the warnings (and errors) graphcap logs while it lives: many injected failures are
+// reported only as a warning (destructor paths, the warning-only cuGraphUpload).
+class Warnings {
+ public:
+  Warnings() {
+    previous_ = set_log_sink([this](LogLevel level, std::string_view message) {
+      if (level <= LogLevel::warn) lines.emplace_back(message);
+    });
+  }
+  ~Warnings() { set_log_sink(previous_); }
+  Warnings(const Warnings&) = delete;
+  Warnings& operator=(const Warnings&) = delete;
+  std::vector<std::string> lines;
+
+ private:
+  LogSink previous_;
+};
 
 class FaultFixture : public DeviceFixture {
  protected:
