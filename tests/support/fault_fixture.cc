@@ -1,5 +1,16 @@
 #include "fault_fixture.h"
 
+namespace graphcap::fake {
+
+void PrintTo(const LiveHandles& live, std::ostream* os) {
+  *os << "{contexts " << live.contexts << ", streams " << live.streams << ", events "
+      << live.events << ", modules " << live.modules << ", graphs " << live.graphs << ", execs "
+      << live.execs << ", device allocations " << live.device_allocations
+      << ", host allocations " << live.host_allocations << "}";
+}
+
+}  // namespace graphcap::fake
+
 namespace graphcap::testing {
 
 DriverApi& FaultFixture::device_driver(DriverApi& test_driver) {
@@ -11,12 +22,7 @@ void FaultFixture::TearDown() {
   DeviceFixture::TearDown();  // closes the device
   if (faults_ != nullptr && expect_clean_teardown_) {
     const fake::LiveHandles live = faults_->live_handles();
-    EXPECT_EQ(live.total(), 0u) << "the device leaked driver handles: contexts " << live.contexts
-                                << ", streams " << live.streams << ", events " << live.events
-                                << ", modules " << live.modules << ", graphs " << live.graphs
-                                << ", execs " << live.execs << ", device allocations "
-                                << live.device_allocations << ", host allocations "
-                                << live.host_allocations;
+    EXPECT_EQ(live, fake::LiveHandles{}) << "the device leaked driver handles";
   }
 }
 

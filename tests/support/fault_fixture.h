@@ -8,6 +8,7 @@
 #pragma once
 
 #include <memory>
+#include <ostream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,6 +16,11 @@
 #include <graphcap/fake/fault_injecting_driver.h>
 
 #include "device_fixture.h"
+
+namespace graphcap::fake {
+// Failures print live handles by kind, not as bytes.
+void PrintTo(const LiveHandles& live, std::ostream* os);
+}  // namespace graphcap::fake
 
 namespace graphcap::testing {
 
