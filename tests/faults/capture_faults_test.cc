@@ -29,13 +29,7 @@ class CaptureFaultsTest : public FaultFixture {
     x_ = upload_u32(iota_u32(32));
   }
 
-  Result<Graph> capture_add_one() {
-    EXPECT_THAT(device_->prepare_capture(stream()), IsOk());
-    EXPECT_THAT(add_one(x_, x_, 32), IsOk());
-    if (Result<void> begun = device_->begin_capture(stream()); !begun) return begun.error();
-    EXPECT_THAT(add_one(x_, x_, 32), IsOk());
-    return device_->end_capture(stream());
-  }
+  Result<Graph> capture_add_one() { return record_add_one(x_, x_, 32); }
 
   Buffer x_;
 };
@@ -116,11 +110,7 @@ TEST_F(CaptureFaultsTest, FailingReplaySurfacesOnTheNextSyncOnce) {
 TEST_F(CaptureFaultsTest, ReplayClearsWhatItProducesAndSkipsOnFailedInputs) {
   // y = x + 1 (out): y is produced whole by every replay.
   Buffer y = upload_u32(std::vector<std::uint32_t>(32, 0));
-  ASSERT_THAT(device_->prepare_capture(stream()), IsOk());
-  ASSERT_THAT(add_one(x_, y, 32), IsOk());
-  ASSERT_THAT(device_->begin_capture(stream()), IsOk());
-  ASSERT_THAT(add_one(x_, y, 32), IsOk());
-  Result<Graph> graph = device_->end_capture(stream());
+  Result<Graph> graph = record_add_one(x_, y, 32);
   ASSERT_THAT(graph, IsOk());
   // The input fails (an injected copy failure): the replay is skipped and y carries it.
   faults().fail_call("cuMemcpyHtoDAsync", CUDA_ERROR_ILLEGAL_ADDRESS);

@@ -127,11 +127,7 @@ TEST_F(RegressionTest, RecordedFullWriteKeepsTheFailureUntilSomethingRuns) {
 
 TEST_F(RegressionTest, ErrorQueuedWhenTheDeviceClosesIsWarned) {
   Buffer x = upload_u32(iota_u32(16));
-  ASSERT_THAT(device_->prepare_capture(stream()), IsOk());
-  ASSERT_THAT(add_one(x, x, 16), IsOk());
-  ASSERT_THAT(device_->begin_capture(stream()), IsOk());
-  ASSERT_THAT(add_one(x, x, 16), IsOk());
-  Result<Graph> graph = device_->end_capture(stream());
+  Result<Graph> graph = record_add_one(x, x, 16);
   ASSERT_THAT(graph, IsOk());
   Warnings warnings;
   faults().fail_call("cuStreamSynchronize", CUDA_ERROR_ILLEGAL_ADDRESS);
@@ -143,11 +139,7 @@ TEST_F(RegressionTest, ErrorQueuedWhenTheDeviceClosesIsWarned) {
 
 TEST_F(RegressionTest, SyncReportsAQueuedErrorAndItsOwnWaitFailingBoth) {
   Buffer x = upload_u32(iota_u32(16));
-  ASSERT_THAT(device_->prepare_capture(stream()), IsOk());
-  ASSERT_THAT(add_one(x, x, 16), IsOk());
-  ASSERT_THAT(device_->begin_capture(stream()), IsOk());
-  ASSERT_THAT(add_one(x, x, 16), IsOk());
-  Result<Graph> graph = device_->end_capture(stream());
+  Result<Graph> graph = record_add_one(x, x, 16);
   ASSERT_THAT(graph, IsOk());
   faults().fail_call("cuGraphLaunch", CUDA_ERROR_INVALID_VALUE);
   ASSERT_THAT(graph->replay(), StatusIs(Errc::driver, CUDA_ERROR_INVALID_VALUE));  // queued
@@ -163,11 +155,7 @@ TEST_F(RegressionTest, SyncReportsAQueuedErrorAndItsOwnWaitFailingBoth) {
 TEST_F(RegressionTest, AReplaySkippedForAFailedInputIsQueuedOnItsStream) {
   Buffer x = upload_u32(iota_u32(16));
   Buffer y = upload_u32(iota_u32(16));
-  ASSERT_THAT(device_->prepare_capture(stream()), IsOk());
-  ASSERT_THAT(add_one(x, y, 16), IsOk());
-  ASSERT_THAT(device_->begin_capture(stream()), IsOk());
-  ASSERT_THAT(add_one(x, y, 16), IsOk());
-  Result<Graph> graph = device_->end_capture(stream());
+  Result<Graph> graph = record_add_one(x, y, 16);
   ASSERT_THAT(graph, IsOk());
   faults().fail_call("cuMemcpyHtoDAsync", CUDA_ERROR_ILLEGAL_ADDRESS);
   ASSERT_THAT(device_->write(x, to_bytes(iota_u32(16)), stream()), StatusIs(Errc::driver));

@@ -7,6 +7,7 @@
 // handles cannot be counted), unless the test cleared expect_clean_teardown_.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -48,6 +49,10 @@ class FaultFixture : public DeviceFixture {
   DriverApi& device_driver(DriverApi& test_driver) override;
 
   fake::FaultInjectingDriver& faults() { return *faults_; }
+
+  // dst = src + 1, warmed up (run once eagerly after prepare_capture), recorded and closed into a
+  // graph: the end_capture's result, or the error of the first step that failed.
+  Result<Graph> record_add_one(const Buffer& src, const Buffer& dst, std::uint32_t n);
 
   std::unique_ptr<fake::FaultInjectingDriver> faults_;
 };
