@@ -3,6 +3,7 @@
 #include <functional>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -50,6 +51,29 @@ TEST_F(FakeFaults, FailAlwaysLastsUntilClearFaults) {
   fake_.clear_faults();
   EXPECT_EQ(fake_.cuEventCreate(&event, 0), CUDA_SUCCESS);
   EXPECT_EQ(fake_.cuEventDestroy(event), CUDA_SUCCESS);
+}
+
+TEST_F(FakeFaults, FailWhenFailsTheCallsItsPredicatePicks) {
+  CUstream other = nullptr;
+  ASSERT_EQ(fake_.cuStreamCreate(&other, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  std::vector<std::size_t> seen;  // CallInfo::nth of each cuStreamSynchronize the predicate saw
+  const CUstream target = other;
+  fake_.fail_when("cuStreamSynchronize", CUDA_ERROR_ILLEGAL_ADDRESS,
+                  [&seen, target](const CallInfo& call) {
+                    seen.push_back(call.nth);
+                    return call.stream == target;
+                  });
+  EXPECT_EQ(fake_.cuStreamSynchronize(stream_), CUDA_SUCCESS);
+  EXPECT_EQ(fake_.cuStreamSynchronize(other), CUDA_ERROR_ILLEGAL_ADDRESS);
+  EXPECT_EQ(fake_.cuStreamQuery(other), CUDA_SUCCESS) << "only the entry point named";
+  EXPECT_THAT(seen, ElementsAre(1u, 2u));
+  fake_.fail_when("", CUDA_ERROR_NOT_READY,
+                  [target](const CallInfo& call) { return call.stream == target; });
+  EXPECT_EQ(fake_.cuStreamQuery(other), CUDA_ERROR_NOT_READY) << "\"\" is every entry point";
+  EXPECT_EQ(fake_.cuStreamQuery(stream_), CUDA_SUCCESS);
+  fake_.clear_faults();
+  EXPECT_EQ(fake_.cuStreamSynchronize(other), CUDA_SUCCESS);
+  EXPECT_EQ(fake_.cuStreamDestroy(other), CUDA_SUCCESS);
 }
 
 TEST_F(FakeFaults, AnInjectedEndCaptureStillEndsTheCapture) {

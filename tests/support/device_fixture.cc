@@ -37,7 +37,7 @@ std::vector<std::uint32_t> iota_u32(std::size_t n, std::uint32_t offset) {
 void DeviceFixture::SetUp() {
   driver_ = make_test_driver();
   ASSERT_NE(driver_, nullptr);
-  Result<std::unique_ptr<Device>> device = Device::open(driver_->api(), device_options());
+  Result<std::unique_ptr<Device>> device = Device::open(device_driver(driver_->api()), device_options());
   ASSERT_THAT(device, IsOk());
   device_ = std::move(*device);
   Result<Module> module = device_->load_module(driver_->kernel_image());

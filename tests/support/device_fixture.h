@@ -30,6 +30,9 @@ class DeviceFixture : public ::testing::Test {
 
   // Opens the device; subclasses may override the options before SetUp runs.
   virtual DeviceOptions device_options() const { return {}; }
+  // The driver the device is opened on: the test driver's, or a decorator a subclass puts
+  // around it (FaultFixture's FaultInjectingDriver). Called once, in SetUp.
+  virtual DriverApi& device_driver(DriverApi& test_driver) { return test_driver; }
 
   Stream& stream() { return device_->stream(); }
   fake::FakeDriver* fake() { return driver_->fake(); }

@@ -21,7 +21,9 @@ class TestDriver {
   virtual ~TestDriver() = default;
   virtual DriverApi& api() = 0;
   // The fake, when this is the fake driver; nullptr on the real one. Tests that need fault
-  // injection or the fake's observations belong in graphcap_unit_tests instead.
+  // injection take it from a FaultInjectingDriver around api() (tests/support/fault_fixture.h) and
+  // run on every driver; tests that need the fake's own machinery (trapping kernels, MockDriver)
+  // belong in graphcap_unit_tests.
   virtual fake::FakeDriver* fake() = 0;
   // A module image holding every test kernel (tests/kernels): a fatbin for the real driver,
   // FakeDriver::module_image for the fake.

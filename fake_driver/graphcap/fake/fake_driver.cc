@@ -42,6 +42,9 @@ void FakeDriver::fail_call(std::string_view entry_point, CUresult code, int nth)
 void FakeDriver::fail_always(std::string_view entry_point, CUresult code) {
   state_->fail_always(entry_point, code);
 }
+void FakeDriver::fail_when(std::string_view entry_point, CUresult code, FaultPredicate predicate) {
+  state_->fail_when(entry_point, code, std::move(predicate));
+}
 void FakeDriver::clear_faults() { state_->clear_faults(); }
 
 std::vector<CallRecord> FakeDriver::calls() const { return state_->calls(); }
@@ -74,7 +77,8 @@ bool FakeDriver::write_device(CUdeviceptr address, std::span<const std::byte> by
 #define GRAPHCAP_DRIVER_ENTRY(name, version, versioned, params)                      \
   CUresult FakeDriver::name(GRAPHCAP_PARAMS(params)) {                                \
     return state_->call(                                                             \
-        #name, [&] { return state_->name(GRAPHCAP_ARGS(params)); },                   \
+        #name, internal::stream_argument(GRAPHCAP_ARGS(params)),                     \
+        [&] { return state_->name(GRAPHCAP_ARGS(params)); },                          \
         [&] { state_->injected(entry::name{} GRAPHCAP_TRAILING_ARGS(params)); });     \
   }
 #include <graphcap/driver/entry_points.def>

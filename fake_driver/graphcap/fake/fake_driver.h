@@ -22,6 +22,7 @@
 #include <graphcap/driver/cuda_types.h>
 #include <graphcap/driver/driver_api.h>
 #include <graphcap/driver/launch_dims.h>
+#include <graphcap/fake/faults.h>
 
 namespace graphcap::fake {
 
@@ -105,30 +106,6 @@ struct FakeDriverOptions {
   bool record_calls = true;  // keep the ordered call log (counts are always kept)
 };
 
-// Live handles by kind: what has been created and not yet destroyed.
-struct LiveHandles {
-  std::size_t contexts = 0;  // primary contexts retained (each retain counts)
-  std::size_t streams = 0;
-  std::size_t events = 0;
-  std::size_t modules = 0;
-  std::size_t graphs = 0;
-  std::size_t execs = 0;
-  std::size_t device_allocations = 0;  // cuMemAlloc + cuMemAllocAsync not yet freed
-  std::size_t host_allocations = 0;    // cuMemAllocHost not yet freed
-  std::size_t total() const noexcept {
-    return contexts + streams + events + modules + graphs + execs + device_allocations +
-           host_allocations;
-  }
-  friend bool operator==(const LiveHandles&, const LiveHandles&) = default;
-};
-
-struct CallRecord {
-  std::string entry_point;  // "cuGraphLaunch"
-  CUresult result;
-  bool injected;            // the result came from fail_call / fail_always
-  std::thread::id thread;
-};
-
 class FakeDriver : public DriverApi {
  public:
   explicit FakeDriver(FakeDriverOptions options = {});
@@ -178,6 +155,10 @@ class FakeDriver : public DriverApi {
   void fail_call(std::string_view entry_point, CUresult code, int nth = 1);
   // Every call of `entry_point` from now on returns `code`, until clear_faults().
   void fail_always(std::string_view entry_point, CUresult code);
+  // Every call of `entry_point` ("" = of any entry point) for which `predicate` is true returns
+  // `code`, until clear_faults(). The predicate runs with the fake's lock held: it must not call
+  // the driver. (<graphcap/fake/faults.h>: the vocabulary FaultInjectingDriver shares.)
+  void fail_when(std::string_view entry_point, CUresult code, FaultPredicate predicate);
   void clear_faults();
 
   // ---- observation --------------------------------------------------------------------------

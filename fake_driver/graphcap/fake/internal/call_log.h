@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include <graphcap/fake/fake_driver.h>
+#include <graphcap/fake/faults.h>
 
 namespace graphcap::fake::internal {
 

@@ -30,20 +30,13 @@
 #include <graphcap/fake/fake_driver.h>
 #include <graphcap/fake/internal/call_log.h>
 #include <graphcap/fake/internal/device_memory.h>
+#include <graphcap/fake/internal/entry_tags.h>
 #include <graphcap/fake/internal/fault_plan.h>
 #include <graphcap/fake/internal/graph_model.h>
 #include <graphcap/fake/internal/pinned_memory.h>
 #include <graphcap/fake/internal/work.h>
 
 namespace graphcap::fake {
-
-// One empty type per entry point (entry::cuStreamEndCapture, ...), to pick an overload of
-// FakeState::injected by.
-namespace entry {
-#define GRAPHCAP_DRIVER_ENTRY(name, version, versioned, params) \
-  struct name {};
-#include <graphcap/driver/entry_points.def>
-}  // namespace entry
 
 class FakeState {
  public:
@@ -54,11 +47,13 @@ class FakeState {
 
   // One DriverApi call: lock, fault injection (an injected code skips `run` and applies only
   // `on_injected`, the real failure's side effects), the call itself, the log.
+  // `stream`: the call's CUstream argument (for fail_when's predicates), nullptr if none.
   template <class Run, class OnInjected>
-  CUresult call(std::string_view entry_point, Run&& run, OnInjected&& on_injected) {
+  CUresult call(std::string_view entry_point, CUstream stream, Run&& run,
+                OnInjected&& on_injected) {
     std::lock_guard<std::mutex> guard(mutex_);
     CUresult result = CUDA_SUCCESS;
-    const std::optional<CUresult> injected = faults_.next(entry_point);
+    const std::optional<CUresult> injected = faults_.next(entry_point, stream);
     if (injected) {
       on_injected();
       result = *injected;
@@ -76,6 +71,7 @@ class FakeState {
                        std::vector<std::size_t> alignments, KernelBody body);
   void fail_call(std::string_view entry_point, CUresult code, int nth);
   void fail_always(std::string_view entry_point, CUresult code);
+  void fail_when(std::string_view entry_point, CUresult code, FaultPredicate predicate);
   void clear_faults();
   std::vector<CallRecord> calls() const;
   std::size_t call_count(std::string_view entry_point) const;

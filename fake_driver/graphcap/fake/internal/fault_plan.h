@@ -1,14 +1,19 @@
-// Fault injection: which upcoming calls of which entry points fail, and with what code.
+// Fault injection: which upcoming calls of which entry points fail, and with what code. The one
+// implementation behind both FakeDriver's and FaultInjectingDriver's fail_call / fail_always /
+// fail_when (<graphcap/fake/faults.h> has the vocabulary). Not thread-safe: its owner locks.
 #pragma once
 
+#include <cstddef>
 #include <functional>
 #include <map>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include <graphcap/driver/cuda_types.h>
+#include <graphcap/fake/faults.h>
 
 namespace graphcap::fake::internal {
 
@@ -18,11 +23,14 @@ class FaultPlan {
   void fail_call(std::string_view entry_point, CUresult code, int nth);
   // Every call of `entry_point` returns `code` until clear().
   void fail_always(std::string_view entry_point, CUresult code);
+  // Every call of `entry_point` ("" = any) for which `predicate` holds returns `code` until clear().
+  void fail_when(std::string_view entry_point, CUresult code, FaultPredicate predicate);
   void clear();
 
-  // Called once for every call of `entry_point`: the code to inject, if any. A planned nth call
-  // takes precedence over fail_always.
-  std::optional<CUresult> next(std::string_view entry_point);
+  // Called once for every call of `entry_point` (on `stream`, nullptr if it takes none): the code
+  // to inject, if any. A planned nth call takes precedence over fail_when, and that over
+  // fail_always.
+  std::optional<CUresult> next(std::string_view entry_point, CUstream stream);
 
  private:
   struct Planned {
@@ -30,8 +38,34 @@ class FaultPlan {
     int calls_left;  // this many more calls, then this one fails
     CUresult code;
   };
+  struct When {
+    std::string entry_point;  // "" = any
+    CUresult code;
+    FaultPredicate predicate;
+  };
   std::vector<Planned> planned_;
+  std::vector<When> when_;
   std::map<std::string, CUresult, std::less<>> always_;
+  std::map<std::string, std::size_t, std::less<>> seen_;  // calls per entry point since clear()
 };
+
+// The first CUstream among a call's arguments (cuLaunchKernel's stream, cuEventRecord's second
+// argument, ...), or nullptr when the entry point takes none: what CallInfo::stream reports.
+template <class... Args>
+CUstream stream_argument(const Args&... args) {
+  CUstream stream = nullptr;
+  bool found = false;
+  auto take = [&](const auto& arg) {
+    if constexpr (std::is_same_v<std::decay_t<decltype(arg)>, CUstream>) {
+      if (!found) {
+        stream = arg;
+        found = true;
+      }
+    }
+  };
+  (take(args), ...);
+  (void)take;  // an entry point without parameters
+  return stream;
+}
 
 }  // namespace graphcap::fake::internal

@@ -18,6 +18,11 @@ void FakeState::fail_always(std::string_view entry_point, CUresult code) {
   faults_.fail_always(entry_point, code);
 }
 
+void FakeState::fail_when(std::string_view entry_point, CUresult code, FaultPredicate predicate) {
+  std::lock_guard<std::mutex> guard(mutex_);
+  faults_.fail_when(entry_point, code, std::move(predicate));
+}
+
 void FakeState::clear_faults() {
   std::lock_guard<std::mutex> guard(mutex_);
   faults_.clear();

@@ -1,4 +1,6 @@
-// Library bugs the reliability suites found, one test each (each fails without its fix):
+// Library bugs the reliability suites found, one test each (each fails without its fix). Every
+// driver: the faults come from a FaultInjectingDriver around the test driver (the fake, or libcuda
+// on the H200).
 //  - a failure of cuStreamEndCapture while closing a refused (doomed, aborted or force-closed)
 //    recording was dropped without a word;
 //  - a write whose staging allocation failed left its destination carrying no failure (and, in a
@@ -20,9 +22,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <graphcap/fake/fake_driver.h>
-
-#include "device_fixture.h"
+#include "fault_fixture.h"
 #include "matchers.h"
 
 namespace graphcap::testing {
@@ -32,29 +32,7 @@ using ::testing::AllOf;
 using ::testing::Contains;
 using ::testing::HasSubstr;
 
-class Warnings {
- public:
-  Warnings() {
-    previous_ = set_log_sink([this](LogLevel level, std::string_view message) {
-      if (level <= LogLevel::warn) lines.emplace_back(message);
-    });
-  }
-  ~Warnings() { set_log_sink(previous_); }
-  Warnings(const Warnings&) = delete;
-  Warnings& operator=(const Warnings&) = delete;
-  std::vector<std::string> lines;
-
- private:
-  LogSink previous_;
-};
-
-class RegressionTest : public DeviceFixture {
- protected:
-  void SetUp() override {
-    DeviceFixture::SetUp();
-    ASSERT_NE(fake(), nullptr);
-  }
-};
+class RegressionTest : public FaultFixture {};
 
 TEST_F(RegressionTest, EndCaptureFailingOnADoomedRecordingIsWarnedNotDropped) {
   Warnings warnings;
@@ -63,7 +41,7 @@ TEST_F(RegressionTest, EndCaptureFailingOnADoomedRecordingIsWarnedNotDropped) {
   ASSERT_THAT(device_->begin_capture(stream()), IsOk());
   ASSERT_THAT(add_one(x, x, 16), IsOk());
   ASSERT_THAT(device_->alloc(12345, stream()), StatusIs(Errc::out_of_memory));  // dooms it
-  fake()->fail_call("cuStreamEndCapture", CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+  faults().fail_call("cuStreamEndCapture", CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
   EXPECT_THAT(device_->end_capture(stream()),
               StatusIs(Errc::doomed, CUDA_SUCCESS, HasSubstr("allocation of 12345 bytes")));
   EXPECT_THAT(warnings.lines, Contains(AllOf(HasSubstr("cuStreamEndCapture"),
@@ -74,7 +52,7 @@ TEST_F(RegressionTest, EndCaptureFailingOnAnAbortIsWarnedNotDropped) {
   Warnings warnings;
   ASSERT_THAT(device_->prepare_capture(stream()), IsOk());
   ASSERT_THAT(device_->begin_capture(stream()), IsOk());
-  fake()->fail_call("cuStreamEndCapture", CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+  faults().fail_call("cuStreamEndCapture", CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
   EXPECT_THAT(device_->abort_capture(stream()), IsOk());
   EXPECT_EQ(stream().capture_state(), CaptureState::no_capture);
   EXPECT_THAT(warnings.lines, Contains(HasSubstr("cuStreamEndCapture")));
@@ -83,7 +61,7 @@ TEST_F(RegressionTest, EndCaptureFailingOnAnAbortIsWarnedNotDropped) {
 TEST_F(RegressionTest, WriteWhoseStagingFailsMarksItsDestination) {
   Result<Buffer> b = device_->alloc(256, stream());  // no write yet: the staging pool is empty
   ASSERT_THAT(b, IsOk());
-  fake()->fail_call("cuMemAllocHost", CUDA_ERROR_OUT_OF_MEMORY);
+  faults().fail_call("cuMemAllocHost", CUDA_ERROR_OUT_OF_MEMORY);
   EXPECT_THAT(device_->write(*b, to_bytes(iota_u32(64)), stream()),
               StatusIs(Errc::out_of_memory, CUDA_ERROR_OUT_OF_MEMORY, HasSubstr("cuMemAllocHost")));
   // The write that should have produced b's bytes failed: b carries that, not whatever it held.
@@ -109,7 +87,7 @@ TEST_F(RegressionTest, RecordedWriteWhoseStagingFailsClaimsItsDestination) {
 TEST_F(RegressionTest, RecordedOutLaunchKeepsTheFailureUntilSomethingRuns) {
   Buffer a = upload_u32(iota_u32(32));
   Buffer b = upload_u32(std::vector<std::uint32_t>(32, 77));
-  fake()->fail_call("cuLaunchKernel", CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES);
+  faults().fail_call("cuLaunchKernel", CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES);
   ASSERT_THAT(add_one(a, b, 32), StatusIs(Errc::driver));  // b now carries the failure
   ASSERT_THAT(device_->prepare_capture(stream()), IsOk());
   ASSERT_THAT(device_->begin_capture(stream()), IsOk());
@@ -127,12 +105,12 @@ TEST_F(RegressionTest, RecordedOutLaunchKeepsTheFailureUntilSomethingRuns) {
 TEST_F(RegressionTest, RecordedFullWriteKeepsTheFailureUntilSomethingRuns) {
   Warnings warnings;  // the aborted recording's driver capture was invalidated by the failed launch
   Buffer b = upload_u32(std::vector<std::uint32_t>(32, 77));
-  fake()->fail_call("cuMemcpyHtoDAsync", CUDA_ERROR_INVALID_VALUE);
+  faults().fail_call("cuMemcpyHtoDAsync", CUDA_ERROR_INVALID_VALUE);
   ASSERT_THAT(device_->write(b, to_bytes(iota_u32(32)), stream()), StatusIs(Errc::driver));
   ASSERT_THAT(device_->prepare_capture(stream()), IsOk());
   ASSERT_THAT(device_->write(b, to_bytes(iota_u32(32, 5)), stream()), IsOk());  // warm-up: clears
   ASSERT_THAT(device_->begin_capture(stream()), IsOk());
-  fake()->fail_call("cuLaunchKernel", CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES);
+  faults().fail_call("cuLaunchKernel", CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES);
   ASSERT_THAT(fill(b, 1, 32), StatusIs(Errc::driver));  // b carries the failed recorded launch
   ASSERT_THAT(device_->abort_capture(stream()), IsOk());
   ASSERT_THAT(device_->read(b, stream()), StatusIs(Errc::doomed));
@@ -149,14 +127,10 @@ TEST_F(RegressionTest, RecordedFullWriteKeepsTheFailureUntilSomethingRuns) {
 
 TEST_F(RegressionTest, ErrorQueuedWhenTheDeviceClosesIsWarned) {
   Buffer x = upload_u32(iota_u32(16));
-  ASSERT_THAT(device_->prepare_capture(stream()), IsOk());
-  ASSERT_THAT(add_one(x, x, 16), IsOk());
-  ASSERT_THAT(device_->begin_capture(stream()), IsOk());
-  ASSERT_THAT(add_one(x, x, 16), IsOk());
-  Result<Graph> graph = device_->end_capture(stream());
+  Result<Graph> graph = record_add_one(x, x, 16);
   ASSERT_THAT(graph, IsOk());
   Warnings warnings;
-  fake()->fail_call("cuStreamSynchronize", CUDA_ERROR_ILLEGAL_ADDRESS);
+  faults().fail_call("cuStreamSynchronize", CUDA_ERROR_ILLEGAL_ADDRESS);
   ASSERT_THAT(graph->destroy(), IsOk());  // its failed wait is queued on the stream
   device_.reset();                        // ... which nobody syncs again
   EXPECT_THAT(warnings.lines, Contains(AllOf(HasSubstr("cuStreamSynchronize"),
@@ -165,15 +139,11 @@ TEST_F(RegressionTest, ErrorQueuedWhenTheDeviceClosesIsWarned) {
 
 TEST_F(RegressionTest, SyncReportsAQueuedErrorAndItsOwnWaitFailingBoth) {
   Buffer x = upload_u32(iota_u32(16));
-  ASSERT_THAT(device_->prepare_capture(stream()), IsOk());
-  ASSERT_THAT(add_one(x, x, 16), IsOk());
-  ASSERT_THAT(device_->begin_capture(stream()), IsOk());
-  ASSERT_THAT(add_one(x, x, 16), IsOk());
-  Result<Graph> graph = device_->end_capture(stream());
+  Result<Graph> graph = record_add_one(x, x, 16);
   ASSERT_THAT(graph, IsOk());
-  fake()->fail_call("cuGraphLaunch", CUDA_ERROR_INVALID_VALUE);
+  faults().fail_call("cuGraphLaunch", CUDA_ERROR_INVALID_VALUE);
   ASSERT_THAT(graph->replay(), StatusIs(Errc::driver, CUDA_ERROR_INVALID_VALUE));  // queued
-  fake()->fail_call("cuStreamSynchronize", CUDA_ERROR_LAUNCH_FAILED);
+  faults().fail_call("cuStreamSynchronize", CUDA_ERROR_LAUNCH_FAILED);
   // The queued error came first and is the error; the wait's own failure is in its message.
   EXPECT_THAT(device_->sync(stream()),
               StatusIs(Errc::driver, CUDA_ERROR_INVALID_VALUE,
@@ -185,13 +155,9 @@ TEST_F(RegressionTest, SyncReportsAQueuedErrorAndItsOwnWaitFailingBoth) {
 TEST_F(RegressionTest, AReplaySkippedForAFailedInputIsQueuedOnItsStream) {
   Buffer x = upload_u32(iota_u32(16));
   Buffer y = upload_u32(iota_u32(16));
-  ASSERT_THAT(device_->prepare_capture(stream()), IsOk());
-  ASSERT_THAT(add_one(x, y, 16), IsOk());
-  ASSERT_THAT(device_->begin_capture(stream()), IsOk());
-  ASSERT_THAT(add_one(x, y, 16), IsOk());
-  Result<Graph> graph = device_->end_capture(stream());
+  Result<Graph> graph = record_add_one(x, y, 16);
   ASSERT_THAT(graph, IsOk());
-  fake()->fail_call("cuMemcpyHtoDAsync", CUDA_ERROR_ILLEGAL_ADDRESS);
+  faults().fail_call("cuMemcpyHtoDAsync", CUDA_ERROR_ILLEGAL_ADDRESS);
   ASSERT_THAT(device_->write(x, to_bytes(iota_u32(16)), stream()), StatusIs(Errc::driver));
   EXPECT_THAT(graph->replay(), StatusIs(Errc::failed_buffer, CUDA_ERROR_ILLEGAL_ADDRESS));
   // graph.h: "an error in it is also queued on the stream and surfaces on the next sync".

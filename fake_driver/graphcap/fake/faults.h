@@ -1,0 +1,61 @@
+// The vocabulary of fault injection and observation that FakeDriver and FaultInjectingDriver share,
+// so that one fault plan (which call fails, with which code) and one set of checks (the call log,
+// live handles) drive either: FakeDriver on its own, or FaultInjectingDriver wrapped around any
+// DriverApi (FakeDriver, or libcuda on a GPU).
+//
+// Both drivers offer, with these exact names and meanings:
+//   fail_call(entry, code, nth)      the nth next call of `entry` (1 = the very next) returns `code`
+//   fail_always(entry, code)         every call of `entry` returns `code`, until clear_faults()
+//   fail_when(entry, code, pred)     every call of `entry` ("" = of any entry point) for which
+//                                    pred(CallInfo) is true returns `code`, until clear_faults()
+//   clear_faults()
+//   calls(), call_count(entry), total_calls(), clear_calls()     the ordered log of CallRecords
+//   live_handles()                   LiveHandles: what has been created and not yet destroyed
+// A due fail_call wins over fail_when, which wins over fail_always.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <thread>
+
+#include <graphcap/driver/cuda_types.h>
+
+namespace graphcap::fake {
+
+// Live handles by kind: what has been created and not yet destroyed.
+struct LiveHandles {
+  std::size_t contexts = 0;  // primary contexts retained (each retain counts)
+  std::size_t streams = 0;
+  std::size_t events = 0;
+  std::size_t modules = 0;
+  std::size_t graphs = 0;
+  std::size_t execs = 0;
+  std::size_t device_allocations = 0;  // cuMemAlloc + cuMemAllocAsync not yet freed
+  std::size_t host_allocations = 0;    // cuMemAllocHost not yet freed
+  std::size_t total() const noexcept {
+    return contexts + streams + events + modules + graphs + execs + device_allocations +
+           host_allocations;
+  }
+  friend bool operator==(const LiveHandles&, const LiveHandles&) = default;
+};
+
+// One logged DriverApi call.
+struct CallRecord {
+  std::string entry_point;  // "cuGraphLaunch"
+  CUresult result;
+  bool injected;            // the result came from fail_call / fail_always / fail_when
+  std::thread::id thread;
+};
+
+// What a fail_when predicate sees of one call, before it is made.
+struct CallInfo {
+  std::string_view entry_point;  // "cuLaunchKernel"
+  std::size_t nth = 0;           // 1 for the first call of this entry point since clear_faults()
+  CUstream stream = nullptr;     // the call's CUstream argument; nullptr if it takes none
+};
+
+using FaultPredicate = std::function<bool(const CallInfo&)>;
+
+}  // namespace graphcap::fake

@@ -1,0 +1,37 @@
+#include "fault_fixture.h"
+
+namespace graphcap::fake {
+
+void PrintTo(const LiveHandles& live, std::ostream* os) {
+  *os << "{contexts " << live.contexts << ", streams " << live.streams << ", events "
+      << live.events << ", modules " << live.modules << ", graphs " << live.graphs << ", execs "
+      << live.execs << ", device allocations " << live.device_allocations
+      << ", host allocations " << live.host_allocations << "}";
+}
+
+}  // namespace graphcap::fake
+
+namespace graphcap::testing {
+
+DriverApi& FaultFixture::device_driver(DriverApi& test_driver) {
+  faults_ = std::make_unique<fake::FaultInjectingDriver>(test_driver);
+  return *faults_;
+}
+
+Result<Graph> FaultFixture::record_add_one(const Buffer& src, const Buffer& dst, std::uint32_t n) {
+  if (Result<void> r = device_->prepare_capture(stream()); !r) return r.error();
+  if (Result<void> r = add_one(src, dst, n); !r) return r.error();
+  if (Result<void> r = device_->begin_capture(stream()); !r) return r.error();
+  if (Result<void> r = add_one(src, dst, n); !r) return r.error();
+  return device_->end_capture(stream());
+}
+
+void FaultFixture::TearDown() {
+  DeviceFixture::TearDown();  // closes the device
+  if (faults_ != nullptr && expect_clean_teardown_) {
+    const fake::LiveHandles live = faults_->live_handles();
+    EXPECT_EQ(live, fake::LiveHandles{}) << "the device leaked driver handles";
+  }
+}
+
+}  // namespace graphcap::testing
