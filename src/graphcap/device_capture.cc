@@ -40,6 +40,58 @@ Result<Graph> Device::end_capture(Stream& s) {
   return HandleAccess::graph(std::move(state));
 }
 
+namespace {
+
+// What a re-recording replaced: released once the stream has passed the replays that used it.
+void release_replaced(detail::DeviceCore& device, const std::shared_ptr<StreamCore>& stream,
+                      capture::Recording old) {
+  if (old.executable) {
+    // Re-instantiated: the old executable may still be replaying. Release it as a graph is
+    // destroyed (wait for the stream, destroy, unpin), deferred while a recording forbids that.
+    auto replaced = std::make_shared<detail::GraphState>(stream, std::move(old));
+    if (!replaced->try_release()) device.defer(std::move(replaced));
+    return;
+  }
+  // Updated in place: replays already enqueued still run the old recording's nodes, so its pins
+  // count as used by them (the drop queue fences them behind the stream). What the new
+  // recording uses is pinned by it, so it stays pinned.
+  std::lock_guard lock(stream->mutex());
+  const std::uint64_t use = stream->drops().next_use();
+  for (const auto& pin : old.pins) pin->used_at(use);
+  old.pins.clear();
+}
+
+}  // namespace
+
+Result<void> Device::end_capture(Stream& s, Graph& into) {
+  GRAPHCAP_TRY(check_stream(s, "end_capture"));
+  const std::shared_ptr<detail::GraphState>& target = HandleAccess::state(into);
+  if (!target || target->released()) {
+    return Error(Errc::graph_state,
+                 "end_capture: the graph to re-record into is empty or destroyed (the recording "
+                 "stays open: end it into a live graph, end_capture(s) or abort_capture)");
+  }
+  if (&target->stream() != &HandleAccess::core(s)) {
+    return Error(Errc::invalid_argument,
+                 "end_capture: the graph to re-record into replays on another stream (a graph "
+                 "replays on the stream it was captured on; the recording stays open)");
+  }
+  GRAPHCAP_TRY(core_->bind_thread());
+  StreamCore& stream = HandleAccess::core(s);
+  Result<capture::Recording> closed = [&] {
+    std::lock_guard lock(stream.mutex());
+    return stream.window().end(core_->options().upload_on_capture, target->executable(),
+                               target->source_nodes());
+  }();
+  if (!closed) {
+    core_->collect_deferred();
+    return closed.error();
+  }
+  release_replaced(*core_, HandleAccess::core_ptr(s), target->adopt(std::move(*closed)));
+  core_->collect_deferred();
+  return {};
+}
+
 Result<void> Device::abort_capture(Stream& s) {
   GRAPHCAP_TRY(check_stream(s, "abort_capture"));
   GRAPHCAP_TRY(core_->bind_thread());

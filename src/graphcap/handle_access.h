@@ -42,6 +42,9 @@ struct HandleAccess {
   static Graph graph(std::shared_ptr<detail::GraphState> state) noexcept {
     return Graph(std::move(state));
   }
+  static const std::shared_ptr<detail::GraphState>& state(const Graph& graph) noexcept {
+    return graph.state_;
+  }
 };
 
 }  // namespace graphcap

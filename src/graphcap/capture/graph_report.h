@@ -5,6 +5,8 @@
 #include <array>
 #include <chrono>
 #include <cstddef>
+#include <optional>
+#include <string>
 
 #include <graphcap/driver/cuda_types.h>
 
@@ -19,6 +21,20 @@ struct GraphReport {
   std::chrono::nanoseconds instantiate_time{};  // node checks + cuGraphInstantiateWithFlags
   std::chrono::nanoseconds upload_time{};       // cuGraphUpload
   bool uploaded = false;                        // false when the pre-upload failed (warned)
+
+  // Re-recording into an existing graph (Device::end_capture(s, into)). `updated`: the graph's
+  // executable took the new recording in place (cuGraphExecUpdate); false: it was re-instantiated
+  // (or this report is of a first recording). When an update was tried and refused,
+  // update_result is the driver's CUgraphExecUpdateResult, update_refusal says why in words (the
+  // result by name, the driver's error, the node), and update_error_node is the index of the
+  // node the driver named (in the order cuGraphGetNodes lists the new recording), if it named one.
+  bool rerecorded = false;  // this report is of a re-recording into an existing graph
+  bool updated = false;
+  CUgraphExecUpdateResult update_result = CU_GRAPH_EXEC_UPDATE_SUCCESS;
+  std::string update_refusal;
+  std::optional<std::size_t> update_error_node;
+  CUgraphNodeType update_error_node_type = CU_GRAPH_NODE_TYPE_EMPTY;
+  std::chrono::nanoseconds update_time{};  // cuGraphExecUpdate (whether it succeeded or not)
 
   std::size_t nodes(CUgraphNodeType type) const noexcept {
     return static_cast<std::size_t>(type) < nodes_by_type.size() ? nodes_by_type[type] : 0;

@@ -1,5 +1,10 @@
 #include <graphcap/detail/graph_state.h>
 
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
 #include <graphcap/detail/device_core.h>
 #include <graphcap/detail/stream_core.h>
 #include <graphcap/log.h>
@@ -13,6 +18,108 @@ GraphState::GraphState(std::shared_ptr<StreamCore> stream, capture::Recording re
   hot_.stream = stream_->handle();
   hot_.gate = &stream_->gate();
   hot_.device_id = stream_->device().id();
+}
+
+capture::Recording GraphState::adopt(capture::Recording recording) noexcept {
+  std::lock_guard lock(mutex_);
+  capture::Recording old = std::move(recording_);
+  if (!recording.executable) {
+    recording.executable = std::move(old.executable);
+    recording.report.uploaded = old.report.uploaded;
+    // Replays already enqueued still run the old nodes: the modules of their kernels stay loaded
+    // as long as this graph (unloading one under a running kernel is not safe).
+    auto& keep = recording.keep_alive;
+    keep.insert(keep.end(), old.keep_alive.begin(), old.keep_alive.end());
+    std::sort(keep.begin(), keep.end());
+    keep.erase(std::unique(keep.begin(), keep.end()), keep.end());
+    old.keep_alive.clear();
+    // Its nodes are still the executable's names for param nodes (mapped onto them).
+    recording.source = std::move(old.source);
+    recording.source_nodes = std::move(old.source_nodes);
+  }
+  recording_ = std::move(recording);
+  hot_.exec = recording_.executable.get();
+  return old;
+}
+
+namespace {
+
+CUresult set_node(DriverApi& driver, CUgraphExec exec, capture::ParamNode& node) {
+  std::vector<void*> args(node.offsets.size());
+  for (std::size_t i = 0; i < args.size(); ++i) args[i] = node.bytes.data() + node.offsets[i];
+  CUDA_KERNEL_NODE_PARAMS params{};
+  params.func = node.function;
+  params.gridDimX = node.dims.grid.x;
+  params.gridDimY = node.dims.grid.y;
+  params.gridDimZ = node.dims.grid.z;
+  params.blockDimX = node.dims.block.x;
+  params.blockDimY = node.dims.block.y;
+  params.blockDimZ = node.dims.block.z;
+  params.sharedMemBytes = node.dims.shared_bytes;
+  params.kernelParams = args.data();
+  return driver.cuGraphExecKernelNodeSetParams(exec, node.node, &params);
+}
+
+}  // namespace
+
+Result<void> GraphState::set_param(const void* param, const void* bytes, std::size_t size) {
+  std::lock_guard lock(mutex_);
+  if (released()) {
+    return Error(Errc::graph_state, "Graph::set: the graph is destroyed or its device closed");
+  }
+  // Every node that took the param, with the argument(s) it took it as.
+  struct Target {
+    capture::ParamNode* node;
+    std::vector<std::byte> before;
+  };
+  std::vector<Target> targets;
+  for (capture::ParamNode& node : recording_.param_nodes) {
+    bool took = false;
+    for (const capture::ParamNode::Binding& binding : node.bindings) {
+      if (binding.param.get() != param) continue;
+      if (node.sizes[binding.arg] != size) {
+        return Error(Errc::invalid_argument,
+                     "Graph::set: the param was recorded as a " +
+                         std::to_string(node.sizes[binding.arg]) + "-byte argument, not " +
+                         std::to_string(size));
+      }
+      took = true;
+    }
+    if (took) targets.push_back({&node, node.bytes});
+  }
+  if (targets.empty()) {
+    return Error(Errc::invalid_argument,
+                 "Graph::set: the graph never took this param (no launch recorded into it bound "
+                 "it with Arg::param)");
+  }
+  if (Result<void> bound = stream_->device().bind_thread(); !bound) {
+    return bound.error().context("Graph::set");
+  }
+  DriverApi& driver = stream_->device().driver();
+  for (std::size_t t = 0; t < targets.size(); ++t) {
+    capture::ParamNode& node = *targets[t].node;
+    for (const capture::ParamNode::Binding& binding : node.bindings) {
+      if (binding.param.get() == param) {
+        std::memcpy(node.bytes.data() + node.offsets[binding.arg], bytes, size);
+      }
+    }
+    if (CUresult result = set_node(driver, hot_.exec, node); result != CUDA_SUCCESS) {
+      // Set back what was set, so the graph replays one value everywhere (best effort: a
+      // driver that fails once may fail again; that is logged).
+      for (std::size_t back = 0; back <= t; ++back) {
+        capture::ParamNode& undone = *targets[back].node;
+        undone.bytes = targets[back].before;
+        if (back == t) break;
+        if (CUresult again = set_node(driver, hot_.exec, undone); again != CUDA_SUCCESS) {
+          log(LogLevel::warn, Error::from_driver("cuGraphExecKernelNodeSetParams", again)
+                                  .context("Graph::set: setting a node back")
+                                  .message());
+        }
+      }
+      return Error::from_driver("cuGraphExecKernelNodeSetParams", result).context("Graph::set");
+    }
+  }
+  return {};
 }
 
 bool GraphState::try_release() noexcept {
@@ -47,6 +154,7 @@ bool GraphState::try_release() noexcept {
   // Unpin: back through the drop queue, already behind the stream. The modules stay loaded until
   // this state goes (the device may be closing, and unloads them after its graphs).
   recording_.pins.clear();
+  recording_.source = capture::CapturedGraph{};
   return true;
 }
 
@@ -62,6 +170,7 @@ void GraphState::release() noexcept {
     log(LogLevel::warn, destroyed.error().context("destroying a graph").message());
   }
   recording_.pins.clear();
+  recording_.source = capture::CapturedGraph{};
 }
 
 }  // namespace graphcap::detail
