@@ -13,6 +13,7 @@
 
 #include <graphcap/arg.h>
 #include <graphcap/buffer.h>
+#include <graphcap/capture_options.h>
 #include <graphcap/device_limits.h>
 #include <graphcap/device_options.h>
 #include <graphcap/driver/driver_api.h>
@@ -70,6 +71,9 @@ class Device {
   // begin_capture (open the recording), end_capture (close it: a replayable graph, or a refusal).
   // Reads and syncs are refused while a stream records (they would invalidate the recording).
   Result<void> prepare_capture(Stream& s);
+  // The same with this window's options: the recording opens in options.mode (the overload above
+  // uses DeviceOptions::capture_mode). A mode CUDA doesn't define is Errc::invalid_argument.
+  Result<void> prepare_capture(Stream& s, CaptureOptions options);
   Result<void> begin_capture(Stream& s);
   Result<Graph> end_capture(Stream& s);
   // Close the recording into an existing graph of this stream (re-recording it): its executable

@@ -1,4 +1,6 @@
 // Device: the capture lifecycle, per stream (the rules are the capture window's).
+#include <string>
+
 #include <graphcap/detail/device_core.h>
 #include <graphcap/detail/graph_state.h>
 #include <graphcap/detail/stream_core.h>
@@ -15,6 +17,24 @@ Result<void> Device::prepare_capture(Stream& s) {
   StreamCore& stream = HandleAccess::core(s);
   std::lock_guard lock(stream.mutex());
   return stream.window().prepare(core_->options().capture_mode);
+}
+
+Result<void> Device::prepare_capture(Stream& s, CaptureOptions options) {
+  GRAPHCAP_TRY(check_stream(s, "prepare_capture"));
+  if (options.mode != CU_STREAM_CAPTURE_MODE_GLOBAL &&
+      options.mode != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
+      options.mode != CU_STREAM_CAPTURE_MODE_RELAXED) {
+    return Error(Errc::invalid_argument,
+                 "prepare_capture: capture mode " + std::to_string(static_cast<int>(options.mode)) +
+                     " is not one CUDA defines (GLOBAL 0, THREAD_LOCAL 1, RELAXED 2)");
+  }
+  if (options.pool != nullptr) {
+    return Error(Errc::invalid_argument,
+                 "prepare_capture: graph pools (CaptureOptions::pool) are not implemented yet");
+  }
+  StreamCore& stream = HandleAccess::core(s);
+  std::lock_guard lock(stream.mutex());
+  return stream.window().prepare(options.mode);
 }
 
 Result<void> Device::begin_capture(Stream& s) {

@@ -1,0 +1,22 @@
+// CaptureOptions: what one capture window runs with (Device::prepare_capture(s, options)). The
+// options hold for the whole window: the recording opens in `mode`, and the warm-up primes the
+// pool named by `pool`.
+#pragma once
+
+#include <graphcap/driver/cuda_types.h>
+
+namespace graphcap {
+
+class GraphPool;
+
+struct CaptureOptions {
+  // The capture mode of this window's recording (PyTorch's capture_error_mode): GLOBAL refuses
+  // unsafe calls from every thread while it records, THREAD_LOCAL only from the recording
+  // thread, RELAXED from none. DeviceOptions::capture_mode is what the old overload uses.
+  CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+  // Share intermediate memory with the other graphs of this pool (nullptr: the graph owns its
+  // memory). Not implemented on this branch yet: a non-null pool is Errc::invalid_argument.
+  GraphPool* pool = nullptr;
+};
+
+}  // namespace graphcap
