@@ -24,7 +24,7 @@ Result<std::unique_ptr<BenchEnv>> BenchEnv::open(DriverKind kind) {
     options.record_calls = false;  // the call log is a test aid; it would cost every call
     env->fake_ = std::make_unique<fake::FakeDriver>(options);
     register_bench_kernels(*env->fake_);
-    env->fake_image_ = env->fake_->module_image({kEmptyKernel});
+    env->fake_image_ = env->fake_->module_image({kEmptyKernel, kSinkKernel});
     image = env->fake_image_;
     inner = env->fake_.get();
   } else {
@@ -52,6 +52,9 @@ Result<std::unique_ptr<BenchEnv>> BenchEnv::open(DriverKind kind) {
   Result<Kernel> empty = env->module_.kernel(kEmptyKernel);
   if (!empty) return empty.error().context("finding the benchmark kernel 'empty'");
   env->empty_ = std::move(*empty);
+  Result<Kernel> sink = env->module_.kernel(kSinkKernel);
+  if (!sink) return sink.error().context("finding the benchmark kernel 'sink'");
+  env->sink_ = std::move(*sink);
 
   char name[256] = {};
   int version = 0;
@@ -73,6 +76,7 @@ Result<std::unique_ptr<BenchEnv>> BenchEnv::open(DriverKind kind) {
 BenchEnv::~BenchEnv() {
   graphs_.clear();  // each Graph waits for its replays, then frees its executable
   empty_ = Kernel();
+  sink_ = Kernel();
   module_ = Module();
   device_.reset();
   observer_.reset();

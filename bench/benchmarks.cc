@@ -464,6 +464,7 @@ void register_benchmarks(BenchEnv& env, const BenchPlan& plan) {
                 nullptr, pass_iterations);
   register_pair(env, plan, "CaptureCost", "RawCapture", capture_vs_raw, benchmark::kMicrosecond,
                 nullptr, capture_iterations);
+  register_many_graphs_benchmarks(env, plan);
 }
 
 }  // namespace graphcap::bench

@@ -17,4 +17,12 @@ struct BenchPlan {
 //   CaptureCost/n, RawCapture/n       graphcap's prepare+warm-up+begin+end / raw capture
 void register_benchmarks(BenchEnv& env, const BenchPlan& plan);
 
+// The many-graphs families (many_graphs_benchmarks.cc), for 10/100/1000 nodes:
+//   ExecUpdate/n, ReInstantiate/n, RawExecUpdate/n   closing a re-recording of n launches:
+//       end_capture(s, into) (exec update) / end_capture(s) (instantiate + upload) / raw
+//       cuStreamEndCapture + cuGraphExecUpdate; also the whole re-record (begin..close)
+//   ParamSet/n, RawKernelNodeSetParams/n, ParamWrite/n   changing a scalar taken by n nodes:
+//       Graph::set / n raw cuGraphExecKernelNodeSetParams / one Device::write of the value
+void register_many_graphs_benchmarks(BenchEnv& env, const BenchPlan& plan);
+
 }  // namespace graphcap::bench

@@ -5,3 +5,6 @@
 
 // Does nothing: a launch of it costs only what launching costs.
 extern "C" __global__ void empty() {}
+
+// Takes one 32-bit value and does nothing with it: the per-replay parameter benchmarks set it.
+extern "C" __global__ void sink(unsigned int) {}

@@ -3,6 +3,8 @@
 // FakeDriver by register_bench_kernels().
 //
 //   empty()    does nothing; the benchmarks measure launch and replay costs, not kernels
+//   sink(v)    takes one 32-bit value and does nothing with it (the per-replay parameter
+//              benchmarks set it)
 #pragma once
 
 #include <span>
@@ -15,6 +17,7 @@ class FakeDriver;
 namespace graphcap::bench {
 
 inline constexpr std::string_view kEmptyKernel = "empty";
+inline constexpr std::string_view kSinkKernel = "sink";
 
 // Registers every benchmark kernel on a fake driver.
 void register_bench_kernels(fake::FakeDriver& driver);

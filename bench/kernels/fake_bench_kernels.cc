@@ -1,4 +1,5 @@
 // The fake bodies of the benchmark kernels (bench_kernels.h).
+#include <cstdint>
 #include <string>
 
 #include <graphcap/fake/fake_driver.h>
@@ -9,6 +10,8 @@ namespace graphcap::bench {
 
 void register_bench_kernels(fake::FakeDriver& driver) {
   driver.register_typed_kernel<>(std::string(kEmptyKernel), [](fake::KernelContext&) {});
+  driver.register_typed_kernel<std::uint32_t>(std::string(kSinkKernel),
+                                              [](fake::KernelContext&) {});
 }
 
 }  // namespace graphcap::bench
