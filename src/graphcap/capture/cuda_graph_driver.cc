@@ -152,6 +152,10 @@ bool CudaGraphDriver::update(const Executable& into, const CapturedGraph& graph,
            node_type_name(report.update_error_node_type) + ")";
   }
   report.update_refusal = why + "; re-instantiated";
+  if (result != CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE) {
+    // 910 is the driver's ordinary "not this topology"; anything else is worth a warning.
+    log(LogLevel::warn, "end_capture: " + report.update_refusal);
+  }
   return false;
 }
 
