@@ -15,7 +15,8 @@ struct CaptureOptions {
   // thread, RELAXED from none. DeviceOptions::capture_mode is what the old overload uses.
   CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
   // Share intermediate memory with the other graphs of this pool (nullptr: the graph owns its
-  // memory). Not implemented on this branch yet: a non-null pool is Errc::invalid_argument.
+  // memory); see graph_pool.h. A pool of another stream, or an empty one, is
+  // Errc::invalid_argument.
   GraphPool* pool = nullptr;
 };
 

@@ -19,6 +19,7 @@
 #include <graphcap/driver/driver_api.h>
 #include <graphcap/driver/launch_dims.h>
 #include <graphcap/graph.h>
+#include <graphcap/graph_pool.h>
 #include <graphcap/memory_stats.h>
 #include <graphcap/module.h>
 #include <graphcap/param.h>
@@ -72,8 +73,12 @@ class Device {
   // Reads and syncs are refused while a stream records (they would invalidate the recording).
   Result<void> prepare_capture(Stream& s);
   // The same with this window's options: the recording opens in options.mode (the overload above
-  // uses DeviceOptions::capture_mode). A mode CUDA doesn't define is Errc::invalid_argument.
+  // uses DeviceOptions::capture_mode), and, with options.pool, the graph shares its
+  // intermediates with the pool's other graphs (graph_pool.h). A mode CUDA doesn't define, an
+  // empty pool or one of another stream is Errc::invalid_argument.
   Result<void> prepare_capture(Stream& s, CaptureOptions options);
+  // A pool of graphs recorded on `s` that share their intermediates' memory.
+  Result<GraphPool> create_graph_pool(Stream& s);
   Result<void> begin_capture(Stream& s);
   Result<Graph> end_capture(Stream& s);
   // Close the recording into an existing graph of this stream (re-recording it): its executable

@@ -1,7 +1,10 @@
 // Device: the capture lifecycle, per stream (the rules are the capture window's).
+#include <optional>
 #include <string>
+#include <utility>
 
 #include <graphcap/detail/device_core.h>
+#include <graphcap/detail/graph_pool_state.h>
 #include <graphcap/detail/graph_state.h>
 #include <graphcap/detail/stream_core.h>
 #include <graphcap/device.h>
@@ -16,7 +19,9 @@ Result<void> Device::prepare_capture(Stream& s) {
   GRAPHCAP_TRY(check_stream(s, "prepare_capture"));
   StreamCore& stream = HandleAccess::core(s);
   std::lock_guard lock(stream.mutex());
-  return stream.window().prepare(core_->options().capture_mode);
+  GRAPHCAP_TRY(stream.window().prepare(core_->options().capture_mode));
+  stream.pool_window().reset();
+  return {};
 }
 
 Result<void> Device::prepare_capture(Stream& s, CaptureOptions options) {
@@ -28,13 +33,27 @@ Result<void> Device::prepare_capture(Stream& s, CaptureOptions options) {
                  "prepare_capture: capture mode " + std::to_string(static_cast<int>(options.mode)) +
                      " is not one CUDA defines (GLOBAL 0, THREAD_LOCAL 1, RELAXED 2)");
   }
-  if (options.pool != nullptr) {
-    return Error(Errc::invalid_argument,
-                 "prepare_capture: graph pools (CaptureOptions::pool) are not implemented yet");
-  }
   StreamCore& stream = HandleAccess::core(s);
+  std::shared_ptr<detail::GraphPoolState> pool;
+  if (options.pool != nullptr) {
+    pool = HandleAccess::state(*options.pool);
+    if (!pool) return Error(Errc::invalid_argument, "prepare_capture: an empty GraphPool");
+    if (pool->stream() != &stream) {
+      return Error(Errc::invalid_argument,
+                   "prepare_capture: the graph pool belongs to another stream (a pool's graphs "
+                   "are recorded and replayed on its stream, one at a time)");
+    }
+  }
   std::lock_guard lock(stream.mutex());
-  return stream.window().prepare(options.mode);
+  GRAPHCAP_TRY(stream.window().prepare(options.mode));
+  stream.pool_window() = std::move(pool);
+  return {};
+}
+
+Result<GraphPool> Device::create_graph_pool(Stream& s) {
+  GRAPHCAP_TRY(check_stream(s, "create_graph_pool"));
+  return HandleAccess::pool(
+      std::make_shared<detail::GraphPoolState>(&HandleAccess::core(s)));
 }
 
 Result<void> Device::begin_capture(Stream& s) {
@@ -45,22 +64,28 @@ Result<void> Device::begin_capture(Stream& s) {
   return stream.window().begin();
 }
 
-Result<Graph> Device::end_capture(Stream& s) {
-  GRAPHCAP_TRY(check_stream(s, "end_capture"));
-  GRAPHCAP_TRY(core_->bind_thread());
-  StreamCore& stream = HandleAccess::core(s);
-  Result<capture::Recording> closed = [&] {
-    std::lock_guard lock(stream.mutex());
-    return stream.window().end(core_->options().upload_on_capture);
-  }();
-  core_->collect_deferred();
-  if (!closed) return closed.error();
-  auto state = std::make_shared<detail::GraphState>(HandleAccess::core_ptr(s), std::move(*closed));
-  core_->add_graph(state);
-  return HandleAccess::graph(std::move(state));
-}
-
 namespace {
+
+// A closed recording of a pool window: refuse it if a buffer lent from the pool outlived it, else
+// share its intermediates. Always forgets the window's pool. (stream mutex held)
+Result<void> close_pool_window(StreamCore& stream, Result<capture::Recording>& closed) {
+  std::shared_ptr<detail::GraphPoolState> pool = std::exchange(stream.pool_window(), nullptr);
+  if (!pool || !closed) {
+    if (pool) pool->window_closed();
+    return {};
+  }
+  if (std::optional<Error> outlived = pool->check_borrowers()) {
+    pool->window_closed();
+    for (const auto& weak : closed->buffers.writes) {
+      if (auto buffer = weak.lock()) buffer->fail(*outlived);
+    }
+    closed = *outlived;  // unpins the recording
+    return {};
+  }
+  closed->report.pool_shared_bytes = pool->adopt(closed->pins);
+  pool->window_closed();
+  return {};
+}
 
 // What a re-recording replaced: released once the stream has passed the replays that used it.
 void release_replaced(detail::DeviceCore& device, const std::shared_ptr<StreamCore>& stream,
@@ -83,6 +108,26 @@ void release_replaced(detail::DeviceCore& device, const std::shared_ptr<StreamCo
 
 }  // namespace
 
+Result<Graph> Device::end_capture(Stream& s) {
+  GRAPHCAP_TRY(check_stream(s, "end_capture"));
+  GRAPHCAP_TRY(core_->bind_thread());
+  StreamCore& stream = HandleAccess::core(s);
+  Result<capture::Recording> closed = [&] {
+    std::lock_guard lock(stream.mutex());
+    Result<capture::Recording> recording = stream.window().end(core_->options().upload_on_capture);
+    if (stream.window().state() == CaptureState::no_capture) {
+      (void)close_pool_window(stream, recording);
+    }
+    return recording;
+  }();
+  core_->collect_deferred();
+  if (!closed) return closed.error();
+  auto state = std::make_shared<detail::GraphState>(HandleAccess::core_ptr(s), std::move(*closed));
+  core_->add_graph(state);
+  return HandleAccess::graph(std::move(state));
+}
+
+
 Result<void> Device::end_capture(Stream& s, Graph& into) {
   GRAPHCAP_TRY(check_stream(s, "end_capture"));
   const std::shared_ptr<detail::GraphState>& target = HandleAccess::state(into);
@@ -100,8 +145,12 @@ Result<void> Device::end_capture(Stream& s, Graph& into) {
   StreamCore& stream = HandleAccess::core(s);
   Result<capture::Recording> closed = [&] {
     std::lock_guard lock(stream.mutex());
-    return stream.window().end(core_->options().upload_on_capture, target->executable(),
-                               target->source_nodes());
+    Result<capture::Recording> recording = stream.window().end(
+        core_->options().upload_on_capture, target->executable(), target->source_nodes());
+    if (stream.window().state() == CaptureState::no_capture) {
+      (void)close_pool_window(stream, recording);
+    }
+    return recording;
   }();
   if (!closed) {
     core_->collect_deferred();
@@ -118,7 +167,11 @@ Result<void> Device::abort_capture(Stream& s) {
   StreamCore& stream = HandleAccess::core(s);
   Result<void> aborted = [&] {
     std::lock_guard lock(stream.mutex());
-    return stream.window().abort();
+    Result<void> result = stream.window().abort();
+    if (std::shared_ptr<detail::GraphPoolState> pool = std::exchange(stream.pool_window(), nullptr)) {
+      pool->window_closed();
+    }
+    return result;
   }();
   core_->collect_deferred();
   return aborted;

@@ -17,6 +17,7 @@
 #include <graphcap/driver/launch_dims.h>
 #include <graphcap/error.h>
 #include <graphcap/graph.h>
+#include <graphcap/graph_pool.h>
 #include <graphcap/log.h>
 #include <graphcap/memory_stats.h>
 #include <graphcap/module.h>

@@ -8,6 +8,7 @@
 
 #include <graphcap/buffer.h>
 #include <graphcap/graph.h>
+#include <graphcap/graph_pool.h>
 #include <graphcap/module.h>
 #include <graphcap/stream.h>
 
@@ -44,6 +45,12 @@ struct HandleAccess {
   }
   static const std::shared_ptr<detail::GraphState>& state(const Graph& graph) noexcept {
     return graph.state_;
+  }
+  static const std::shared_ptr<detail::GraphPoolState>& state(const GraphPool& pool) noexcept {
+    return pool.state_;
+  }
+  static GraphPool pool(std::shared_ptr<detail::GraphPoolState> state) noexcept {
+    return GraphPool(std::move(state));
   }
 };
 

@@ -21,6 +21,9 @@ struct GraphReport {
   std::chrono::nanoseconds instantiate_time{};  // node checks + cuGraphInstantiateWithFlags
   std::chrono::nanoseconds upload_time{};       // cuGraphUpload
   bool uploaded = false;                        // false when the pre-upload failed (warned)
+  // Recorded into a graph pool (CaptureOptions::pool): the bytes of pinned_bytes that are the
+  // pool's shared intermediate memory (used by other graphs of the pool too).
+  std::size_t pool_shared_bytes = 0;
 
   // Re-recording into an existing graph (Device::end_capture(s, into)). `updated`: the graph's
   // executable took the new recording in place (cuGraphExecUpdate); false: it was re-instantiated
