@@ -23,6 +23,7 @@ void register_benchmarks(BenchEnv& env, const BenchPlan& plan);
 //       cuStreamEndCapture + cuGraphExecUpdate; also the whole re-record (begin..close)
 //   ParamSet/n, RawKernelNodeSetParams/n, ParamWrite/n   changing a scalar taken by n nodes:
 //       Graph::set / n raw cuGraphExecKernelNodeSetParams / one Device::write of the value
+//   PoolMemory/8   intermediate bytes of 8 graphs at batch sizes 128..1, with and without a pool
 void register_many_graphs_benchmarks(BenchEnv& env, const BenchPlan& plan);
 
 }  // namespace graphcap::bench

@@ -230,6 +230,21 @@ void SummaryReporter::Finalize() {
                   time_us(raw).c_str(), time_us(write).c_str(), per_node, vs_raw,
                   verdict.c_str());
   }
+  if (const auto found = entries_.find("PoolMemory/8"); found != entries_.end()) {
+    double pooled = 0, unpooled = 0, largest = 0, ratio = 0;
+    if (value("PoolMemory", 8, "pooled_bytes", pooled) &&
+        value("PoolMemory", 8, "unpooled_bytes", unpooled) &&
+        value("PoolMemory", 8, "largest_bytes", largest) &&
+        value("PoolMemory", 8, "pooled_vs_largest", ratio)) {
+      out << "\nGraph pool: intermediates of 8 graphs at batch sizes 128..1 (recorded largest "
+             "first)"
+          << (judge_targets_ ? "; target <= 1.10x the largest" : "") << "\n"
+          << format("  pooled %.0f KiB, without a pool %.0f KiB, largest %.0f KiB: %.2fx the "
+                    "largest%s\n",
+                    pooled / 1024, unpooled / 1024, largest / 1024, ratio,
+                    judge_targets_ ? (ratio <= 1.10 ? "  met" : "  MISSED") : "");
+    }
+  }
   out.flush();
 }
 
