@@ -26,6 +26,7 @@
 //     one handle for the context to reclaim, and a failed cuDevicePrimaryCtxRelease exactly its
 //     one context reference; the fake saw no memory-safety violation.
 // The number of injections and their outcomes are printed (docs/reliability.md records them).
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -726,6 +727,56 @@ bool param_set(Session& s) {
   return set && s.read("z after the set", "z", s.main());
 }
 
+// Two graphs of one pool, the second sharing the first's intermediate: each x -> tmp -> y, with
+// tmp allocated and dropped inside the pass. Replayed second then first.
+bool graph_pool(Session& s) {
+  Result<GraphPool> pool = s.dev().create_graph_pool(s.main());
+  if (!s.ok(pool)) return false;
+  for (const char* suffix : {"1", "2"}) {
+    const std::string x = std::string("x") + suffix, y = std::string("y") + suffix;
+    if (!upload(s, x, iota_u32(kN, suffix[0] == '1' ? 0 : 500), s.main()) ||
+        !alloc(s, y, kN, s.main())) {
+      return false;
+    }
+  }
+  for (const char* suffix : {"1", "2"}) {
+    const std::string x = std::string("x") + suffix, y = std::string("y") + suffix;
+    const std::uint32_t n = suffix[0] == '1' ? kN : kN / 2;
+    auto pass = [&](bool eager) {
+      Result<Buffer> tmp = s.dev().alloc(n * 4, s.main());
+      if (!s.ok(tmp)) return false;
+      s.keep("tmp", *tmp, s.main());
+      const bool ran = add_one(s, x, "tmp", n, s.main(), eager) &&
+                       add_one(s, "tmp", y, n, s.main(), eager);
+      s.buffers.erase("tmp");  // dropped inside the pass: an intermediate
+      s.owners.erase("tmp");
+      s.shadows.erase("tmp");
+      s.claims.erase(std::remove(s.claims.begin(), s.claims.end(), std::string("tmp")),
+                     s.claims.end());
+      return ran;
+    };
+    CaptureOptions options;
+    options.pool = &*pool;
+    if (!s.ok(s.dev().prepare_capture(s.main(), options)) || !pass(true)) return false;
+    if (!s.ok(s.dev().begin_capture(s.main())) || !pass(false)) return false;
+    if (!end(s, s.main())) return false;
+  }
+  auto effect = [&](const char* suffix) {
+    const std::string x = std::string("x") + suffix, y = std::string("y") + suffix;
+    const std::uint32_t n = suffix[0] == '1' ? kN : kN / 2;
+    Values out = plus(s.values(x), 2);
+    out.resize(n);
+    s.set(y, out);
+  };
+  if (!s.ok(s.graphs[1].replay())) return false;
+  effect("2");
+  if (!s.ok(s.graphs[0].replay())) return false;
+  effect("1");
+  if (!s.ok(s.dev().sync(s.main()))) return false;
+  return s.read("y1 after the pool's replays", "y1", s.main()) &&
+         s.read("y2 after the pool's replays", "y2", s.main(), 0, kN / 2);
+}
+
 const std::vector<Scenario>& scenarios() {
   static const std::vector<Scenario> all = {
       {"capture_replay", open_device, capture_replay},
@@ -743,6 +794,7 @@ const std::vector<Scenario>& scenarios() {
       {"rerecord_update", open_device, rerecord_update},
       {"rerecord_reinstantiate", open_device, rerecord_reinstantiate},
       {"param_set", open_device, param_set},
+      {"graph_pool", open_device, graph_pool},
   };
   return all;
 }
