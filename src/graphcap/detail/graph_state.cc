@@ -1,6 +1,7 @@
 #include <graphcap/detail/graph_state.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -44,9 +45,15 @@ capture::Recording GraphState::adopt(capture::Recording recording) noexcept {
 
 namespace {
 
+// Launches take at most this many arguments (Device::launch refuses more).
+constexpr std::size_t kMaxParamArgs = 64;
+// A param's value is at most this many bytes (param.h's ParamSlot::kMaxBytes).
+constexpr std::size_t kMaxParamBytes = 64;
+
 CUresult set_node(DriverApi& driver, CUgraphExec exec, capture::ParamNode& node) {
-  std::vector<void*> args(node.offsets.size());
-  for (std::size_t i = 0; i < args.size(); ++i) args[i] = node.bytes.data() + node.offsets[i];
+  std::array<void*, kMaxParamArgs> args;
+  const std::size_t count = std::min(node.offsets.size(), args.size());
+  for (std::size_t i = 0; i < count; ++i) args[i] = node.bytes.data() + node.offsets[i];
   CUDA_KERNEL_NODE_PARAMS params{};
   params.func = node.function;
   params.gridDimX = node.dims.grid.x;
@@ -60,6 +67,18 @@ CUresult set_node(DriverApi& driver, CUgraphExec exec, capture::ParamNode& node)
   return driver.cuGraphExecKernelNodeSetParams(exec, node.node, &params);
 }
 
+// Writes `bytes` into every argument of `node` bound to `param`; whether it took it.
+bool write_param(capture::ParamNode& node, const void* param, const void* bytes,
+                 std::size_t size) {
+  bool took = false;
+  for (const capture::ParamNode::Binding& binding : node.bindings) {
+    if (binding.param.get() != param) continue;
+    std::memcpy(node.bytes.data() + node.offsets[binding.arg], bytes, size);
+    took = true;
+  }
+  return took;
+}
+
 }  // namespace
 
 Result<void> GraphState::set_param(const void* param, const void* bytes, std::size_t size) {
@@ -67,14 +86,15 @@ Result<void> GraphState::set_param(const void* param, const void* bytes, std::si
   if (released()) {
     return Error(Errc::graph_state, "Graph::set: the graph is destroyed or its device closed");
   }
-  // Every node that took the param, with the argument(s) it took it as.
-  struct Target {
-    capture::ParamNode* node;
-    std::vector<std::byte> before;
-  };
-  std::vector<Target> targets;
-  for (capture::ParamNode& node : recording_.param_nodes) {
-    bool took = false;
+  // Check first: every node that took the param took it with this size. Every such node holds
+  // the same value for it (a set writes all of them, a recording takes one value): keep it to
+  // set back on a failure.
+  if (size > kMaxParamBytes) {
+    return Error(Errc::invalid_argument, "Graph::set: a value of more than 64 bytes");
+  }
+  std::array<std::byte, kMaxParamBytes> before{};
+  bool found = false;
+  for (const capture::ParamNode& node : recording_.param_nodes) {
     for (const capture::ParamNode::Binding& binding : node.bindings) {
       if (binding.param.get() != param) continue;
       if (node.sizes[binding.arg] != size) {
@@ -83,11 +103,11 @@ Result<void> GraphState::set_param(const void* param, const void* bytes, std::si
                          std::to_string(node.sizes[binding.arg]) + "-byte argument, not " +
                          std::to_string(size));
       }
-      took = true;
+      if (!found) std::memcpy(before.data(), node.bytes.data() + node.offsets[binding.arg], size);
+      found = true;
     }
-    if (took) targets.push_back({&node, node.bytes});
   }
-  if (targets.empty()) {
+  if (!found) {
     return Error(Errc::invalid_argument,
                  "Graph::set: the graph never took this param (no launch recorded into it bound "
                  "it with Arg::param)");
@@ -96,21 +116,16 @@ Result<void> GraphState::set_param(const void* param, const void* bytes, std::si
     return bound.error().context("Graph::set");
   }
   DriverApi& driver = stream_->device().driver();
-  for (std::size_t t = 0; t < targets.size(); ++t) {
-    capture::ParamNode& node = *targets[t].node;
-    for (const capture::ParamNode::Binding& binding : node.bindings) {
-      if (binding.param.get() == param) {
-        std::memcpy(node.bytes.data() + node.offsets[binding.arg], bytes, size);
-      }
-    }
-    if (CUresult result = set_node(driver, hot_.exec, node); result != CUDA_SUCCESS) {
+  auto& nodes = recording_.param_nodes;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    if (!write_param(nodes[i], param, bytes, size)) continue;
+    if (CUresult result = set_node(driver, hot_.exec, nodes[i]); result != CUDA_SUCCESS) {
       // Set back what was set, so the graph replays one value everywhere (best effort: a
       // driver that fails once may fail again; that is logged).
-      for (std::size_t back = 0; back <= t; ++back) {
-        capture::ParamNode& undone = *targets[back].node;
-        undone.bytes = targets[back].before;
-        if (back == t) break;
-        if (CUresult again = set_node(driver, hot_.exec, undone); again != CUDA_SUCCESS) {
+      (void)write_param(nodes[i], param, before.data(), size);
+      for (std::size_t back = 0; back < i; ++back) {
+        if (!write_param(nodes[back], param, before.data(), size)) continue;
+        if (CUresult again = set_node(driver, hot_.exec, nodes[back]); again != CUDA_SUCCESS) {
           log(LogLevel::warn, Error::from_driver("cuGraphExecKernelNodeSetParams", again)
                                   .context("Graph::set: setting a node back")
                                   .message());
