@@ -9,7 +9,8 @@
 // begin_capture + n launches + the close: end_capture(s, into) (exec update of one graph kept
 // for the whole run) or end_capture(s) (instantiate + upload of a new graph, destroyed untimed).
 // The raw side times cuStreamBeginCapture + n cuLaunchKernel + cuStreamEndCapture +
-// cuGraphExecUpdate of one raw executable kept for the run (cuGraphDestroy untimed). Counters:
+// cuGraphExecUpdate of one raw executable kept for the run + cuGraphDestroy of the captured
+// graph (end_capture destroys it too, as raw code must). Counters:
 // close_update_us, close_reinst_us, close_raw_us (the close alone), whole_update_us,
 // whole_reinst_us, whole_raw_us (begin..close), update_vs_raw and reinst_vs_update (ratios of the
 // closes), whole_reinst_vs_update.
@@ -132,8 +133,10 @@ Result<Times> raw_rerecord(BenchEnv& env, int n, CUgraphExec exec) {
   CUgraphExecUpdateResultInfo info{};
   const CUresult updated = ended == CUDA_SUCCESS ? driver.cuGraphExecUpdate(exec, graph, &info)
                                                  : CUDA_ERROR_INVALID_VALUE;
+  // The captured graph is destroyed inside the timing, as end_capture must do it too.
+  const CUresult destroyed = graph != nullptr ? driver.cuGraphDestroy(graph) : CUDA_SUCCESS;
   const Clock::time_point end = Clock::now();
-  if (graph != nullptr) (void)driver.cuGraphDestroy(graph);
+  if (destroyed != CUDA_SUCCESS) return Error::from_driver("cuGraphDestroy", destroyed);
   if (launched != CUDA_SUCCESS) return Error::from_driver("cuLaunchKernel", launched);
   if (ended != CUDA_SUCCESS) return Error::from_driver("cuStreamEndCapture", ended);
   if (updated != CUDA_SUCCESS) return Error::from_driver("cuGraphExecUpdate", updated);

@@ -295,13 +295,17 @@ void Window::force_close() noexcept {
 void Window::record(const Operation& op, const Error* failure) {
   for (const BufferUse& use : op.uses) {
     const std::shared_ptr<memory::BufferState>& buffer = *use.buffer;
-    pins_.push_back(buffer->memory());
+    // Repeats of the last entry are skipped here (the rest are deduplicated at the close): a pass
+    // of n launches of one kernel over the same buffers then holds one entry, not n.
+    if (pins_.empty() || pins_.back() != buffer->memory()) pins_.push_back(buffer->memory());
     if (reads(use.access)) roles_.reads.push_back(buffer);
     if (writes(use.access)) roles_.writes.push_back(buffer);
     if (use.access == Access::write_whole && failure == nullptr) roles_.produces.push_back(buffer);
   }
   if (op.staging) pins_.push_back(op.staging);
-  if (op.keep_alive) keep_alive_.push_back(op.keep_alive);
+  if (op.keep_alive && (keep_alive_.empty() || keep_alive_.back() != op.keep_alive)) {
+    keep_alive_.push_back(op.keep_alive);
+  }
   if (failure != nullptr) {
     doom(*failure);
     return;
