@@ -25,7 +25,7 @@ Result<std::unique_ptr<BenchEnv>> BenchEnv::open(DriverKind kind) {
     options.record_calls = false;  // the call log is a test aid; it would cost every call
     env->fake_ = std::make_unique<fake::FakeDriver>(options);
     register_bench_kernels(*env->fake_);
-    env->fake_image_ = env->fake_->module_image({kEmptyKernel, kValuesKernel});
+    env->fake_image_ = env->fake_->module_image({kEmptyKernel, kValuesKernel, kSinkKernel});
     image = env->fake_image_;
     inner = env->fake_.get();
   } else {
@@ -56,6 +56,9 @@ Result<std::unique_ptr<BenchEnv>> BenchEnv::open(DriverKind kind) {
   Result<Kernel> values = env->module_.kernel(kValuesKernel);
   if (!values) return values.error().context("finding the benchmark kernel 'values'");
   env->values_ = std::move(*values);
+  Result<Kernel> sink = env->module_.kernel(kSinkKernel);
+  if (!sink) return sink.error().context("finding the benchmark kernel 'sink'");
+  env->sink_ = std::move(*sink);
 
   char name[256] = {};
   int version = 0;
@@ -78,6 +81,7 @@ BenchEnv::~BenchEnv() {
   graphs_.clear();  // each Graph waits for its replays, then frees its executable
   empty_ = Kernel();
   values_ = Kernel();
+  sink_ = Kernel();
   module_ = Module();
   device_.reset();
   observer_.reset();

@@ -50,6 +50,7 @@ class BenchEnv {
   Device& device() noexcept { return *device_; }
   Stream& stream() noexcept { return device_->stream(); }
   const Kernel& empty_kernel() const noexcept { return empty_; }
+  const Kernel& sink_kernel() const noexcept { return sink_; }
   static constexpr LaunchDims kEmptyDims{Dim3{1, 1, 1}, Dim3{32, 1, 1}, 0};
 
   // One eager launch of `empty` through graphcap (Device::launch).
@@ -81,6 +82,7 @@ class BenchEnv {
   Module module_;
   Kernel empty_;
   Kernel values_;
+  Kernel sink_;
   std::string description_;
   std::map<int, std::unique_ptr<CapturedGraph>> graphs_;
 };

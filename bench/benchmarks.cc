@@ -590,6 +590,7 @@ void register_benchmarks(BenchEnv& env, const BenchPlan& plan) {
                 nullptr, capture_iterations);
   register_pair(env, plan, "ArgsPass", "RawArgsPass", args_vs_raw, benchmark::kMicrosecond,
                 nullptr, pass_iterations);
+  register_many_graphs_benchmarks(env, plan);
 }
 
 }  // namespace graphcap::bench

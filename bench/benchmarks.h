@@ -17,4 +17,13 @@ struct BenchPlan {
 //   CaptureCost/n, RawCapture/n       graphcap's prepare+warm-up+begin+end / raw capture
 void register_benchmarks(BenchEnv& env, const BenchPlan& plan);
 
+// The many-graphs families (many_graphs_benchmarks.cc), for 10/100/1000 nodes:
+//   ExecUpdate/n, ReInstantiate/n, RawExecUpdate/n   closing a re-recording of n launches:
+//       end_capture(s, into) (exec update) / end_capture(s) (instantiate + upload) / raw
+//       cuStreamEndCapture + cuGraphExecUpdate; also the whole re-record (begin..close)
+//   ParamSet/n, RawKernelNodeSetParams/n, ParamWrite/n   changing a scalar taken by n nodes:
+//       Graph::set / n raw cuGraphExecKernelNodeSetParams / one Device::write of the value
+//   PoolMemory/8   intermediate bytes of 8 graphs at batch sizes 128..1, with and without a pool
+void register_many_graphs_benchmarks(BenchEnv& env, const BenchPlan& plan);
+
 }  // namespace graphcap::bench

@@ -25,15 +25,24 @@ echo "build ok"
 
 rc=0
 if [[ "$what" == tests || "$what" == all ]]; then
-  ctest --preset gpu --output-junit "$out/ctest.xml" > "$out/ctest.log" 2>&1 || rc=1
+  ctest --preset gpu > "$out/ctest.log" 2>&1 || rc=1
   grep -E "tests passed|tests failed|Failed|\*\*\*" "$out/ctest.log" | tail -40
   grep -cE "Test +#[0-9]+: cuda\." "$out/ctest.log" | sed 's/^/cuda tests run: /'
   grep -cE "Test +#[0-9]+: fake\." "$out/ctest.log" | sed 's/^/fake tests run: /'
 fi
 if [[ "$what" == bench || "$what" == all ]]; then
-  if [[ -x build/gpu/examples/decode_loop/decode_loop ]]; then
-    build/gpu/examples/decode_loop/decode_loop --driver=cuda > "$out/decode_loop.txt" 2>&1 || rc=1
-    cat "$out/decode_loop.txt"
+  # The examples on the real driver, one log.
+  for example in decode_loop/decode_loop serving_loop/serving_loop cublas_external/cublas_external; do
+    exe=build/gpu/examples/$example
+    [[ -x $exe ]] || continue
+    echo "== $example" >> "$out/examples.txt"
+    "$exe" --driver=cuda >> "$out/examples.txt" 2>&1 || { rc=1; echo "FAILED: $example" >> "$out/examples.txt"; }
+  done
+  [[ -f "$out/examples.txt" ]] && cat "$out/examples.txt"
+  # The fault sweep on the real driver, with its totals table (docs/reliability.md).
+  if [[ -x build/gpu/tests/graphcap_fault_sweep_cuda ]]; then
+    /usr/bin/time -f "sweep wall %e s" build/gpu/tests/graphcap_fault_sweep_cuda > "$out/sweep.txt" 2>&1 || rc=1
+    tail -40 "$out/sweep.txt"
   fi
   if [[ -x build/gpu/bench/graphcap-bench ]]; then
     build/gpu/bench/graphcap-bench --driver=cuda --benchmark_repetitions=5 \

@@ -8,3 +8,5 @@ extern "C" __global__ void empty() {}
 
 // Does nothing with its scalar parameters: a launch of it costs launching plus passing them.
 extern "C" __global__ void values(unsigned int, unsigned long long, unsigned int) {}
+// Takes one 32-bit value and does nothing with it: the per-replay parameter benchmarks set it.
+extern "C" __global__ void sink(unsigned int) {}

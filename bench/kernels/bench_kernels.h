@@ -6,6 +6,8 @@
 //   values(uint32_t a, uint64_t b, uint32_t c)
 //              does nothing either; its three scalar parameters (4, 8, 4 bytes at 0, 8, 16) give
 //              Device::launch's argument check against the kernel's signature something to compare
+//   sink(v)    takes one 32-bit value and does nothing with it (the per-replay parameter
+//              benchmarks set it)
 #pragma once
 
 #include <span>
@@ -19,6 +21,7 @@ namespace graphcap::bench {
 
 inline constexpr std::string_view kEmptyKernel = "empty";
 inline constexpr std::string_view kValuesKernel = "values";
+inline constexpr std::string_view kSinkKernel = "sink";
 
 // Registers every benchmark kernel on a fake driver.
 void register_bench_kernels(fake::FakeDriver& driver);

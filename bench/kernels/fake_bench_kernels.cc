@@ -12,6 +12,8 @@ void register_bench_kernels(fake::FakeDriver& driver) {
   driver.register_typed_kernel<>(std::string(kEmptyKernel), [](fake::KernelContext&) {});
   driver.register_typed_kernel<std::uint32_t, std::uint64_t, std::uint32_t>(
       std::string(kValuesKernel), [](fake::KernelContext&) {});
+  driver.register_typed_kernel<std::uint32_t>(std::string(kSinkKernel),
+                                              [](fake::KernelContext&) {});
 }
 
 }  // namespace graphcap::bench

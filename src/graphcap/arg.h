@@ -3,19 +3,23 @@
 // claimed when a recording is refused); values are copied. An Arg holds its own handle to the
 // buffer, so it is safe to store (`auto a = Arg::in(make_buffer());` keeps the buffer alive).
 //   device.launch(s, k, dims, {Arg::in(src), Arg::out(dst), Arg::value(n)});
+// Arg::param(p) passes a Param's current value (Param::value()); a recorded launch remembers
+// which argument took it, so Graph::set(p, v) can change it per replay.
 #pragma once
 
 #include <cstddef>
 #include <cstring>
+#include <memory>
 #include <type_traits>
 
 #include <graphcap/buffer.h>
+#include <graphcap/param.h>
 
 namespace graphcap {
 
 class Arg {
  public:
-  enum class Access : unsigned char { in, out, inout, value };
+  enum class Access : unsigned char { in, out, inout, value, param };
   static constexpr std::size_t kMaxValueBytes = 64;
 
   static Arg in(const Buffer& buffer) noexcept { return Arg(Access::in, buffer); }
@@ -33,11 +37,27 @@ class Arg {
     return arg;
   }
 
+  // The param's current value, and the param itself for a recording to remember. An empty
+  // Param is refused by the launch (Errc::invalid_argument).
+  template <class T>
+  static Arg param(const Param<T>& param) noexcept {
+    Arg arg(Access::param);
+    const T value = param.value();
+    std::memcpy(arg.bytes_, &value, sizeof(T));
+    arg.size_ = sizeof(T);
+    arg.param_ = param.slot();
+    return arg;
+  }
+
   Access access() const noexcept { return access_; }
   bool reads() const noexcept { return access_ == Access::in || access_ == Access::inout; }
   bool writes() const noexcept { return access_ == Access::out || access_ == Access::inout; }
   // The bound buffer (this Arg's own handle to it); nullptr for a value.
-  const Buffer* buffer() const noexcept { return access_ == Access::value ? nullptr : &buffer_; }
+  const Buffer* buffer() const noexcept {
+    return access_ == Access::value || access_ == Access::param ? nullptr : &buffer_;
+  }
+  // The bound param's slot (Access::param; nullptr for an empty Param or another access).
+  const std::shared_ptr<ParamSlot>& param_slot() const noexcept { return param_; }
   // The value's bytes (size() of them); a buffer argument passes its device address instead.
   const std::byte* bytes() const noexcept { return bytes_; }
   std::size_t size() const noexcept { return size_; }
@@ -48,6 +68,7 @@ class Arg {
 
   Access access_;
   Buffer buffer_;
+  std::shared_ptr<ParamSlot> param_;
   std::size_t size_ = 0;
   alignas(8) std::byte bytes_[kMaxValueBytes] = {};
 };

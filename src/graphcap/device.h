@@ -13,13 +13,16 @@
 
 #include <graphcap/arg.h>
 #include <graphcap/buffer.h>
+#include <graphcap/capture_options.h>
 #include <graphcap/device_limits.h>
 #include <graphcap/device_options.h>
 #include <graphcap/driver/driver_api.h>
 #include <graphcap/driver/launch_dims.h>
 #include <graphcap/graph.h>
+#include <graphcap/graph_pool.h>
 #include <graphcap/memory_stats.h>
 #include <graphcap/module.h>
+#include <graphcap/param.h>
 #include <graphcap/result.h>
 #include <graphcap/stream.h>
 
@@ -81,12 +84,36 @@ class Device {
   // begin_capture (open the recording), end_capture (close it: a replayable graph, or a refusal).
   // Reads and syncs are refused while a stream records (they would invalidate the recording).
   Result<void> prepare_capture(Stream& s);
+  // The same with this window's options: the recording opens in options.mode (the overload above
+  // uses DeviceOptions::capture_mode), and, with options.pool, the graph shares its
+  // intermediates with the pool's other graphs (graph_pool.h). A mode CUDA doesn't define, an
+  // empty pool or one of another stream is Errc::invalid_argument.
+  Result<void> prepare_capture(Stream& s, CaptureOptions options);
+  // A pool of graphs recorded on `s` that share their intermediates' memory.
+  Result<GraphPool> create_graph_pool(Stream& s);
   Result<void> begin_capture(Stream& s);
   Result<Graph> end_capture(Stream& s);
+  // Close the recording into an existing graph of this stream (re-recording it): its executable
+  // takes the recording in place (cuGraphExecUpdate) when the driver accepts it (same topology;
+  // other parameters, pointers, grids), else a new executable is instantiated and swapped in.
+  // into.report() is the new recording's, with `updated` saying which and, for a refused update,
+  // the CUgraphExecUpdateResult by name and the node. The new recording's memory is pinned
+  // before the old recording's is released (after the replays already enqueued). On an error
+  // `into` is unchanged and still replayable. `into` empty or destroyed: Errc::graph_state; a
+  // graph of another stream: Errc::invalid_argument; in both cases nothing is closed (the
+  // recording stays open). Not concurrently with into.replay() on another thread.
+  Result<void> end_capture(Stream& s, Graph& into);
   // Abandon a window in prepare or capture state, from any thread: disarm the pools, close any
   // driver capture (a recording begun on another thread is terminated), claim what the recording
   // would have written. The stream is back to no_capture and usable.
   Result<void> abort_capture(Stream& s);
+
+  // A per-replay kernel parameter holding `initial` (see param.h): bind it with Arg::param,
+  // change it in a recorded graph with Graph::set, and for eager launches with Param::set.
+  template <class T>
+  Param<T> param(T initial) {
+    return Param<T>(std::make_shared<ParamSlot>(&initial, sizeof(T)));
+  }
 
   DriverApi& driver() const noexcept;
   int ordinal() const noexcept;

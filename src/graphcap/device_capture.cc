@@ -1,5 +1,10 @@
 // Device: the capture lifecycle, per stream (the rules are the capture window's).
+#include <optional>
+#include <string>
+#include <utility>
+
 #include <graphcap/detail/device_core.h>
+#include <graphcap/detail/graph_pool_state.h>
 #include <graphcap/detail/graph_state.h>
 #include <graphcap/detail/stream_core.h>
 #include <graphcap/device.h>
@@ -14,7 +19,41 @@ Result<void> Device::prepare_capture(Stream& s) {
   GRAPHCAP_TRY(check_stream(s, "prepare_capture"));
   StreamCore& stream = HandleAccess::core(s);
   std::lock_guard lock(stream.mutex());
-  return stream.window().prepare(core_->options().capture_mode);
+  GRAPHCAP_TRY(stream.window().prepare(core_->options().capture_mode));
+  stream.pool_window().reset();
+  return {};
+}
+
+Result<void> Device::prepare_capture(Stream& s, CaptureOptions options) {
+  GRAPHCAP_TRY(check_stream(s, "prepare_capture"));
+  if (options.mode != CU_STREAM_CAPTURE_MODE_GLOBAL &&
+      options.mode != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
+      options.mode != CU_STREAM_CAPTURE_MODE_RELAXED) {
+    return Error(Errc::invalid_argument,
+                 "prepare_capture: capture mode " + std::to_string(static_cast<int>(options.mode)) +
+                     " is not one CUDA defines (GLOBAL 0, THREAD_LOCAL 1, RELAXED 2)");
+  }
+  StreamCore& stream = HandleAccess::core(s);
+  std::shared_ptr<detail::GraphPoolState> pool;
+  if (options.pool != nullptr) {
+    pool = HandleAccess::state(*options.pool);
+    if (!pool) return Error(Errc::invalid_argument, "prepare_capture: an empty GraphPool");
+    if (pool->stream() != &stream) {
+      return Error(Errc::invalid_argument,
+                   "prepare_capture: the graph pool belongs to another stream (a pool's graphs "
+                   "are recorded and replayed on its stream, one at a time)");
+    }
+  }
+  std::lock_guard lock(stream.mutex());
+  GRAPHCAP_TRY(stream.window().prepare(options.mode, options.claim_on_refusal));
+  stream.pool_window() = std::move(pool);
+  return {};
+}
+
+Result<GraphPool> Device::create_graph_pool(Stream& s) {
+  GRAPHCAP_TRY(check_stream(s, "create_graph_pool"));
+  return HandleAccess::pool(
+      std::make_shared<detail::GraphPoolState>(&HandleAccess::core(s)));
 }
 
 Result<void> Device::begin_capture(Stream& s) {
@@ -25,13 +64,61 @@ Result<void> Device::begin_capture(Stream& s) {
   return stream.window().begin();
 }
 
+namespace {
+
+// A closed recording of a pool window: refuse it if a buffer lent from the pool outlived it, else
+// share its intermediates. Always forgets the window's pool. (stream mutex held)
+Result<void> close_pool_window(StreamCore& stream, Result<capture::Recording>& closed) {
+  std::shared_ptr<detail::GraphPoolState> pool = std::exchange(stream.pool_window(), nullptr);
+  if (!pool || !closed) {
+    if (pool) pool->window_closed();
+    return {};
+  }
+  if (std::optional<Error> outlived = pool->check_borrowers()) {
+    pool->window_closed();
+    for (const auto& weak : closed->buffers.writes) {
+      if (auto buffer = weak.lock()) buffer->fail(*outlived);
+    }
+    closed = *outlived;  // unpins the recording
+    return {};
+  }
+  closed->report.pool_shared_bytes = pool->adopt(closed->pins);
+  pool->window_closed();
+  return {};
+}
+
+// What a re-recording replaced: released once the stream has passed the replays that used it.
+void release_replaced(detail::DeviceCore& device, const std::shared_ptr<StreamCore>& stream,
+                      capture::Recording old) {
+  if (old.executable) {
+    // Re-instantiated: the old executable may still be replaying. Release it as a graph is
+    // destroyed (wait for the stream, destroy, unpin), deferred while a recording forbids that.
+    auto replaced = std::make_shared<detail::GraphState>(stream, std::move(old));
+    if (!replaced->try_release()) device.defer(std::move(replaced));
+    return;
+  }
+  // Updated in place: replays already enqueued still run the old recording's nodes, so its pins
+  // count as used by them (the drop queue fences them behind the stream). What the new
+  // recording uses is pinned by it, so it stays pinned.
+  std::lock_guard lock(stream->mutex());
+  const std::uint64_t use = stream->drops().next_use();
+  for (const auto& pin : old.pins) pin->used_at(use);
+  old.pins.clear();
+}
+
+}  // namespace
+
 Result<Graph> Device::end_capture(Stream& s) {
   GRAPHCAP_TRY(check_stream(s, "end_capture"));
   GRAPHCAP_TRY(core_->bind_thread());
   StreamCore& stream = HandleAccess::core(s);
   Result<capture::Recording> closed = [&] {
     std::lock_guard lock(stream.mutex());
-    return stream.window().end(core_->options().upload_on_capture);
+    Result<capture::Recording> recording = stream.window().end(core_->options().upload_on_capture);
+    if (stream.window().state() == CaptureState::no_capture) {
+      (void)close_pool_window(stream, recording);
+    }
+    return recording;
   }();
   core_->collect_deferred();
   if (!closed) return closed.error();
@@ -40,13 +127,51 @@ Result<Graph> Device::end_capture(Stream& s) {
   return HandleAccess::graph(std::move(state));
 }
 
+
+Result<void> Device::end_capture(Stream& s, Graph& into) {
+  GRAPHCAP_TRY(check_stream(s, "end_capture"));
+  const std::shared_ptr<detail::GraphState>& target = HandleAccess::state(into);
+  if (!target || target->released()) {
+    return Error(Errc::graph_state,
+                 "end_capture: the graph to re-record into is empty or destroyed (the recording "
+                 "stays open: end it into a live graph, end_capture(s) or abort_capture)");
+  }
+  if (&target->stream() != &HandleAccess::core(s)) {
+    return Error(Errc::invalid_argument,
+                 "end_capture: the graph to re-record into replays on another stream (a graph "
+                 "replays on the stream it was captured on; the recording stays open)");
+  }
+  GRAPHCAP_TRY(core_->bind_thread());
+  StreamCore& stream = HandleAccess::core(s);
+  Result<capture::Recording> closed = [&] {
+    std::lock_guard lock(stream.mutex());
+    Result<capture::Recording> recording = stream.window().end(
+        core_->options().upload_on_capture, target->executable(), target->source_nodes());
+    if (stream.window().state() == CaptureState::no_capture) {
+      (void)close_pool_window(stream, recording);
+    }
+    return recording;
+  }();
+  if (!closed) {
+    core_->collect_deferred();
+    return closed.error();
+  }
+  release_replaced(*core_, HandleAccess::core_ptr(s), target->adopt(std::move(*closed)));
+  core_->collect_deferred();
+  return {};
+}
+
 Result<void> Device::abort_capture(Stream& s) {
   GRAPHCAP_TRY(check_stream(s, "abort_capture"));
   GRAPHCAP_TRY(core_->bind_thread());
   StreamCore& stream = HandleAccess::core(s);
   Result<void> aborted = [&] {
     std::lock_guard lock(stream.mutex());
-    return stream.window().abort();
+    Result<void> result = stream.window().abort();
+    if (std::shared_ptr<detail::GraphPoolState> pool = std::exchange(stream.pool_window(), nullptr)) {
+      pool->window_closed();
+    }
+    return result;
   }();
   core_->collect_deferred();
   return aborted;

@@ -20,7 +20,8 @@ capture::Access access_of(Arg::Access access) noexcept {
     case Arg::Access::out: return capture::Access::write_whole;
     case Arg::Access::inout: return capture::Access::read_write;
     case Arg::Access::in:
-    case Arg::Access::value: break;
+    case Arg::Access::value:
+    case Arg::Access::param: break;
   }
   return capture::Access::read;
 }

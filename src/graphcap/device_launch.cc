@@ -1,5 +1,6 @@
 // Device::launch: a kernel launch, eager or recorded, checked before the driver sees it.
 #include <array>
+#include <cstring>
 #include <string>
 
 #include <graphcap/detail/device_core.h>
@@ -99,7 +100,8 @@ capture::Access access_of(Arg::Access access) noexcept {
     case Arg::Access::in: return capture::Access::read;
     case Arg::Access::out: return capture::Access::write_whole;
     case Arg::Access::inout: return capture::Access::read_write;
-    case Arg::Access::value: break;
+    case Arg::Access::value:
+    case Arg::Access::param: break;
   }
   return capture::Access::read;
 }
@@ -142,6 +144,7 @@ Result<void> Device::launch(Stream& s, const Kernel& kernel, LaunchDims dims,
   std::array<unsigned char, kMaxArgs> use_arg;  // the argument index of each use, for messages
   std::size_t use_count = 0;
   std::size_t index = 0;
+  bool takes_params = false;
   for (const Arg& arg : args) {
     if (layout != nullptr && layout->sizes[index] != given_size(arg)) {
       return size_mismatch(state->name(), index, layout->sizes[index], arg);
@@ -155,6 +158,13 @@ Result<void> Device::launch(Stream& s, const Kernel& kernel, LaunchDims dims,
       uses[use_count] = {&HandleAccess::state(*buffer), access_of(arg.access())};
       use_arg[use_count++] = static_cast<unsigned char>(index);
     } else {
+      if (arg.access() == Arg::Access::param) {
+        if (!arg.param_slot()) {
+          return Error(Errc::invalid_argument,
+                       what() + ": argument " + std::to_string(index) + " is an empty Param");
+        }
+        takes_params = true;
+      }
       params[index] = const_cast<std::byte*>(arg.bytes());
     }
     ++index;
@@ -164,7 +174,27 @@ Result<void> Device::launch(Stream& s, const Kernel& kernel, LaunchDims dims,
   StreamCore& stream = HandleAccess::core(s);
   std::lock_guard lock(stream.mutex());
   capture::Operation op{CU_GRAPH_NODE_TYPE_KERNEL, {uses.data(), use_count}, nullptr, nullptr};
-  if (stream.window().recording()) op.keep_alive = state;  // a replay needs its module loaded
+  const bool recording = stream.window().recording();
+  if (recording) op.keep_alive = state;  // a replay needs its module loaded
+  // A recorded launch that takes params: what Graph::set needs to set its node again.
+  capture::ParamNode param_node;
+  if (recording && takes_params) {
+    param_node.function = state->function();
+    param_node.dims = dims;
+    std::size_t i = 0;
+    for (const Arg& arg : args) {
+      const std::size_t size = arg.buffer() != nullptr ? sizeof(CUdeviceptr) : arg.size();
+      const std::size_t offset = (param_node.bytes.size() + 7) / 8 * 8;
+      param_node.bytes.resize(offset + size);
+      std::memcpy(param_node.bytes.data() + offset, params[i], size);
+      param_node.offsets.push_back(offset);
+      param_node.sizes.push_back(size);
+      if (arg.access() == Arg::Access::param) {
+        param_node.bindings.push_back({i, std::shared_ptr<const void>(arg.param_slot())});
+      }
+      ++i;
+    }
+  }
   return stream.run(
       op,
       [&]() -> Result<void> {
@@ -180,6 +210,27 @@ Result<void> Device::launch(Stream& s, const Kernel& kernel, LaunchDims dims,
                 nullptr);
             result != CUDA_SUCCESS) {
           return Error::from_driver("cuLaunchKernel", result);
+        }
+        if (recording && takes_params) {
+          // The node just recorded is the capture's one dependency now: what follows on the
+          // stream would depend on it (docs/cuda-driver-facts.md, cuStreamGetCaptureInfo).
+          CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+          const CUgraphNode* dependencies = nullptr;
+          std::size_t count = 0;
+          if (CUresult result = core_->driver().cuStreamGetCaptureInfo(
+                  stream.handle(), &status, nullptr, nullptr, &dependencies, nullptr, &count);
+              result != CUDA_SUCCESS) {
+            return Error::from_driver("cuStreamGetCaptureInfo", result)
+                .context("finding the recorded node of a launch that takes a Param");
+          }
+          if (status != CU_STREAM_CAPTURE_STATUS_ACTIVE || count != 1 || dependencies == nullptr) {
+            return Error(Errc::driver,
+                         "cuStreamGetCaptureInfo: the recording is not active or the launch's "
+                         "node is not its only dependency (" + std::to_string(count) +
+                             "), so the node that took the Param can't be named");
+          }
+          param_node.node = dependencies[0];
+          op.params = &param_node;
         }
         return {};
       },

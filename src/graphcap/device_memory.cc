@@ -3,6 +3,7 @@
 #include <string>
 
 #include <graphcap/detail/device_core.h>
+#include <graphcap/detail/graph_pool_state.h>
 #include <graphcap/detail/stream_core.h>
 #include <graphcap/device.h>
 #include <graphcap/handle_access.h>
@@ -33,6 +34,14 @@ Result<Buffer> Device::alloc(std::size_t bytes, Stream& s) {
   GRAPHCAP_TRY(core_->bind_thread());
   StreamCore& stream = HandleAccess::core(s);
   std::lock_guard lock(stream.mutex());
+  if (const std::shared_ptr<detail::GraphPoolState>& pool = stream.pool_window()) {
+    // A window of a graph pool: the pool's shared intermediates first.
+    if (std::shared_ptr<memory::Allocation> shared = pool->lend(bytes, nullptr)) {
+      auto state = std::make_shared<memory::BufferState>(shared, bytes);
+      pool->lent(shared, state);
+      return HandleAccess::buffer(std::move(state));
+    }
+  }
   Result<std::shared_ptr<memory::Allocation>> allocation =
       stream.take_slice(stream.device_pool(), bytes);
   if (!allocation) {

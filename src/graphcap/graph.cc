@@ -120,6 +120,15 @@ Result<void> Graph::destroy() {
   return {};
 }
 
+Result<void> Graph::set_param(const void* param, const void* bytes, std::size_t size) {
+  if (!state_ || state_->released()) {
+    return Error(Errc::graph_state,
+                 "Graph::set: an empty graph (default-constructed, moved-from or destroyed), or "
+                 "its device is closed");
+  }
+  return state_->set_param(param, bytes, size);
+}
+
 const GraphReport& Graph::report() const noexcept {
   static const GraphReport kEmpty{};
   return state_ ? state_->report() : kEmpty;

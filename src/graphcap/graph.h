@@ -5,10 +5,14 @@
 // in-flight replays, then destroys the executable and unpins the memory it replays against.
 #pragma once
 
+#include <cstddef>
 #include <memory>
+#include <type_traits>
 
 #include <graphcap/capture/graph_report.h>
 #include <graphcap/driver/cuda_types.h>
+#include <graphcap/error.h>
+#include <graphcap/param.h>
 #include <graphcap/result.h>
 
 namespace graphcap {
@@ -43,12 +47,33 @@ class Graph {
   // for an empty or released graph. graphcap still owns it.
   CUgraphExec native_handle() const noexcept;
 
+  // Per-replay parameters: every node of this graph that took `param` (Arg::param while
+  // recording) computes with `value` from the next replay on (cuGraphExecKernelNodeSetParams per
+  // node). Replays already enqueued, even ones still waiting to run, keep the value they were
+  // enqueued with: CUDA applies a set to later launches only. Errc::invalid_argument when the
+  // graph never took `param` or `value` can't be held by a T exactly; Errc::graph_state for an
+  // empty or destroyed graph. On a driver failure no node changes (the ones already set are set
+  // back). Param::value() (what eager launches use) is not changed.
+  template <class T, class U>
+  Result<void> set(const Param<T>& param, U value) {
+    static_assert(std::is_arithmetic_v<U> || std::is_same_v<T, U>,
+                  "Graph::set takes a T, or a number a T holds exactly");
+    if (!param) return Error(Errc::invalid_argument, "Graph::set: an empty Param");
+    if (!param_holds<T>(value)) {
+      return Error(Errc::invalid_argument,
+                   "Graph::set: the value can't be held by the param's type exactly");
+    }
+    const T converted = static_cast<T>(value);
+    return set_param(param.slot().get(), &converted, sizeof(T));
+  }
+
   // Node counts, pinned memory and capture timings; an empty report for an empty graph.
   const GraphReport& report() const noexcept;
 
  private:
   friend struct HandleAccess;
   explicit Graph(std::shared_ptr<detail::GraphState> state) noexcept;
+  Result<void> set_param(const void* param, const void* bytes, std::size_t size);
 
   std::shared_ptr<detail::GraphState> state_;
 };

@@ -5,6 +5,7 @@
 #include <graphcap/buffer.h>
 #include <graphcap/capture/capture_state.h>
 #include <graphcap/capture/graph_report.h>
+#include <graphcap/capture_options.h>
 #include <graphcap/device.h>
 #include <graphcap/device_limits.h>
 #include <graphcap/device_options.h>
@@ -16,8 +17,10 @@
 #include <graphcap/driver/launch_dims.h>
 #include <graphcap/error.h>
 #include <graphcap/graph.h>
+#include <graphcap/graph_pool.h>
 #include <graphcap/log.h>
 #include <graphcap/memory_stats.h>
 #include <graphcap/module.h>
+#include <graphcap/param.h>
 #include <graphcap/result.h>
 #include <graphcap/stream.h>

@@ -8,6 +8,7 @@
 
 #include <graphcap/buffer.h>
 #include <graphcap/graph.h>
+#include <graphcap/graph_pool.h>
 #include <graphcap/module.h>
 #include <graphcap/stream.h>
 
@@ -41,6 +42,15 @@ struct HandleAccess {
   }
   static Graph graph(std::shared_ptr<detail::GraphState> state) noexcept {
     return Graph(std::move(state));
+  }
+  static const std::shared_ptr<detail::GraphState>& state(const Graph& graph) noexcept {
+    return graph.state_;
+  }
+  static const std::shared_ptr<detail::GraphPoolState>& state(const GraphPool& pool) noexcept {
+    return pool.state_;
+  }
+  static GraphPool pool(std::shared_ptr<detail::GraphPoolState> state) noexcept {
+    return GraphPool(std::move(state));
   }
 };
 

@@ -116,6 +116,9 @@ std::optional<CUresult> injected_code(std::string_view entry) {
       {"cuGraphLaunch", CUDA_ERROR_INVALID_VALUE},
       {"cuGraphDestroy", CUDA_ERROR_INVALID_VALUE},
       {"cuGraphExecDestroy", CUDA_ERROR_INVALID_VALUE},
+      {"cuGraphExecUpdate", CUDA_ERROR_INVALID_VALUE},
+      {"cuStreamGetCaptureInfo", CUDA_ERROR_INVALID_VALUE},
+      {"cuGraphExecKernelNodeSetParams", CUDA_ERROR_INVALID_VALUE},
   };
   auto it = codes.find(entry);
   if (it == codes.end()) return std::nullopt;
@@ -737,6 +740,127 @@ bool open_and_load(Session& s) {
 bool open_device(Session& s) { return s.open(); }
 bool nothing(Session&) { return true; }
 
+// Re-recording into the kept graph of capture_replay's pass: reading a and writing b instead
+// (`grow`: and b -> b again, another topology: re-instantiated). On success the graph replays
+// the new pass; on a refusal it still replays the old one, and b carries the refusal.
+bool rerecord(Session& s, bool grow) {
+  if (!upload(s, "x", iota_u32(kN), s.main()) || !alloc(s, "y", kN, s.main())) return false;
+  auto pass = [&](bool eager) {
+    return add_one(s, "x", "y", kN, s.main(), eager) && add_one(s, "y", "x", kN, s.main(), eager);
+  };
+  if (!capture(s, s.main(), pass)) return false;
+  if (!upload(s, "a", iota_u32(kN, 1000), s.main()) || !alloc(s, "b", kN, s.main())) {
+    return false;
+  }
+  auto next = [&](bool eager) {
+    return add_one(s, "a", "b", kN, s.main(), eager) &&
+           (!grow || add_one(s, "b", "b", kN, s.main(), eager));
+  };
+  if (!s.ok(s.dev().prepare_capture(s.main())) || !next(true)) return false;
+  if (!s.ok(s.dev().begin_capture(s.main())) || !next(false)) return false;
+  Result<void> closed = s.dev().end_capture(s.main(), s.graphs.back());
+  if (!closed) {
+    for (const std::string& name : s.claims) s.fail(name);
+  }
+  s.claims.clear();
+  const bool rerecorded = s.ok(closed);
+  auto effect = [&] {
+    if (!rerecorded) return capture_replay_effect(s);
+    s.set("b", plus(s.values("a"), grow ? 2 : 1));
+    s.clear_failure("b");
+  };
+  if (!replay(s, effect)) return false;
+  if (!s.ok(s.dev().sync(s.main()))) return false;
+  if (!s.read("x after the re-recording's replay", "x", s.main())) return false;
+  return rerecorded && s.read("b after the re-recording's replay", "b", s.main());
+}
+
+bool rerecord_update(Session& s) { return rerecord(s, false); }
+bool rerecord_reinstantiate(Session& s) { return rerecord(s, true); }
+
+// A fill of x taking a Param, recorded; Graph::set changes it (or, failing, changes nothing).
+bool param_set(Session& s) {
+  if (!alloc(s, "x", kN, s.main()) || !alloc(s, "z", kN, s.main())) return false;
+  Param<std::uint32_t> value = s.dev().param<std::uint32_t>(5);
+  auto pass = [&](bool eager) {
+    for (const char* name : {"x", "z"}) {
+      Result<void> launched =
+          s.dev().launch(s.main(), s.fill, dims_for(kN),
+                         {Arg::out(s.buffers.at(name)), Arg::param(value), Arg::value(kN)});
+      if (!eager) {
+        s.claim(name);
+      } else if (launched) {
+        s.set(name, Values(kN, 5));
+        s.clear_failure(name);
+      } else {
+        s.fail(name);
+      }
+      if (!s.ok(launched)) return false;
+    }
+    return true;
+  };
+  if (!capture(s, s.main(), pass)) return false;
+  const bool set = s.ok(s.graphs.back().set(value, 9u));
+  auto effect = [&] {
+    s.set("x", Values(kN, set ? 9 : 5));
+    s.set("z", Values(kN, set ? 9 : 5));
+  };
+  if (!replay(s, effect)) return false;
+  if (!s.ok(s.dev().sync(s.main()))) return false;
+  if (!s.read("x after the set", "x", s.main())) return false;
+  return set && s.read("z after the set", "z", s.main());
+}
+
+// Two graphs of one pool, the second sharing the first's intermediate: each x -> tmp -> y, with
+// tmp allocated and dropped inside the pass. Replayed second then first.
+bool graph_pool(Session& s) {
+  Result<GraphPool> pool = s.dev().create_graph_pool(s.main());
+  if (!s.ok(pool)) return false;
+  for (const char* suffix : {"1", "2"}) {
+    const std::string x = std::string("x") + suffix, y = std::string("y") + suffix;
+    if (!upload(s, x, iota_u32(kN, suffix[0] == '1' ? 0 : 500), s.main()) ||
+        !alloc(s, y, kN, s.main())) {
+      return false;
+    }
+  }
+  for (const char* suffix : {"1", "2"}) {
+    const std::string x = std::string("x") + suffix, y = std::string("y") + suffix;
+    const std::uint32_t n = suffix[0] == '1' ? kN : kN / 2;
+    auto pass = [&](bool eager) {
+      Result<Buffer> tmp = s.dev().alloc(n * 4, s.main());
+      if (!s.ok(tmp)) return false;
+      s.keep("tmp", *tmp, s.main());
+      const bool ran = add_one(s, x, "tmp", n, s.main(), eager) &&
+                       add_one(s, "tmp", y, n, s.main(), eager);
+      s.buffers.erase("tmp");  // dropped inside the pass: an intermediate
+      s.owners.erase("tmp");
+      s.shadows.erase("tmp");
+      s.claims.erase(std::remove(s.claims.begin(), s.claims.end(), std::string("tmp")),
+                     s.claims.end());
+      return ran;
+    };
+    CaptureOptions options;
+    options.pool = &*pool;
+    if (!s.ok(s.dev().prepare_capture(s.main(), options)) || !pass(true)) return false;
+    if (!s.ok(s.dev().begin_capture(s.main())) || !pass(false)) return false;
+    if (!end(s, s.main())) return false;
+  }
+  auto effect = [&](const char* suffix) {
+    const std::string x = std::string("x") + suffix, y = std::string("y") + suffix;
+    const std::uint32_t n = suffix[0] == '1' ? kN : kN / 2;
+    Values out = plus(s.values(x), 2);
+    out.resize(n);
+    s.set(y, out);
+  };
+  if (!s.ok(s.graphs[1].replay())) return false;
+  effect("2");
+  if (!s.ok(s.graphs[0].replay())) return false;
+  effect("1");
+  if (!s.ok(s.dev().sync(s.main()))) return false;
+  return s.read("y1 after the pool's replays", "y1", s.main()) &&
+         s.read("y2 after the pool's replays", "y2", s.main(), 0, kN / 2);
+}
+
 const std::vector<Scenario>& scenarios() {
   static const std::vector<Scenario> all = {
       {"capture_replay", open_device, capture_replay},
@@ -751,6 +875,10 @@ const std::vector<Scenario>& scenarios() {
       {"close_mid_recording", open_device, close_mid_recording},
       {"close_with_everything_live", open_device, close_with_everything_live},
       {"open_and_load", nothing, open_and_load},
+      {"rerecord_update", open_device, rerecord_update},
+      {"rerecord_reinstantiate", open_device, rerecord_reinstantiate},
+      {"param_set", open_device, param_set},
+      {"graph_pool", open_device, graph_pool},
   };
   return all;
 }

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include <graphcap/driver/error_names.h>
 #include <graphcap/log.h>
 
 namespace graphcap::capture {
@@ -67,17 +68,16 @@ Result<CapturedGraph> CudaGraphDriver::end(CUstream stream) {
   return captured;
 }
 
-Result<Instantiated> CudaGraphDriver::instantiate(const CapturedGraph& graph,
-                                                  const GraphReport& recorded) {
-  Instantiated out;
-  out.report.end_time = graph.end_time;
+Result<GraphReport> CudaGraphDriver::inspect(const CapturedGraph& graph,
+                                             const GraphReport& recorded) {
+  GraphReport report;
+  report.end_time = graph.end_time;
   const auto start = Clock::now();
-  if (Result<void> counted = count_nodes(graph.get(), recorded, out.report); !counted) {
+  if (Result<void> counted = count_nodes(graph.get(), recorded, report); !counted) {
     return counted.error();
   }
-
-  const std::size_t allocs = out.report.nodes(CU_GRAPH_NODE_TYPE_MEM_ALLOC);
-  const std::size_t frees = out.report.nodes(CU_GRAPH_NODE_TYPE_MEM_FREE);
+  const std::size_t allocs = report.nodes(CU_GRAPH_NODE_TYPE_MEM_ALLOC);
+  const std::size_t frees = report.nodes(CU_GRAPH_NODE_TYPE_MEM_FREE);
   if (allocs + frees > 0) {
     return Error(Errc::graph_state,
                  "end_capture: the recording holds " + std::to_string(allocs + frees) +
@@ -88,16 +88,93 @@ Result<Instantiated> CudaGraphDriver::instantiate(const CapturedGraph& graph,
                      "(e.g. cuMemAllocAsync) on the capturing stream instead of through the "
                      "device's pools, which the warm-up primes");
   }
+  report.instantiate_time = Clock::now() - start;  // the checks count as instantiation
+  return report;
+}
 
+Result<Executable> CudaGraphDriver::instantiate_inspected(const CapturedGraph& graph,
+                                                          GraphReport& report) {
+  const auto start = Clock::now();
   CUgraphExec exec = nullptr;
   const CUresult instantiated = driver_->cuGraphInstantiateWithFlags(&exec, graph.get(), 0);
-  out.report.instantiate_time = Clock::now() - start;
+  report.instantiate_time += Clock::now() - start;
   if (instantiated != CUDA_SUCCESS) {
     if (exec != nullptr) (void)driver_->cuGraphExecDestroy(exec);
     return Error::from_driver("cuGraphInstantiateWithFlags", instantiated).context("end_capture");
   }
-  out.executable = Executable(*driver_, exec);
+  return Executable(*driver_, exec);
+}
+
+Result<Instantiated> CudaGraphDriver::instantiate(const CapturedGraph& graph,
+                                                  const GraphReport& recorded) {
+  Result<GraphReport> inspected = inspect(graph, recorded);
+  if (!inspected) return inspected.error();
+  Instantiated out;
+  out.report = *inspected;
+  Result<Executable> executable = instantiate_inspected(graph, out.report);
+  if (!executable) return executable.error();
+  out.executable = std::move(*executable);
   return out;
+}
+
+bool CudaGraphDriver::update(const Executable& into, const CapturedGraph& graph,
+                             GraphReport& report) {
+  report.rerecorded = true;
+  const auto start = Clock::now();
+  CUgraphExecUpdateResultInfo info{};
+  const CUresult result = driver_->cuGraphExecUpdate(into.get(), graph.get(), &info);
+  report.update_time = Clock::now() - start;
+  if (result == CUDA_SUCCESS) {
+    report.updated = true;
+    report.update_result = CU_GRAPH_EXEC_UPDATE_SUCCESS;
+    return true;
+  }
+  report.updated = false;
+  report.update_result = info.result;
+  std::string why = "cuGraphExecUpdate refused the re-recording (" +
+                    exec_update_result_name(info.result) + ", " + describe_cu_result(result) + ")";
+  if (info.errorNode != nullptr) {
+    // Name the node: its index among the recording's nodes and its type.
+    std::size_t count = 0;
+    if (driver_->cuGraphGetNodes(graph.get(), nullptr, &count) == CUDA_SUCCESS && count > 0) {
+      std::vector<CUgraphNode> nodes(count);
+      if (driver_->cuGraphGetNodes(graph.get(), nodes.data(), &count) == CUDA_SUCCESS) {
+        for (std::size_t i = 0; i < count && i < nodes.size(); ++i) {
+          if (nodes[i] == info.errorNode) report.update_error_node = i;
+        }
+      }
+    }
+    CUgraphNodeType type = CU_GRAPH_NODE_TYPE_EMPTY;
+    if (driver_->cuGraphNodeGetType(info.errorNode, &type) == CUDA_SUCCESS) {
+      report.update_error_node_type = type;
+    }
+    why += " at node " +
+           (report.update_error_node ? std::to_string(*report.update_error_node) : "?") + " (" +
+           node_type_name(report.update_error_node_type) + ")";
+  }
+  report.update_refusal = why + "; re-instantiated";
+  if (result != CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE) {
+    // 910 is the driver's ordinary "not this topology"; anything else is worth a warning.
+    log(LogLevel::warn, "end_capture: " + report.update_refusal);
+  }
+  return false;
+}
+
+Result<std::vector<CUgraphNode>> CudaGraphDriver::nodes(const CapturedGraph& graph) {
+  std::size_t count = 0;
+  if (CUresult result = driver_->cuGraphGetNodes(graph.get(), nullptr, &count);
+      result != CUDA_SUCCESS) {
+    return Error::from_driver("cuGraphGetNodes", result).context("end_capture: listing nodes");
+  }
+  std::vector<CUgraphNode> nodes(count);
+  if (count > 0) {
+    if (CUresult result = driver_->cuGraphGetNodes(graph.get(), nodes.data(), &count);
+        result != CUDA_SUCCESS) {
+      return Error::from_driver("cuGraphGetNodes", result).context("end_capture: listing nodes");
+    }
+    nodes.resize(count);
+  }
+  return nodes;
 }
 
 bool CudaGraphDriver::upload(const Executable& executable, CUstream stream, GraphReport& report) {

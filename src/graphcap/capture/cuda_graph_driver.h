@@ -13,6 +13,11 @@ class CudaGraphDriver final : public GraphDriver {
   Result<void> begin(CUstream stream, CUstreamCaptureMode mode) override;
   Result<CapturedGraph> end(CUstream stream) override;
   Result<Instantiated> instantiate(const CapturedGraph& graph, const GraphReport& recorded) override;
+  Result<GraphReport> inspect(const CapturedGraph& graph, const GraphReport& recorded) override;
+  Result<Executable> instantiate_inspected(const CapturedGraph& graph,
+                                           GraphReport& report) override;
+  bool update(const Executable& into, const CapturedGraph& graph, GraphReport& report) override;
+  Result<std::vector<CUgraphNode>> nodes(const CapturedGraph& graph) override;
   bool upload(const Executable& executable, CUstream stream, GraphReport& report) override;
 
  private:

@@ -4,6 +4,8 @@
 // or windows; the Window drives it.
 #pragma once
 
+#include <vector>
+
 #include <graphcap/capture/captured_graph.h>
 #include <graphcap/capture/executable.h>
 #include <graphcap/capture/graph_report.h>
@@ -36,6 +38,22 @@ class GraphDriver {
   // memory-node check needs no per-node query.
   virtual Result<Instantiated> instantiate(const CapturedGraph& graph,
                                            const GraphReport& recorded) = 0;
+
+  // The two halves of instantiate(): inspect() counts the nodes and refuses memory nodes (the
+  // report it returns has the counts and end_time); instantiate_inspected() instantiates a graph
+  // inspect() accepted, adding its timing to `report`.
+  virtual Result<GraphReport> inspect(const CapturedGraph& graph, const GraphReport& recorded) = 0;
+  virtual Result<Executable> instantiate_inspected(const CapturedGraph& graph,
+                                                   GraphReport& report) = 0;
+
+  // Apply an inspected graph to an existing executable in place (cuGraphExecUpdate). True when
+  // the executable took it; false when the driver refused (report's update fields say why: the
+  // CUgraphExecUpdateResult by name, the driver's error, the node), leaving the executable as it
+  // was.
+  virtual bool update(const Executable& into, const CapturedGraph& graph, GraphReport& report) = 0;
+
+  // The graph's nodes, as cuGraphGetNodes lists them.
+  virtual Result<std::vector<CUgraphNode>> nodes(const CapturedGraph& graph) = 0;
 
   // Stage the executable on the device ahead of the first replay. A failure is only a warning
   // (the first replay uploads on demand); returns whether it succeeded.

@@ -7,9 +7,11 @@
 #include <span>
 #include <vector>
 
+#include <graphcap/capture/captured_graph.h>
 #include <graphcap/capture/executable.h>
 #include <graphcap/capture/graph_report.h>
 #include <graphcap/driver/cuda_types.h>
+#include <graphcap/driver/launch_dims.h>
 #include <graphcap/memory/allocation.h>
 #include <graphcap/memory/buffer_state.h>
 
@@ -28,6 +30,22 @@ struct BufferUse {
   Access access;
 };
 
+// A recorded kernel launch that took per-replay parameters: its node and everything
+// cuGraphExecKernelNodeSetParams needs to set the node again with other values.
+struct ParamNode {
+  struct Binding {
+    std::size_t arg = 0;                 // which argument
+    std::shared_ptr<const void> param;   // the param's identity (its slot)
+  };
+  CUgraphNode node = nullptr;  // in the graph the executable was instantiated from
+  CUfunction function = nullptr;
+  LaunchDims dims;
+  std::vector<std::byte> bytes;       // every argument's bytes, each at its offset
+  std::vector<std::size_t> offsets;   // per argument
+  std::vector<std::size_t> sizes;     // per argument
+  std::vector<Binding> bindings;
+};
+
 // One stream operation: the node it adds when recorded, the buffers it uses, the staging
 // memory it reads or writes besides them, and what must stay alive while a graph replays it
 // (e.g. the module of a kernel).
@@ -38,6 +56,7 @@ struct Operation {
   std::shared_ptr<const void> keep_alive;
   // Work graphcap did not issue (Device::record_external): it adds nodes graphcap can't count.
   bool external = false;
+  const ParamNode* params = nullptr;  // a kernel launch that took params: its node (recording)
 };
 
 // The buffers a recording uses, by role. Held weakly: a graph must not keep a buffer's failure
@@ -56,6 +75,12 @@ struct Recording {
   std::vector<std::shared_ptr<memory::Allocation>> pins;  // device and staging slices
   BufferRoles buffers;
   std::vector<std::shared_ptr<const void>> keep_alive;
+  std::vector<ParamNode> param_nodes;  // the kernel nodes that took params
+  // The graph the executable was instantiated from, with its nodes as cuGraphGetNodes lists
+  // them: kept while param nodes need it (cuGraphExecKernelNodeSetParams names a node of it,
+  // and a later re-recording updated into the executable is mapped onto it by position).
+  CapturedGraph source;
+  std::vector<CUgraphNode> source_nodes;
 };
 
 }  // namespace graphcap::capture

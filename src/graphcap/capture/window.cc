@@ -43,7 +43,7 @@ void Window::set_state(CaptureState state) noexcept {
   state_.store(state, std::memory_order_release);
 }
 
-Result<void> Window::prepare(CUstreamCaptureMode mode) {
+Result<void> Window::prepare(CUstreamCaptureMode mode, bool claim_on_refusal) {
   if (CaptureState now = state(); now != CaptureState::no_capture) {
     return out_of_order("prepare_capture", now,
                         now == CaptureState::prepare
@@ -51,6 +51,7 @@ Result<void> Window::prepare(CUstreamCaptureMode mode) {
                             : "a recording is open (end_capture or abort_capture it first)");
   }
   mode_ = mode;
+  claim_on_refusal_ = claim_on_refusal;
   device_pool_->arm();
   staging_pool_->arm();
   set_state(CaptureState::prepare);
@@ -102,6 +103,7 @@ Result<void> Window::begin() {
   pins_.clear();
   roles_ = BufferRoles{};
   keep_alive_.clear();
+  param_nodes_.clear();
   set_state(CaptureState::capture);
   return {};
 }
@@ -127,7 +129,22 @@ Result<Recording> Window::end(bool upload) {
   return close(upload, std::exchange(doomed_, std::nullopt), false);
 }
 
-Result<Recording> Window::close(bool upload, std::optional<Error> doomed, bool other_thread) {
+Result<Recording> Window::end(bool upload, const Executable& into,
+                              const std::vector<CUgraphNode>& into_source_nodes) {
+  if (CaptureState now = state(); now != CaptureState::capture) {
+    return out_of_order("end_capture", now,
+                        now == CaptureState::prepare ? "begin_capture first"
+                                                     : "prepare_capture and begin_capture first");
+  }
+  if (Result<void> owner = check_owner_thread("end_capture"); !owner) return owner.error();
+  into_source_nodes_ = &into_source_nodes;
+  Result<Recording> closed = close(upload, std::exchange(doomed_, std::nullopt), false, &into);
+  into_source_nodes_ = nullptr;
+  return closed;
+}
+
+Result<Recording> Window::close(bool upload, std::optional<Error> doomed, bool other_thread,
+                                const Executable* into) {
   // First, before anything can fail: a stream must never be left in capture state.
   set_state(CaptureState::no_capture);
   device_pool_->disarm();
@@ -136,8 +153,10 @@ Result<Recording> Window::close(bool upload, std::optional<Error> doomed, bool o
   recording.pins = std::move(pins_);
   recording.buffers = std::exchange(roles_, BufferRoles{});
   recording.keep_alive = std::move(keep_alive_);
+  recording.param_nodes = std::move(param_nodes_);
   pins_.clear();
   keep_alive_.clear();
+  param_nodes_.clear();
   const GraphReport recorded = std::exchange(recorded_, GraphReport{});
 
   Result<CapturedGraph> captured = graphs_->end(stream_);
@@ -145,7 +164,6 @@ Result<Recording> Window::close(bool upload, std::optional<Error> doomed, bool o
   tracker_->recording_ended(mode_, recording_thread_);
 
   std::optional<Error> refusal;
-  Result<Instantiated> instantiated = Error(Errc::graph_state, "end_capture: not instantiated");
   if (doomed) {
     // Terminating another thread's recording is answered with 908: that is the expected outcome.
     const bool expected = other_thread && !captured &&
@@ -157,21 +175,25 @@ Result<Recording> Window::close(bool upload, std::optional<Error> doomed, bool o
                     doomed->driver_code());
   } else if (!captured) {
     refusal = captured.error();
-  } else if (instantiated = graphs_->instantiate(*captured, recorded); !instantiated) {
-    refusal = instantiated.error();
+  } else if (Result<Recording> made = make_executable(*captured, recorded, into, recording);
+             !made) {
+    refusal = made.error();
+  } else {
+    recording = std::move(*made);
   }
   if (refusal) {
-    // The buffers the recording would have written hold bytes no operation produced.
-    for (const auto& weak : recording.buffers.writes) {
-      if (auto buffer = weak.lock()) buffer->fail(*refusal);
+    // The buffers the recording would have written hold bytes no operation produced (unless
+    // the caller's warm-up produced them: claim_on_refusal_ false).
+    if (claim_on_refusal_) {
+      for (const auto& weak : recording.buffers.writes) {
+        if (auto buffer = weak.lock()) buffer->fail(*refusal);
+      }
     }
     recording = Recording{};  // unpin: these slices go back through the drop queue
     flush_drops();
     return *refusal;
   }
 
-  recording.executable = std::move(instantiated->executable);
-  recording.report = instantiated->report;
   dedupe(recording.pins);
   dedupe(recording.keep_alive);
   for (auto* list : {&recording.buffers.reads, &recording.buffers.writes,
@@ -182,11 +204,60 @@ Result<Recording> Window::close(bool upload, std::optional<Error> doomed, bool o
   for (const auto& allocation : recording.pins) {
     recording.report.pinned_bytes += allocation->slice().capacity;
   }
-  if (upload) graphs_->upload(recording.executable, stream_, recording.report);
+  // An updated executable needs no upload (the facts file: its first launch costs the same as an
+  // uploaded one's).
+  if (upload && recording.executable) {
+    graphs_->upload(recording.executable, stream_, recording.report);
+  }
   // The deferred drops: fence them now, and release what is already behind the stream.
   flush_drops();
   flush_drops();
   return recording;
+}
+
+Result<Recording> Window::make_executable(CapturedGraph& captured, const GraphReport& recorded,
+                                          const Executable* into, Recording& recording) {
+  Result<GraphReport> inspected = graphs_->inspect(captured, recorded);
+  if (!inspected) return inspected.error();
+  GraphReport& report = *inspected;
+  // Param nodes are named by position among the graph's nodes: the new graph's, and, after an
+  // update, the nodes of the graph `into` was instantiated from at the same positions.
+  std::vector<CUgraphNode> nodes;
+  if (!recording.param_nodes.empty()) {
+    Result<std::vector<CUgraphNode>> listed = graphs_->nodes(captured);
+    if (!listed) return listed.error();
+    nodes = std::move(*listed);
+  }
+  if (into != nullptr) {
+    report.rerecorded = true;
+    const bool addressable = recording.param_nodes.empty() ||
+                             (into_source_nodes_ != nullptr &&
+                              into_source_nodes_->size() == nodes.size());
+    if (!addressable) {
+      report.update_refusal =
+          "not updated: the graph's executable was instantiated from a recording without "
+          "per-replay parameters (or with another node count), so the new recording's "
+          "parameter nodes could not be named in it; re-instantiated";
+    } else if (graphs_->update(*into, captured, report)) {
+      for (ParamNode& param : recording.param_nodes) {
+        const auto at = std::find(nodes.begin(), nodes.end(), param.node);
+        param.node = at == nodes.end()
+                         ? nullptr
+                         : (*into_source_nodes_)[static_cast<std::size_t>(at - nodes.begin())];
+      }
+      recording.report = report;  // `into` keeps its executable and its source graph
+      return std::move(recording);
+    }
+  }
+  Result<Executable> fresh = graphs_->instantiate_inspected(captured, report);
+  if (!fresh) return fresh.error();
+  recording.executable = std::move(*fresh);
+  recording.report = report;
+  if (!recording.param_nodes.empty()) {
+    recording.source = std::move(captured);  // set-params names nodes of it
+    recording.source_nodes = std::move(nodes);
+  }
+  return std::move(recording);
 }
 
 Result<void> Window::abort() {
@@ -228,17 +299,22 @@ void Window::force_close() noexcept {
 void Window::record(const Operation& op, const Error* failure) {
   for (const BufferUse& use : op.uses) {
     const std::shared_ptr<memory::BufferState>& buffer = *use.buffer;
-    pins_.push_back(buffer->memory());
+    // Repeats of the last entry are skipped here (the rest are deduplicated at the close): a pass
+    // of n launches of one kernel over the same buffers then holds one entry, not n.
+    if (pins_.empty() || pins_.back() != buffer->memory()) pins_.push_back(buffer->memory());
     if (reads(use.access)) roles_.reads.push_back(buffer);
     if (writes(use.access)) roles_.writes.push_back(buffer);
     if (use.access == Access::write_whole && failure == nullptr) roles_.produces.push_back(buffer);
   }
   if (op.staging) pins_.push_back(op.staging);
-  if (op.keep_alive) keep_alive_.push_back(op.keep_alive);
+  if (op.keep_alive && (keep_alive_.empty() || keep_alive_.back() != op.keep_alive)) {
+    keep_alive_.push_back(op.keep_alive);
+  }
   if (failure != nullptr) {
     doom(*failure);
     return;
   }
+  if (op.params != nullptr) param_nodes_.push_back(*op.params);
   if (op.external) {
     recorded_.external_work = true;  // the instantiate check reads the graph's nodes instead
     return;

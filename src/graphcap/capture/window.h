@@ -46,12 +46,22 @@ class Window {
 
   // Arm the pools: route every allocation of this stream to the persistent pool, and prime. The
   // recording that follows opens in `mode`.
-  Result<void> prepare(CUstreamCaptureMode mode);
+  // `claim_on_refusal` false: a refusal leaves what the recording would have written as it is
+  // (the warm-up produced it; see CaptureOptions).
+  Result<void> prepare(CUstreamCaptureMode mode, bool claim_on_refusal = true);
   // Drain the drop queue, end priming, open the driver's recording. On failure, undo all of it.
   Result<void> begin();
   // Close the recording: the whole Recording, or the refusal (then the claims are marked). Only
   // the thread that began a GLOBAL or THREAD_LOCAL recording may end it (the driver's rule).
   Result<Recording> end(bool upload);
+  // The same, re-recording into `into` (an existing graph's executable): cuGraphExecUpdate when
+  // the driver accepts it (then the Recording holds no executable and report.updated is true),
+  // else a new executable instantiated (report.update_refusal says why). On a refusal of the
+  // recording itself, `into` is untouched.
+  // `into_source_nodes`: the nodes of the graph `into` was instantiated from (empty if it was
+  // not kept): the new recording's param nodes are mapped onto them after an update.
+  Result<Recording> end(bool upload, const Executable& into,
+                        const std::vector<CUgraphNode>& into_source_nodes);
   // Leave prepare or capture without a graph, from any thread: a recording begun on another
   // thread is terminated (the driver ends it with CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD, which
   // is the expected outcome there), and what it would have written is claimed.
@@ -71,8 +81,13 @@ class Window {
   Result<void> check_owner_thread(const char* operation) const;
   void set_state(CaptureState state) noexcept;
   // Close the driver's recording and make what it captured into a Recording, or refuse it.
-  Result<Recording> close(bool upload, std::optional<Error> doomed, bool other_thread);
+  Result<Recording> close(bool upload, std::optional<Error> doomed, bool other_thread,
+                          const Executable* into = nullptr);
   void flush_drops();
+  // Inspect, then update `into` (when given and possible) or instantiate: the recording with its
+  // executable (none when `into` was updated) and report.
+  Result<Recording> make_executable(CapturedGraph& captured, const GraphReport& recorded,
+                                    const Executable* into, Recording& recording);
 
   GraphDriver* graphs_;
   memory::SlicePool* device_pool_;
@@ -82,6 +97,7 @@ class Window {
   ReplayGate* gate_;
   CUstream stream_;
   CUstreamCaptureMode mode_ = CU_STREAM_CAPTURE_MODE_GLOBAL;
+  bool claim_on_refusal_ = true;
   std::atomic<CaptureState> state_{CaptureState::no_capture};
   std::thread::id recording_thread_;
   std::optional<Error> doomed_;
@@ -89,6 +105,8 @@ class Window {
   std::vector<std::shared_ptr<memory::Allocation>> pins_;
   BufferRoles roles_;  // roles_.writes are the claims
   std::vector<std::shared_ptr<const void>> keep_alive_;
+  std::vector<ParamNode> param_nodes_;
+  const std::vector<CUgraphNode>* into_source_nodes_ = nullptr;  // during end(upload, into, ...)
 };
 
 }  // namespace graphcap::capture

@@ -1,5 +1,11 @@
 #include <graphcap/detail/graph_state.h>
 
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <string>
+#include <vector>
+
 #include <graphcap/detail/device_core.h>
 #include <graphcap/detail/stream_core.h>
 #include <graphcap/log.h>
@@ -13,6 +19,122 @@ GraphState::GraphState(std::shared_ptr<StreamCore> stream, capture::Recording re
   hot_.stream = stream_->handle();
   hot_.gate = &stream_->gate();
   hot_.device_id = stream_->device().id();
+}
+
+capture::Recording GraphState::adopt(capture::Recording recording) noexcept {
+  std::lock_guard lock(mutex_);
+  capture::Recording old = std::move(recording_);
+  if (!recording.executable) {
+    recording.executable = std::move(old.executable);
+    recording.report.uploaded = old.report.uploaded;
+    // Replays already enqueued still run the old nodes: the modules of their kernels stay loaded
+    // as long as this graph (unloading one under a running kernel is not safe).
+    auto& keep = recording.keep_alive;
+    keep.insert(keep.end(), old.keep_alive.begin(), old.keep_alive.end());
+    std::sort(keep.begin(), keep.end());
+    keep.erase(std::unique(keep.begin(), keep.end()), keep.end());
+    old.keep_alive.clear();
+    // Its nodes are still the executable's names for param nodes (mapped onto them).
+    recording.source = std::move(old.source);
+    recording.source_nodes = std::move(old.source_nodes);
+  }
+  recording_ = std::move(recording);
+  hot_.exec = recording_.executable.get();
+  return old;
+}
+
+namespace {
+
+// Launches take at most this many arguments (Device::launch refuses more).
+constexpr std::size_t kMaxParamArgs = 64;
+// A param's value is at most this many bytes (param.h's ParamSlot::kMaxBytes).
+constexpr std::size_t kMaxParamBytes = 64;
+
+CUresult set_node(DriverApi& driver, CUgraphExec exec, capture::ParamNode& node) {
+  std::array<void*, kMaxParamArgs> args;
+  const std::size_t count = std::min(node.offsets.size(), args.size());
+  for (std::size_t i = 0; i < count; ++i) args[i] = node.bytes.data() + node.offsets[i];
+  CUDA_KERNEL_NODE_PARAMS params{};
+  params.func = node.function;
+  params.gridDimX = node.dims.grid.x;
+  params.gridDimY = node.dims.grid.y;
+  params.gridDimZ = node.dims.grid.z;
+  params.blockDimX = node.dims.block.x;
+  params.blockDimY = node.dims.block.y;
+  params.blockDimZ = node.dims.block.z;
+  params.sharedMemBytes = node.dims.shared_bytes;
+  params.kernelParams = args.data();
+  return driver.cuGraphExecKernelNodeSetParams(exec, node.node, &params);
+}
+
+// Writes `bytes` into every argument of `node` bound to `param`; whether it took it.
+bool write_param(capture::ParamNode& node, const void* param, const void* bytes,
+                 std::size_t size) {
+  bool took = false;
+  for (const capture::ParamNode::Binding& binding : node.bindings) {
+    if (binding.param.get() != param) continue;
+    std::memcpy(node.bytes.data() + node.offsets[binding.arg], bytes, size);
+    took = true;
+  }
+  return took;
+}
+
+}  // namespace
+
+Result<void> GraphState::set_param(const void* param, const void* bytes, std::size_t size) {
+  std::lock_guard lock(mutex_);
+  if (released()) {
+    return Error(Errc::graph_state, "Graph::set: the graph is destroyed or its device closed");
+  }
+  // Check first: every node that took the param took it with this size. Every such node holds
+  // the same value for it (a set writes all of them, a recording takes one value): keep it to
+  // set back on a failure.
+  if (size > kMaxParamBytes) {
+    return Error(Errc::invalid_argument, "Graph::set: a value of more than 64 bytes");
+  }
+  std::array<std::byte, kMaxParamBytes> before{};
+  bool found = false;
+  for (const capture::ParamNode& node : recording_.param_nodes) {
+    for (const capture::ParamNode::Binding& binding : node.bindings) {
+      if (binding.param.get() != param) continue;
+      if (node.sizes[binding.arg] != size) {
+        return Error(Errc::invalid_argument,
+                     "Graph::set: the param was recorded as a " +
+                         std::to_string(node.sizes[binding.arg]) + "-byte argument, not " +
+                         std::to_string(size));
+      }
+      if (!found) std::memcpy(before.data(), node.bytes.data() + node.offsets[binding.arg], size);
+      found = true;
+    }
+  }
+  if (!found) {
+    return Error(Errc::invalid_argument,
+                 "Graph::set: the graph never took this param (no launch recorded into it bound "
+                 "it with Arg::param)");
+  }
+  if (Result<void> bound = stream_->device().bind_thread(); !bound) {
+    return bound.error().context("Graph::set");
+  }
+  DriverApi& driver = stream_->device().driver();
+  auto& nodes = recording_.param_nodes;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    if (!write_param(nodes[i], param, bytes, size)) continue;
+    if (CUresult result = set_node(driver, hot_.exec, nodes[i]); result != CUDA_SUCCESS) {
+      // Set back what was set, so the graph replays one value everywhere (best effort: a
+      // driver that fails once may fail again; that is logged).
+      (void)write_param(nodes[i], param, before.data(), size);
+      for (std::size_t back = 0; back < i; ++back) {
+        if (!write_param(nodes[back], param, before.data(), size)) continue;
+        if (CUresult again = set_node(driver, hot_.exec, nodes[back]); again != CUDA_SUCCESS) {
+          log(LogLevel::warn, Error::from_driver("cuGraphExecKernelNodeSetParams", again)
+                                  .context("Graph::set: setting a node back")
+                                  .message());
+        }
+      }
+      return Error::from_driver("cuGraphExecKernelNodeSetParams", result).context("Graph::set");
+    }
+  }
+  return {};
 }
 
 bool GraphState::try_release() noexcept {
@@ -47,6 +169,7 @@ bool GraphState::try_release() noexcept {
   // Unpin: back through the drop queue, already behind the stream. The modules stay loaded until
   // this state goes (the device may be closing, and unloads them after its graphs).
   recording_.pins.clear();
+  recording_.source = capture::CapturedGraph{};
   return true;
 }
 
@@ -62,6 +185,7 @@ void GraphState::release() noexcept {
     log(LogLevel::warn, destroyed.error().context("destroying a graph").message());
   }
   recording_.pins.clear();
+  recording_.source = capture::CapturedGraph{};
 }
 
 }  // namespace graphcap::detail

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include <graphcap/capture/recording.h>
 #include <graphcap/capture/replay_gate.h>
@@ -37,6 +38,23 @@ class GraphState {
 
   // The buffers the recording read, wrote and produced whole (see Graph::replay's slow path).
   const capture::BufferRoles& buffers() const noexcept { return recording_.buffers; }
+
+  // The executable replays run (an empty one for a released graph).
+  const capture::Executable& executable() const noexcept { return recording_.executable; }
+  // The nodes of the graph the executable was instantiated from, when it was kept (param nodes).
+  const std::vector<CUgraphNode>& source_nodes() const noexcept { return recording_.source_nodes; }
+
+  // Graph::set: give every node that took `param` the value `bytes` (size bytes) from the next
+  // replay on. Errc::invalid_argument when no node took it or the size differs; on a driver
+  // failure the nodes already set are set back, so the graph is unchanged.
+  Result<void> set_param(const void* param, const void* bytes, std::size_t size);
+
+  // A re-recording closed into this graph (Device::end_capture(s, into)) replaces the current
+  // recording. When it holds no executable, the current one took it in place (exec update) and is
+  // kept. Returns what was replaced (the old executable when there is a new one, the old pins
+  // and keep-alives): the caller releases it once the stream has passed the replays of it.
+  // Not to be called concurrently with replay() of the same graph.
+  capture::Recording adopt(capture::Recording recording) noexcept;
 
   // Wait for in-flight replays (a failed wait is queued on the stream), destroy the executable,
   // unpin. False, doing nothing, when a recording forbids the wait now (defer it then).

@@ -28,6 +28,7 @@
 namespace graphcap::detail {
 
 class DeviceCore;
+class GraphPoolState;
 
 class StreamCore final : public memory::SliceOwner,
                          public std::enable_shared_from_this<StreamCore> {
@@ -50,6 +51,8 @@ class StreamCore final : public memory::SliceOwner,
   memory::DropQueue& drops() noexcept { return drops_; }
   capture::Window& window() noexcept { return window_; }
   const capture::Window& window() const noexcept { return window_; }
+  // The graph pool of the window now open (prepare or capture), or null (mutex() held).
+  std::shared_ptr<GraphPoolState>& pool_window() noexcept { return pool_window_; }
 
   // A slice of `bytes` from `pool` as an Allocation of this stream: a free one, else whatever the
   // drop queue can release without waiting, else a new one from the driver when no recording
@@ -91,6 +94,7 @@ class StreamCore final : public memory::SliceOwner,
   memory::SlicePool staging_pool_;
   memory::DropQueue drops_;
   capture::Window window_;
+  std::shared_ptr<GraphPoolState> pool_window_;
   std::mutex failed_mutex_;
   int failed_buffers_ = 0;
   std::mutex errors_mutex_;

@@ -19,6 +19,7 @@ struct CUevent_st;
 struct CUgraph_st;
 struct CUgraphNode_st;
 struct CUgraphExec_st;
+struct CUkern_st;
 
 namespace graphcap {
 
@@ -34,6 +35,7 @@ using CUevent = ::CUevent_st*;
 using CUgraph = ::CUgraph_st*;
 using CUgraphNode = ::CUgraphNode_st*;
 using CUgraphExec = ::CUgraphExec_st*;
+using CUkernel = ::CUkern_st*;
 
 // cuda.h's CU_STREAM_LEGACY and CU_STREAM_PER_THREAD are macros; these are their values.
 inline CUstream stream_legacy() noexcept { return reinterpret_cast<CUstream>(std::uintptr_t{0x1}); }
@@ -155,6 +157,22 @@ struct CUgraphExecUpdateResultInfo {
   CUgraphExecUpdateResult result;
   CUgraphNode errorNode;
   CUgraphNode errorFromNode;
+};
+
+// cuda.h's CUDA_KERNEL_NODE_PARAMS (its _v2 layout, what cuGraphExecKernelNodeSetParams_v2 reads).
+struct CUDA_KERNEL_NODE_PARAMS {
+  CUfunction func;
+  unsigned int gridDimX;
+  unsigned int gridDimY;
+  unsigned int gridDimZ;
+  unsigned int blockDimX;
+  unsigned int blockDimY;
+  unsigned int blockDimZ;
+  unsigned int sharedMemBytes;
+  void** kernelParams;
+  void** extra;
+  CUkernel kern;
+  CUcontext ctx;
 };
 
 struct CUgraphEdgeData {

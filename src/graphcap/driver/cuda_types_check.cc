@@ -153,6 +153,7 @@ GRAPHCAP_SAME_SIZE(CUfunction_attribute);
 GRAPHCAP_SAME_SIZE(CUdriverProcAddressQueryResult);
 GRAPHCAP_SAME_SIZE(CUgraphExecUpdateResultInfo);
 GRAPHCAP_SAME_SIZE(CUgraphEdgeData);
+GRAPHCAP_SAME_SIZE(CUDA_KERNEL_NODE_PARAMS);
 
 #undef GRAPHCAP_SAME_SIZE
 
@@ -172,6 +173,7 @@ static_assert(std::is_same_v<graphcap::CUevent, ::CUevent>);
 static_assert(std::is_same_v<graphcap::CUgraph, ::CUgraph>);
 static_assert(std::is_same_v<graphcap::CUgraphNode, ::CUgraphNode>);
 static_assert(std::is_same_v<graphcap::CUgraphExec, ::CUgraphExec>);
+static_assert(std::is_same_v<graphcap::CUkernel, ::CUkernel>);
 
 // Structs the driver writes into: same layout, member by member.
 #define GRAPHCAP_SAME_MEMBER(type, member)                                                  \
@@ -195,6 +197,20 @@ GRAPHCAP_SAME_MEMBER(CUgraphEdgeData, from_port);
 GRAPHCAP_SAME_MEMBER(CUgraphEdgeData, to_port);
 GRAPHCAP_SAME_MEMBER(CUgraphEdgeData, type);
 GRAPHCAP_SAME_MEMBER(CUgraphEdgeData, reserved);
+
+static_assert(alignof(graphcap::CUDA_KERNEL_NODE_PARAMS) == alignof(::CUDA_KERNEL_NODE_PARAMS));
+GRAPHCAP_SAME_MEMBER(CUDA_KERNEL_NODE_PARAMS, func);
+GRAPHCAP_SAME_MEMBER(CUDA_KERNEL_NODE_PARAMS, gridDimX);
+GRAPHCAP_SAME_MEMBER(CUDA_KERNEL_NODE_PARAMS, gridDimY);
+GRAPHCAP_SAME_MEMBER(CUDA_KERNEL_NODE_PARAMS, gridDimZ);
+GRAPHCAP_SAME_MEMBER(CUDA_KERNEL_NODE_PARAMS, blockDimX);
+GRAPHCAP_SAME_MEMBER(CUDA_KERNEL_NODE_PARAMS, blockDimY);
+GRAPHCAP_SAME_MEMBER(CUDA_KERNEL_NODE_PARAMS, blockDimZ);
+GRAPHCAP_SAME_MEMBER(CUDA_KERNEL_NODE_PARAMS, sharedMemBytes);
+GRAPHCAP_SAME_MEMBER(CUDA_KERNEL_NODE_PARAMS, kernelParams);
+GRAPHCAP_SAME_MEMBER(CUDA_KERNEL_NODE_PARAMS, extra);
+GRAPHCAP_SAME_MEMBER(CUDA_KERNEL_NODE_PARAMS, kern);
+GRAPHCAP_SAME_MEMBER(CUDA_KERNEL_NODE_PARAMS, ctx);
 
 #undef GRAPHCAP_SAME_MEMBER
 

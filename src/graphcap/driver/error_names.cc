@@ -110,3 +110,38 @@ namespace graphcap {
 std::size_t known_cu_result_count() noexcept { return std::size(kNames); }
 CUresult known_cu_result(std::size_t index) noexcept { return kNames[index].code; }
 }  // namespace graphcap
+
+namespace graphcap {
+
+std::string exec_update_result_name(CUgraphExecUpdateResult result) {
+  switch (result) {
+    case CU_GRAPH_EXEC_UPDATE_SUCCESS: return "CU_GRAPH_EXEC_UPDATE_SUCCESS";
+    case CU_GRAPH_EXEC_UPDATE_ERROR: return "CU_GRAPH_EXEC_UPDATE_ERROR";
+    case CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED:
+      return "CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED";
+    case CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED:
+      return "CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED";
+    case CU_GRAPH_EXEC_UPDATE_ERROR_FUNCTION_CHANGED:
+      return "CU_GRAPH_EXEC_UPDATE_ERROR_FUNCTION_CHANGED";
+    case CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED:
+      return "CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED";
+    case CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED: return "CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED";
+    case CU_GRAPH_EXEC_UPDATE_ERROR_UNSUPPORTED_FUNCTION_CHANGE:
+      return "CU_GRAPH_EXEC_UPDATE_ERROR_UNSUPPORTED_FUNCTION_CHANGE";
+    case CU_GRAPH_EXEC_UPDATE_ERROR_ATTRIBUTES_CHANGED:
+      return "CU_GRAPH_EXEC_UPDATE_ERROR_ATTRIBUTES_CHANGED";
+  }
+  return "CUgraphExecUpdateResult " + std::to_string(static_cast<int>(result));
+}
+
+const char* node_type_name(CUgraphNodeType type) noexcept {
+  static constexpr const char* kNames[kGraphNodeTypeCount] = {
+      "KERNEL",      "MEMCPY",       "MEMSET",           "HOST",
+      "GRAPH",       "EMPTY",        "WAIT_EVENT",       "EVENT_RECORD",
+      "EXT_SEMAS_SIGNAL", "EXT_SEMAS_WAIT", "MEM_ALLOC", "MEM_FREE",
+      "BATCH_MEM_OP", "CONDITIONAL"};
+  const int index = static_cast<int>(type);
+  return index >= 0 && index < kGraphNodeTypeCount ? kNames[index] : "?";
+}
+
+}  // namespace graphcap

@@ -14,6 +14,11 @@ const char* cu_result_name(CUresult code) noexcept;
 const char* cu_result_string(CUresult code) noexcept;
 // "CUDA_ERROR_INVALID_VALUE (invalid argument)", or "CUresult 12345" for an unknown code.
 std::string describe_cu_result(CUresult code);
+// "CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED"; "CUgraphExecUpdateResult 12345" for a value
+// cuda.h doesn't define.
+std::string exec_update_result_name(CUgraphExecUpdateResult result);
+// "KERNEL", "MEMSET", ... (cuda.h's CU_GRAPH_NODE_TYPE_ suffix); "?" for an unknown type.
+const char* node_type_name(CUgraphNodeType type) noexcept;
 
 }  // namespace graphcap
 

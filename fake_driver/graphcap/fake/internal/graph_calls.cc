@@ -3,7 +3,10 @@
 // destruction.
 #include <graphcap/fake/internal/fake_state.h>
 
+#include <algorithm>
 #include <fstream>
+
+#include <graphcap/fake/internal/kernel_params.h>
 
 namespace graphcap::fake {
 
@@ -163,6 +166,59 @@ CUresult FakeState::cuGraphExecUpdate(CUgraphExec exec, CUgraph handle,
   if (check.result != CU_GRAPH_EXEC_UPDATE_SUCCESS) return CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
   // Launches already queued keep the body they were launched with.
   updated->second.body = internal::make_exec_body(graph->second.nodes);
+  return CUDA_SUCCESS;
+}
+
+CUresult FakeState::cuGraphExecKernelNodeSetParams(CUgraphExec exec, CUgraphNode node,
+                                                   const CUDA_KERNEL_NODE_PARAMS* params) {
+  Context* context = nullptr;
+  if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
+  if (params == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  auto updated = execs_.find(exec);
+  if (updated == execs_.end()) return CUDA_ERROR_INVALID_HANDLE;
+  // The node is named by its handle in the graph the executable was instantiated from (cuda.h);
+  // nodes pair with the executable's by creation order, as exec update pairs them. A node of any
+  // other graph, or of a source graph already destroyed, is not one of this executable's.
+  auto source = graphs_.find(updated->second.source);
+  if (source == graphs_.end()) return CUDA_ERROR_INVALID_VALUE;
+  const std::vector<CUgraphNode>& handles = source->second.node_handles;
+  const auto position = std::find(handles.begin(), handles.end(), node);
+  if (node == nullptr || position == handles.end()) return CUDA_ERROR_INVALID_VALUE;
+  const auto index = static_cast<std::size_t>(position - handles.begin());
+  const internal::ExecBody& body = *updated->second.body;
+  if (index >= body.nodes.size()) return CUDA_ERROR_INVALID_VALUE;
+  const auto* current = std::get_if<internal::KernelWork>(&body.nodes[index].work);
+  if (current == nullptr) return CUDA_ERROR_INVALID_VALUE;  // not a kernel node
+  // Not measured: the fake takes a function (not a CUkernel) of a loaded module, with a valid
+  // shape, as cuLaunchKernel does.
+  auto function = functions_.find(params->func);
+  if (function == functions_.end()) return CUDA_ERROR_INVALID_VALUE;
+  const LaunchDims dims{{params->gridDimX, params->gridDimY, params->gridDimZ},
+                        {params->blockDimX, params->blockDimY, params->blockDimZ},
+                        params->sharedMemBytes};
+  if (dims.grid.x == 0 || dims.grid.y == 0 || dims.grid.z == 0 || dims.block.x == 0 ||
+      dims.block.y == 0 || dims.block.z == 0 ||
+      dims.shared_bytes > static_cast<unsigned>(function->second.max_dynamic_shared)) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  internal::KernelWork work;
+  work.kernel = function->second.kernel;
+  work.module = function->second.module;
+  work.function = params->func;
+  work.dims = dims;
+  if (!work.kernel->declared) {
+    violation(internal::undeclared_layout_message(*work.kernel));
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (CUresult r = internal::copy_launch_params(*work.kernel, params->kernelParams, params->extra,
+                                                &work.params);
+      r != CUDA_SUCCESS) {
+    return r;
+  }
+  // Only later launches see it: launches already queued keep the body they were launched with.
+  std::vector<internal::NodeData> nodes = body.nodes;
+  nodes[index].work = internal::NodeWork{std::move(work)};
+  updated->second.body = internal::make_exec_body(nodes);
   return CUDA_SUCCESS;
 }
 

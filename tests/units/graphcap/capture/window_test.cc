@@ -37,12 +37,23 @@ class MockGraphDriver : public GraphDriver {
     ON_CALL(*this, end).WillByDefault(Invoke(&real_, &CudaGraphDriver::end));
     ON_CALL(*this, instantiate).WillByDefault(Invoke(&real_, &CudaGraphDriver::instantiate));
     ON_CALL(*this, upload).WillByDefault(Invoke(&real_, &CudaGraphDriver::upload));
+    ON_CALL(*this, inspect).WillByDefault(Invoke(&real_, &CudaGraphDriver::inspect));
+    ON_CALL(*this, instantiate_inspected)
+        .WillByDefault(Invoke(&real_, &CudaGraphDriver::instantiate_inspected));
+    ON_CALL(*this, update).WillByDefault(Invoke(&real_, &CudaGraphDriver::update));
+    ON_CALL(*this, nodes).WillByDefault(Invoke(&real_, &CudaGraphDriver::nodes));
   }
   MOCK_METHOD(Result<void>, begin, (CUstream, CUstreamCaptureMode), (override));
   MOCK_METHOD(Result<CapturedGraph>, end, (CUstream), (override));
   MOCK_METHOD(Result<Instantiated>, instantiate, (const CapturedGraph&, const GraphReport&),
               (override));
   MOCK_METHOD(bool, upload, (const Executable&, CUstream, GraphReport&), (override));
+  MOCK_METHOD(Result<GraphReport>, inspect, (const CapturedGraph&, const GraphReport&),
+              (override));
+  MOCK_METHOD(Result<Executable>, instantiate_inspected, (const CapturedGraph&, GraphReport&),
+              (override));
+  MOCK_METHOD(bool, update, (const Executable&, const CapturedGraph&, GraphReport&), (override));
+  MOCK_METHOD(Result<std::vector<CUgraphNode>>, nodes, (const CapturedGraph&), (override));
 
  private:
   CudaGraphDriver real_;

@@ -1,0 +1,484 @@
+// The many-graphs benchmarks (issue 10): closing a re-recording by exec update against
+// re-instantiating and against the raw driver, and changing a per-replay parameter against the raw
+// driver and against writing the value into device memory. Each family measures all three sides
+// in the same iterations (rotating which goes first) and reports its own side as its time and all
+// three as counters, like benchmarks.cc's pairs.
+//
+// ExecUpdate/n, ReInstantiate/n, RawExecUpdate/n: a re-recording of n launches of `empty`. The
+// graphcap sides run prepare_capture + an eager warm-up + a sync untimed, then time
+// begin_capture + n launches + the close: end_capture(s, into) (exec update of one graph kept
+// for the whole run) or end_capture(s) (instantiate + upload of a new graph, destroyed untimed).
+// The raw side times cuStreamBeginCapture + n cuLaunchKernel + cuStreamEndCapture +
+// cuGraphExecUpdate of one raw executable kept for the run + cuGraphDestroy of the captured
+// graph (end_capture destroys it too, as raw code must). Counters:
+// close_update_us, close_reinst_us, close_raw_us (the close alone), whole_update_us,
+// whole_reinst_us, whole_raw_us (begin..close), update_vs_raw and reinst_vs_update (ratios of the
+// closes), whole_reinst_vs_update.
+//
+// ParamSet/n, RawKernelNodeSetParams/n, ParamWrite/n: a graph of n launches of `sink` that all
+// take one Param. Graph::set(p, v) (n cuGraphExecKernelNodeSetParams inside) against n raw
+// cuGraphExecKernelNodeSetParams on a raw executable of the same launches against one
+// Device::write of the 4-byte value into a buffer (what a kernel reading the value from device
+// memory would need). The stream is synced untimed after each iteration. Counters: set_us,
+// raw_us, write_us, set_ns_per_node, raw_ns_per_node, set_vs_raw.
+//
+// PoolMemory/8: 8 graphs at batch sizes 128..1 recorded largest first, each with one
+// intermediate, without and then with a graph pool. Counters: pooled_bytes (the pool's
+// bytes_held), unpooled_bytes (the sum of the intermediates), largest_bytes, pooled_vs_largest
+// (goal: <= 1.1).
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <benchmark/benchmark.h>
+
+#include "benchmarks.h"
+#include "bench_env.h"
+
+namespace graphcap::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr int kCounts[] = {10, 100, 1000};
+
+double ns_between(Clock::time_point start, Clock::time_point stop) {
+  return std::chrono::duration<double, std::nano>(stop - start).count();
+}
+
+double median(std::vector<double> values) {
+  if (values.empty()) return 0.0;
+  std::sort(values.begin(), values.end());
+  const std::size_t mid = values.size() / 2;
+  return values.size() % 2 == 1 ? values[mid] : (values[mid - 1] + values[mid]) / 2.0;
+}
+
+void skip(benchmark::State& state, const Error& error) {
+  state.SkipWithError(to_string(error).c_str());
+}
+
+// ---- ExecUpdate / ReInstantiate / RawExecUpdate -------------------------------------------------
+
+struct Times {
+  double close_ns = 0;
+  double whole_ns = 0;
+};
+
+// Warm-up untimed, then begin + n launches + close() timed.
+template <class Close>
+Result<Times> graphcap_rerecord(BenchEnv& env, int n, Close&& close) {
+  Device& device = env.device();
+  Stream& s = env.stream();
+  auto fail = [&](const Error& error) -> Result<Times> {
+    (void)device.abort_capture(s);
+    return error;
+  };
+  if (Result<void> r = device.prepare_capture(s); !r) return r.error();
+  for (int i = 0; i < n; ++i) {
+    if (Result<void> r = env.launch_empty(); !r) return fail(r.error());
+  }
+  if (Result<void> r = env.sync(); !r) return fail(r.error());
+  const Clock::time_point begin = Clock::now();
+  if (Result<void> r = device.begin_capture(s); !r) return fail(r.error());
+  for (int i = 0; i < n; ++i) {
+    if (Result<void> r = env.launch_empty(); !r) return fail(r.error());
+  }
+  const Clock::time_point closing = Clock::now();
+  Result<void> closed = close();
+  const Clock::time_point end = Clock::now();
+  if (!closed) return closed.error();
+  return Times{ns_between(closing, end), ns_between(begin, end)};
+}
+
+Result<CUgraph> raw_record(BenchEnv& env, int n) {
+  DriverApi& driver = env.driver();
+  const CUstream stream = env.stream().handle();
+  if (CUresult r = driver.cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL);
+      r != CUDA_SUCCESS) {
+    return Error::from_driver("cuStreamBeginCapture", r);
+  }
+  CUresult launched = CUDA_SUCCESS;
+  for (int i = 0; i < n; ++i) {
+    if (CUresult r = env.raw_launch_empty(); r != CUDA_SUCCESS) launched = r;
+  }
+  CUgraph graph = nullptr;
+  const CUresult ended = driver.cuStreamEndCapture(stream, &graph);
+  if (launched != CUDA_SUCCESS || ended != CUDA_SUCCESS) {
+    if (graph != nullptr) (void)driver.cuGraphDestroy(graph);
+    return Error::from_driver(launched != CUDA_SUCCESS ? "cuLaunchKernel" : "cuStreamEndCapture",
+                              launched != CUDA_SUCCESS ? launched : ended);
+  }
+  return graph;
+}
+
+Result<Times> raw_rerecord(BenchEnv& env, int n, CUgraphExec exec) {
+  DriverApi& driver = env.driver();
+  const CUstream stream = env.stream().handle();
+  const Clock::time_point begin = Clock::now();
+  if (CUresult r = driver.cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL);
+      r != CUDA_SUCCESS) {
+    return Error::from_driver("cuStreamBeginCapture", r);
+  }
+  CUresult launched = CUDA_SUCCESS;
+  for (int i = 0; i < n; ++i) {
+    if (CUresult r = env.raw_launch_empty(); r != CUDA_SUCCESS) launched = r;
+  }
+  const Clock::time_point closing = Clock::now();
+  CUgraph graph = nullptr;
+  const CUresult ended = driver.cuStreamEndCapture(stream, &graph);
+  CUgraphExecUpdateResultInfo info{};
+  const CUresult updated = ended == CUDA_SUCCESS ? driver.cuGraphExecUpdate(exec, graph, &info)
+                                                 : CUDA_ERROR_INVALID_VALUE;
+  // The captured graph is destroyed inside the timing, as end_capture must do it too.
+  const CUresult destroyed = graph != nullptr ? driver.cuGraphDestroy(graph) : CUDA_SUCCESS;
+  const Clock::time_point end = Clock::now();
+  if (destroyed != CUDA_SUCCESS) return Error::from_driver("cuGraphDestroy", destroyed);
+  if (launched != CUDA_SUCCESS) return Error::from_driver("cuLaunchKernel", launched);
+  if (ended != CUDA_SUCCESS) return Error::from_driver("cuStreamEndCapture", ended);
+  if (updated != CUDA_SUCCESS) return Error::from_driver("cuGraphExecUpdate", updated);
+  return Times{ns_between(closing, end), ns_between(begin, end)};
+}
+
+std::int64_t rerecord_iterations(int n) { return n <= 10 ? 200 : n <= 100 ? 100 : 20; }
+
+void rerecord_sides(benchmark::State& state, BenchEnv& env, int primary) {
+  const int n = static_cast<int>(state.range(0));
+  Device& device = env.device();
+  Stream& s = env.stream();
+  DriverApi& driver = env.driver();
+  Graph into;
+  if (Result<Times> first = graphcap_rerecord(env, n, [&]() -> Result<void> {
+        Result<Graph> graph = device.end_capture(s);
+        if (!graph) return graph.error();
+        into = std::move(*graph);
+        return {};
+      });
+      !first) {
+    return skip(state, first.error().context("capturing the graph to update"));
+  }
+  Result<CUgraph> raw_graph = raw_record(env, n);
+  if (!raw_graph) return skip(state, raw_graph.error());
+  CUgraphExec raw_exec = nullptr;
+  const CUresult instantiated = driver.cuGraphInstantiateWithFlags(&raw_exec, *raw_graph, 0);
+  (void)driver.cuGraphDestroy(*raw_graph);
+  if (instantiated != CUDA_SUCCESS) {
+    return skip(state, Error::from_driver("cuGraphInstantiateWithFlags", instantiated));
+  }
+
+  std::vector<Times> sides[3];
+  int rotation = 0;
+  for (auto _ : state) {
+    Times times[3];
+    for (int k = 0; k < 3; ++k) {
+      const int side = (rotation + k) % 3;
+      Result<Times> measured = Error(Errc::graph_state, "not run");
+      if (side == 0) {
+        measured = graphcap_rerecord(env, n, [&] { return device.end_capture(s, into); });
+        if (measured && !into.report().updated) {
+          measured = Error(Errc::graph_state,
+                           "ExecUpdate: the re-recording was not an update: " +
+                               into.report().update_refusal);
+        }
+      } else if (side == 1) {
+        Graph fresh;
+        measured = graphcap_rerecord(env, n, [&]() -> Result<void> {
+          Result<Graph> graph = device.end_capture(s);
+          if (!graph) return graph.error();
+          fresh = std::move(*graph);
+          return {};
+        });
+        if (Result<void> r = fresh.destroy(); measured && !r) measured = r.error();
+      } else {
+        measured = raw_rerecord(env, n, raw_exec);
+      }
+      if (!measured) {
+        skip(state, measured.error());
+        break;
+      }
+      times[side] = *measured;
+    }
+    if (state.error_occurred()) break;
+    rotation = (rotation + 1) % 3;
+    state.SetIterationTime(times[primary].close_ns * 1e-9);
+    for (int side = 0; side < 3; ++side) sides[side].push_back(times[side]);
+  }
+  (void)env.sync();
+  (void)driver.cuGraphExecDestroy(raw_exec);
+  if (state.error_occurred()) return;
+
+  auto close_us = [&](int side) {
+    std::vector<double> v;
+    for (const Times& t : sides[side]) v.push_back(t.close_ns);
+    return median(v) / 1000.0;
+  };
+  auto whole_us = [&](int side) {
+    std::vector<double> v;
+    for (const Times& t : sides[side]) v.push_back(t.whole_ns);
+    return median(v) / 1000.0;
+  };
+  const double update = close_us(0), reinst = close_us(1), raw = close_us(2);
+  state.SetItemsProcessed(state.iterations());
+  state.counters["nodes"] = n;
+  state.counters["close_update_us"] = update;
+  state.counters["close_reinst_us"] = reinst;
+  state.counters["close_raw_us"] = raw;
+  state.counters["whole_update_us"] = whole_us(0);
+  state.counters["whole_reinst_us"] = whole_us(1);
+  state.counters["whole_raw_us"] = whole_us(2);
+  state.counters["update_vs_raw"] = raw > 0 ? update / raw : 0.0;
+  state.counters["reinst_vs_update"] = update > 0 ? reinst / update : 0.0;
+  state.counters["whole_reinst_vs_update"] = whole_us(0) > 0 ? whole_us(1) / whole_us(0) : 0.0;
+}
+
+// ---- ParamSet / RawKernelNodeSetParams / ParamWrite ---------------------------------------------
+
+std::int64_t param_iterations(int n) { return n <= 10 ? 2000 : n <= 100 ? 500 : 100; }
+
+void param_sides(benchmark::State& state, BenchEnv& env, int primary) {
+  const int n = static_cast<int>(state.range(0));
+  Device& device = env.device();
+  Stream& s = env.stream();
+  DriverApi& driver = env.driver();
+  const Kernel& sink = env.sink_kernel();
+  Param<std::uint32_t> param = device.param<std::uint32_t>(0);
+  auto record = [&]() -> Result<void> {
+    for (int i = 0; i < n; ++i) {
+      if (Result<void> r = device.launch(s, sink, BenchEnv::kEmptyDims, {Arg::param(param)}); !r) {
+        return r;
+      }
+    }
+    return {};
+  };
+  if (Result<void> r = device.prepare_capture(s); !r) return skip(state, r.error());
+  if (Result<void> r = record(); !r) {
+    (void)device.abort_capture(s);
+    return skip(state, r.error());
+  }
+  if (Result<void> r = env.sync(); !r) {
+    (void)device.abort_capture(s);
+    return skip(state, r.error());
+  }
+  if (Result<void> r = device.begin_capture(s); !r) return skip(state, r.error());
+  if (Result<void> r = record(); !r) {
+    (void)device.abort_capture(s);
+    return skip(state, r.error());
+  }
+  Result<Graph> graph = device.end_capture(s);
+  if (!graph) return skip(state, graph.error());
+
+  // The raw executable of the same launches, with each launch's node.
+  const CUstream stream = s.handle();
+  std::vector<CUgraphNode> nodes;
+  std::uint32_t raw_value = 0;
+  void* raw_args[] = {&raw_value};
+  const LaunchDims dims = BenchEnv::kEmptyDims;
+  if (CUresult r = driver.cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL);
+      r != CUDA_SUCCESS) {
+    return skip(state, Error::from_driver("cuStreamBeginCapture", r));
+  }
+  CUresult failed = CUDA_SUCCESS;
+  for (int i = 0; i < n && failed == CUDA_SUCCESS; ++i) {
+    failed = driver.cuLaunchKernel(sink.function(), dims.grid.x, dims.grid.y, dims.grid.z,
+                                   dims.block.x, dims.block.y, dims.block.z, 0, stream, raw_args,
+                                   nullptr);
+    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+    const CUgraphNode* deps = nullptr;
+    std::size_t count = 0;
+    if (failed == CUDA_SUCCESS) {
+      failed = driver.cuStreamGetCaptureInfo(stream, &status, nullptr, nullptr, &deps, nullptr,
+                                             &count);
+    }
+    if (failed == CUDA_SUCCESS && count == 1) nodes.push_back(deps[0]);
+  }
+  CUgraph raw_graph = nullptr;
+  const CUresult ended = driver.cuStreamEndCapture(stream, &raw_graph);
+  CUgraphExec raw_exec = nullptr;
+  if (failed == CUDA_SUCCESS && ended == CUDA_SUCCESS) {
+    failed = driver.cuGraphInstantiateWithFlags(&raw_exec, raw_graph, 0);
+  }
+  auto release_raw = [&] {
+    if (raw_exec != nullptr) (void)driver.cuGraphExecDestroy(raw_exec);
+    if (raw_graph != nullptr) (void)driver.cuGraphDestroy(raw_graph);
+  };
+  if (failed != CUDA_SUCCESS || ended != CUDA_SUCCESS || nodes.size() != std::size_t(n)) {
+    release_raw();
+    return skip(state, Error(Errc::driver, "RawKernelNodeSetParams: building the raw graph"));
+  }
+  CUDA_KERNEL_NODE_PARAMS params{};
+  params.func = sink.function();
+  params.gridDimX = dims.grid.x;
+  params.gridDimY = dims.grid.y;
+  params.gridDimZ = dims.grid.z;
+  params.blockDimX = dims.block.x;
+  params.blockDimY = dims.block.y;
+  params.blockDimZ = dims.block.z;
+  params.kernelParams = raw_args;
+
+  Result<Buffer> value_buffer = device.alloc(sizeof(std::uint32_t), s);
+  if (!value_buffer) {
+    release_raw();
+    return skip(state, value_buffer.error());
+  }
+
+  std::vector<double> sides[3];
+  int rotation = 0;
+  std::uint32_t value = 0;
+  for (auto _ : state) {
+    ++value;
+    double elapsed[3] = {};
+    for (int k = 0; k < 3; ++k) {
+      const int side = (rotation + k) % 3;
+      const Clock::time_point start = Clock::now();
+      if (side == 0) {
+        if (Result<void> r = graph->set(param, value); !r) {
+          skip(state, r.error());
+          break;
+        }
+      } else if (side == 1) {
+        raw_value = value;
+        CUresult r = CUDA_SUCCESS;
+        for (CUgraphNode node : nodes) {
+          if (r == CUDA_SUCCESS) r = driver.cuGraphExecKernelNodeSetParams(raw_exec, node, &params);
+        }
+        if (r != CUDA_SUCCESS) {
+          skip(state, Error::from_driver("cuGraphExecKernelNodeSetParams", r));
+          break;
+        }
+      } else {
+        std::byte bytes[sizeof(value)];
+        std::memcpy(bytes, &value, sizeof(value));
+        if (Result<void> r = device.write(*value_buffer, bytes, s); !r) {
+          skip(state, r.error());
+          break;
+        }
+      }
+      elapsed[side] = ns_between(start, Clock::now());
+    }
+    if (state.error_occurred()) break;
+    rotation = (rotation + 1) % 3;
+    state.SetIterationTime(elapsed[primary] * 1e-9);
+    for (int side = 0; side < 3; ++side) sides[side].push_back(elapsed[side]);
+    state.PauseTiming();
+    (void)env.sync();
+    state.ResumeTiming();
+  }
+  (void)env.sync();
+  release_raw();
+  if (state.error_occurred()) return;
+  const double set = median(sides[0]), raw = median(sides[1]), write = median(sides[2]);
+  state.SetItemsProcessed(state.iterations());
+  state.counters["nodes"] = n;
+  state.counters["set_us"] = set / 1000.0;
+  state.counters["raw_us"] = raw / 1000.0;
+  state.counters["write_us"] = write / 1000.0;
+  state.counters["set_ns_per_node"] = set / n;
+  state.counters["raw_ns_per_node"] = raw / n;
+  state.counters["set_vs_raw"] = raw > 0 ? set / raw : 0.0;
+}
+
+// ---- PoolMemory ---------------------------------------------------------------------------------
+
+// 8 graphs of one decode-like step at batch sizes 128..1 (recorded largest first), each with one
+// intermediate of batch * 4 KiB written by a recorded copy: the intermediate memory they hold
+// with a graph pool (GraphPool::bytes_held) and without (the sum of their intermediates).
+void pool_memory(benchmark::State& state, BenchEnv& env) {
+  constexpr std::uint32_t kBatches[] = {128, 96, 64, 48, 32, 16, 8, 1};
+  constexpr std::size_t kRowBytes = 4096;
+  Device& device = env.device();
+  Stream& s = env.stream();
+  double pooled = 0, unpooled = 0, largest = 0, record_us = 0;
+  for (auto _ : state) {
+    Result<GraphPool> pool = device.create_graph_pool(s);
+    if (!pool) return skip(state, pool.error());
+    std::vector<Graph> graphs;
+    const Clock::time_point start = Clock::now();
+    for (const bool pooled_side : {false, true}) {
+      for (const std::uint32_t batch : kBatches) {
+        const std::vector<std::byte> bytes(batch * kRowBytes, std::byte{1});
+        auto pass = [&]() -> Result<void> {
+          Result<Buffer> tmp = device.alloc(bytes.size(), s);
+          if (!tmp) return tmp.error();
+          return device.write(*tmp, bytes, s);
+        };
+        CaptureOptions options;
+        options.pool = pooled_side ? &*pool : nullptr;
+        Result<Graph> graph = Error(Errc::graph_state, "not recorded");
+        if (Result<void> r = device.prepare_capture(s, options); !r) return skip(state, r.error());
+        if (Result<void> r = pass(); !r) {
+          (void)device.abort_capture(s);
+          return skip(state, r.error());
+        }
+        if (Result<void> r = device.begin_capture(s); !r) {
+          (void)device.abort_capture(s);
+          return skip(state, r.error());
+        }
+        if (Result<void> r = pass(); !r) {
+          (void)device.abort_capture(s);
+          return skip(state, r.error());
+        }
+        graph = device.end_capture(s);
+        if (!graph) return skip(state, graph.error());
+        if (!pooled_side) {
+          unpooled += static_cast<double>(batch * kRowBytes);
+          largest = std::max(largest, static_cast<double>(batch * kRowBytes));
+        }
+        graphs.push_back(std::move(*graph));
+      }
+    }
+    record_us = ns_between(start, Clock::now()) / 1000.0;
+    pooled = static_cast<double>(pool->bytes_held());
+    state.SetIterationTime(record_us * 1e-6);
+    graphs.clear();
+    (void)env.sync();
+  }
+  state.counters["graphs"] = 8;
+  state.counters["pooled_bytes"] = pooled;
+  state.counters["unpooled_bytes"] = unpooled / static_cast<double>(state.iterations());
+  state.counters["largest_bytes"] = largest;
+  state.counters["pooled_vs_largest"] = largest > 0 ? pooled / largest : 0.0;
+}
+
+std::int64_t scaled(std::int64_t count, double scale) {
+  return std::max<std::int64_t>(1, static_cast<std::int64_t>(std::llround(count * scale)));
+}
+
+using Sides = void (*)(benchmark::State&, BenchEnv&, int);
+
+void register_triple(BenchEnv& env, const BenchPlan& plan, const char* const (&names)[3],
+                     Sides sides, std::int64_t (*iterations)(int)) {
+  for (int primary = 0; primary < 3; ++primary) {
+    for (const int n : kCounts) {
+      benchmark::RegisterBenchmark(names[primary],
+                                   [&env, sides, primary](benchmark::State& state) {
+                                     sides(state, env, primary);
+                                   })
+          ->Arg(n)
+          ->Iterations(scaled(iterations(n), plan.scale))
+          ->UseManualTime()
+          ->Unit(benchmark::kMicrosecond);
+    }
+  }
+}
+
+}  // namespace
+
+void register_many_graphs_benchmarks(BenchEnv& env, const BenchPlan& plan) {
+  static const char* const kRerecord[3] = {"ExecUpdate", "ReInstantiate", "RawExecUpdate"};
+  static const char* const kParam[3] = {"ParamSet", "RawKernelNodeSetParams", "ParamWrite"};
+  register_triple(env, plan, kRerecord, rerecord_sides, rerecord_iterations);
+  register_triple(env, plan, kParam, param_sides, param_iterations);
+  (void)plan;
+  benchmark::RegisterBenchmark("PoolMemory", [&env](benchmark::State& state) {
+    pool_memory(state, env);
+  })
+      ->Arg(8)
+      ->Iterations(1)
+      ->UseManualTime()
+      ->Unit(benchmark::kMillisecond);
+}
+
+}  // namespace graphcap::bench

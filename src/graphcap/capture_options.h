@@ -1,0 +1,27 @@
+// CaptureOptions: what one capture window runs with (Device::prepare_capture(s, options)). The
+// options hold for the whole window: the recording opens in `mode`, and the warm-up primes the
+// pool named by `pool`.
+#pragma once
+
+#include <graphcap/driver/cuda_types.h>
+
+namespace graphcap {
+
+class GraphPool;
+
+struct CaptureOptions {
+  // The capture mode of this window's recording (PyTorch's capture_error_mode): GLOBAL refuses
+  // unsafe calls from every thread while it records, THREAD_LOCAL only from the recording
+  // thread, RELAXED from none. DeviceOptions::capture_mode is what the old overload uses.
+  CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+  // Share intermediate memory with the other graphs of this pool (nullptr: the graph owns its
+  // memory); see graph_pool.h. A pool of another stream, or an empty one, is
+  // Errc::invalid_argument.
+  GraphPool* pool = nullptr;
+  // A refused (or aborted) recording marks the buffers it would have written as carrying the
+  // refusal, since the graph never wrote them (the claims). false: leave them as they are, for a
+  // caller whose warm-up ran the very same step and so produced them (GraphCache does this).
+  bool claim_on_refusal = true;
+};
+
+}  // namespace graphcap

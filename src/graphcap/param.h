@@ -1,0 +1,98 @@
+// Param<T>: a scalar kernel argument whose value changes per replay without re-recording (a step
+// index, a sequence length, a scale). Made by Device::param<T>(initial), bound to launches with
+// Arg::param(p):
+//   Param<std::uint32_t> step = device.param<std::uint32_t>(0);
+//   device.launch(s, k, dims, {Arg::out(buf), Arg::param(step)});   // eager: step.value()
+//   ... record the launches into `graph` ...
+//   graph.set(step, 7);   // every node of `graph` that took `step` gets 7 from its next replay
+// The value eager launches use is Param::value() (Param::set changes it; it does not touch
+// graphs). Each graph keeps its own value per param, changed by Graph::set. A Param is a shared
+// handle: copies name the same param.
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <type_traits>
+#include <utility>
+
+namespace graphcap {
+
+class Device;
+class Arg;
+class Graph;
+
+// The value cell behind a Param: its bytes, guarded (set and value may race across threads).
+class ParamSlot {
+ public:
+  static constexpr std::size_t kMaxBytes = 64;
+  ParamSlot(const void* initial, std::size_t size) noexcept;
+  std::size_t size() const noexcept { return size_; }
+  void load(void* out) const noexcept;
+  void store(const void* in) noexcept;
+
+ private:
+  mutable std::mutex mutex_;
+  std::size_t size_;
+  alignas(8) unsigned char bytes_[kMaxBytes] = {};
+};
+
+template <class T>
+class Param {
+  static_assert(std::is_trivially_copyable_v<T>, "kernel arguments are copied bytewise");
+  static_assert(sizeof(T) <= ParamSlot::kMaxBytes, "pass larger parameters through a Buffer");
+  static_assert(alignof(T) <= 8, "kernel parameters are at most 8-byte aligned");
+
+ public:
+  using value_type = T;
+  Param() = default;  // empty: binding it is Errc::invalid_argument
+
+  explicit operator bool() const noexcept { return slot_ != nullptr; }
+  // The value eager launches take (and a recording takes as the node's first value).
+  T value() const noexcept {
+    T out{};
+    if (slot_) slot_->load(&out);
+    return out;
+  }
+  void set(T value) noexcept {
+    if (slot_) slot_->store(&value);
+  }
+  // Identity of the param (for Arg and Graph); copies share it.
+  const std::shared_ptr<ParamSlot>& slot() const noexcept { return slot_; }
+
+ private:
+  friend class Device;
+  explicit Param(std::shared_ptr<ParamSlot> slot) noexcept : slot_(std::move(slot)) {}
+
+  std::shared_ptr<ParamSlot> slot_;
+};
+
+// Whether `value` can be held by a T exactly (no narrowing, no sign change, no truncation): what
+// Graph::set checks before converting.
+template <class T, class U>
+constexpr bool param_holds(U value) noexcept {
+  if constexpr (std::is_same_v<T, U>) {
+    return true;
+  } else if constexpr (std::is_same_v<T, bool> || std::is_same_v<U, bool>) {
+    return false;
+  } else if constexpr (std::is_integral_v<T> && std::is_integral_v<U>) {
+    return std::in_range<T>(value);
+  } else if constexpr (std::is_integral_v<T> && std::is_floating_point_v<U>) {
+    if (!(value == value) || std::trunc(value) != value) return false;  // NaN or fractional
+    // Within T's range: compare against 2^digits, exactly representable in U.
+    const long double v = value;
+    return v >= static_cast<long double>(std::numeric_limits<T>::min()) &&
+           v < std::ldexp(1.0L, std::numeric_limits<T>::digits);
+  } else if constexpr (std::is_floating_point_v<T> && std::is_arithmetic_v<U>) {
+    if constexpr (std::is_floating_point_v<U>) {
+      if (!(value == value) || std::isinf(value)) return true;  // NaN and infinities carry over
+    }
+    return static_cast<U>(static_cast<T>(value)) == value;
+  } else {
+    return std::is_convertible_v<U, T>;
+  }
+}
+
+}  // namespace graphcap

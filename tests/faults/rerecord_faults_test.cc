@@ -1,0 +1,126 @@
+// Re-recording into an existing graph (Device::end_capture(s, into)) under injected driver
+// failures, on the fake: every driver call of closing a re-recording fails in turn, and `into`
+// is either the new recording or unchanged and replayable, each handle released once.
+#include <cstdint>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <graphcap/fake/fake_driver.h>
+
+#include "device_fixture.h"
+#include "matchers.h"
+
+namespace graphcap::testing {
+namespace {
+
+using ::testing::ElementsAreArray;
+using ::testing::HasSubstr;
+
+constexpr std::uint32_t kN = 64;
+
+class RerecordFaultsTest : public DeviceFixture {
+ protected:
+  void SetUp() override {
+    DeviceFixture::SetUp();
+    ASSERT_NE(fake(), nullptr);
+    a_ = upload_u32(iota_u32(kN, 0));
+    b_ = upload_u32(iota_u32(kN, 100));
+    out_ = upload_u32(std::vector<std::uint32_t>(kN, 0));
+    ASSERT_THAT(device_->prepare_capture(stream()), IsOk());
+    ASSERT_THAT(add_one(a_, out_, kN), IsOk());
+    ASSERT_THAT(device_->begin_capture(stream()), IsOk());
+    ASSERT_THAT(add_one(a_, out_, kN), IsOk());
+    Result<Graph> graph = device_->end_capture(stream());
+    ASSERT_THAT(graph, IsOk());
+    graph_ = std::move(*graph);
+  }
+  void TearDown() override {
+    graph_ = Graph{};
+    DeviceFixture::TearDown();
+  }
+
+  // Re-record reading b_ (an update) or, with `grow`, two launches (a re-instantiation).
+  Result<void> rerecord(bool grow) {
+    EXPECT_THAT(device_->prepare_capture(stream()), IsOk());
+    EXPECT_THAT(add_one(b_, out_, kN), IsOk());
+    if (grow) {
+      EXPECT_THAT(add_one(out_, out_, kN), IsOk());
+    }
+    EXPECT_THAT(device_->begin_capture(stream()), IsOk());
+    EXPECT_THAT(add_one(b_, out_, kN), IsOk());
+    if (grow) {
+      EXPECT_THAT(add_one(out_, out_, kN), IsOk());
+    }
+    return device_->end_capture(stream(), graph_);
+  }
+
+  // The graph still computes the first recording: out = a + 1.
+  void expect_old_recording() {
+    ASSERT_THAT(graph_.replay(), IsOk());
+    EXPECT_THAT(read_u32(out_), ElementsAreArray(iota_u32(kN, 1)));
+  }
+
+  Buffer a_, b_, out_;
+  Graph graph_;
+};
+
+TEST_F(RerecordFaultsTest, AFailingExecUpdateFallsBackToANewExecutable) {
+  const CUgraphExec exec = graph_.native_handle();
+  fake()->fail_call("cuGraphExecUpdate", CUDA_ERROR_UNKNOWN);
+  ASSERT_THAT(rerecord(false), IsOk());
+  EXPECT_FALSE(graph_.report().updated);
+  EXPECT_THAT(graph_.report().update_refusal, HasSubstr("CUDA_ERROR_UNKNOWN"));
+  EXPECT_NE(graph_.native_handle(), exec);
+  ASSERT_THAT(graph_.replay(), IsOk());
+  EXPECT_THAT(read_u32(out_), ElementsAreArray(iota_u32(kN, 101)));
+}
+
+TEST_F(RerecordFaultsTest, AFailingInstantiateAfterARefusedUpdateLeavesIntoUnchanged) {
+  const CUgraphExec exec = graph_.native_handle();
+  fake()->fail_call("cuGraphInstantiateWithFlags", CUDA_ERROR_OUT_OF_MEMORY);
+  EXPECT_THAT(rerecord(true), StatusIs(Errc::out_of_memory, CUDA_ERROR_OUT_OF_MEMORY,
+                                       HasSubstr("cuGraphInstantiateWithFlags")));
+  EXPECT_EQ(stream().capture_state(), CaptureState::no_capture);
+  EXPECT_EQ(graph_.native_handle(), exec);
+  EXPECT_FALSE(graph_.report().rerecorded);
+  // The refused recording's outputs carry the refusal until something produces them again.
+  EXPECT_THAT(device_->read(out_, stream()), StatusIs(Errc::out_of_memory, CUDA_ERROR_OUT_OF_MEMORY));
+  ASSERT_THAT(device_->write(out_, to_bytes(std::vector<std::uint32_t>(kN, 0)), stream()), IsOk());
+  expect_old_recording();
+}
+
+TEST_F(RerecordFaultsTest, AFailingEndCaptureLeavesIntoUnchanged) {
+  const CUgraphExec exec = graph_.native_handle();
+  fake()->fail_call("cuStreamEndCapture", CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+  EXPECT_THAT(rerecord(false),
+              StatusIs(Errc::driver, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED));
+  EXPECT_EQ(graph_.native_handle(), exec);
+  ASSERT_THAT(device_->write(out_, to_bytes(std::vector<std::uint32_t>(kN, 0)), stream()), IsOk());
+  expect_old_recording();
+}
+
+TEST_F(RerecordFaultsTest, AFailingNodeCountLeavesIntoUnchanged) {
+  const CUgraphExec exec = graph_.native_handle();
+  fake()->fail_call("cuGraphGetNodes", CUDA_ERROR_INVALID_VALUE);
+  EXPECT_THAT(rerecord(false), StatusIs(Errc::driver, CUDA_ERROR_INVALID_VALUE));
+  EXPECT_EQ(graph_.native_handle(), exec);
+  ASSERT_THAT(device_->write(out_, to_bytes(std::vector<std::uint32_t>(kN, 0)), stream()), IsOk());
+  expect_old_recording();
+}
+
+TEST_F(RerecordFaultsTest, ReplacedExecutableIsDestroyedOnceAfterItsReplays) {
+  const CUgraphExec exec = graph_.native_handle();
+  fake()->set_device_paused(true);
+  ASSERT_THAT(graph_.replay(), IsOk());  // in flight while the re-recording closes
+  fake()->set_device_paused(false);
+  ASSERT_THAT(rerecord(true), IsOk());
+  EXPECT_NE(graph_.native_handle(), exec);
+  EXPECT_EQ(fake()->live_handles().execs, 1u);
+  ASSERT_THAT(graph_.replay(), IsOk());
+  EXPECT_THAT(read_u32(out_), ElementsAreArray(iota_u32(kN, 102)));
+}
+
+}  // namespace
+}  // namespace graphcap::testing
