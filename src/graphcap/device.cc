@@ -75,10 +75,26 @@ Result<void> Device::check_buffer(const Buffer& buffer, const Stream& s, const c
   if (&owner.device() != core_.get()) {
     return Error(Errc::invalid_argument, std::string(what) + " is a buffer of another device");
   }
-  if (&owner != &HandleAccess::core(s)) {
+  StreamCore& stream = HandleAccess::core(s);
+  // The rule of docs/capture-lifecycle.md, "Buffers on several streams": any stream of the
+  // device may use a buffer once it is ordered after the buffer's last use on another stream.
+  const memory::BufferState::LastUse last = HandleAccess::state(buffer)->last_use();
+  if (last.stream == &stream) return {};
+  if (!stream.ordered_after(last.stream, last.sequence)) {
+    const bool own = last.stream == &owner;
     return Error(Errc::invalid_argument,
-                 std::string(what) + " belongs to another stream of this device (a buffer is "
-                 "used on the stream that allocated it; copy it across)");
+                 std::string(what) + " was last used on another stream of this device (" +
+                     (own ? "the stream that allocated it" : "a stream it was lent to") +
+                     ", at its operation " + std::to_string(last.sequence) +
+                     ") and nothing orders this stream after that use; order it first: "
+                     "Device::record(event, that stream) after the use, then "
+                     "Device::wait(this stream, event)");
+  }
+  if (&owner != &stream && owner.window().recording() && !stream.window().recording()) {
+    return Error(Errc::invalid_argument,
+                 std::string(what) + " belongs to a stream that is recording now; an eager use "
+                 "on another stream could not be handed back to it (use it after end_capture, "
+                 "or fork this stream into the recording)");
   }
   return {};
 }

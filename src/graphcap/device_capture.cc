@@ -6,6 +6,8 @@
 #include <graphcap/handle_access.h>
 #include <graphcap/try.h>
 
+#include <string>
+
 namespace graphcap {
 
 using detail::StreamCore;
@@ -15,6 +17,24 @@ Result<void> Device::prepare_capture(Stream& s) {
   StreamCore& stream = HandleAccess::core(s);
   std::lock_guard lock(stream.mutex());
   return stream.window().prepare(core_->options().capture_mode);
+}
+
+Result<void> Device::prepare_capture(Stream& s, CaptureOptions options) {
+  GRAPHCAP_TRY(check_stream(s, "prepare_capture"));
+  if (options.mode != CU_STREAM_CAPTURE_MODE_GLOBAL &&
+      options.mode != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
+      options.mode != CU_STREAM_CAPTURE_MODE_RELAXED) {
+    return Error(Errc::invalid_argument,
+                 "prepare_capture: CaptureOptions::mode " +
+                     std::to_string(static_cast<int>(options.mode)) + " is not a capture mode");
+  }
+  if (options.pool != nullptr) {
+    return Error(Errc::invalid_argument,
+                 "prepare_capture: CaptureOptions::pool: graph pools are not part of this build");
+  }
+  StreamCore& stream = HandleAccess::core(s);
+  std::lock_guard lock(stream.mutex());
+  return stream.window().prepare(options.mode);
 }
 
 Result<void> Device::begin_capture(Stream& s) {

@@ -6,6 +6,7 @@
 #include <graphcap/detail/stream_core.h>
 #include <graphcap/device.h>
 #include <graphcap/handle_access.h>
+#include <graphcap/log.h>
 #include <graphcap/memory/buffer_state.h>
 #include <graphcap/try.h>
 
@@ -40,7 +41,11 @@ Result<Buffer> Device::alloc(std::size_t bytes, Stream& s) {
     if (stream.window().recording()) stream.window().doom(error);
     return error;
   }
-  return HandleAccess::buffer(std::make_shared<memory::BufferState>(std::move(*allocation), bytes));
+  auto state = std::make_shared<memory::BufferState>(std::move(*allocation), bytes);
+  // The allocation counts as the buffer's first use, on its stream: another stream uses it once
+  // ordered after that (docs/capture-lifecycle.md, "Buffers on several streams").
+  state->used_by(stream, stream.drops().next_use());
+  return HandleAccess::buffer(std::move(state));
 }
 
 Result<Buffer> Device::upload(std::span<const std::byte> bytes, Stream& s) {
@@ -61,11 +66,17 @@ Result<void> Device::write(const Buffer& dst, std::size_t offset, std::span<cons
   if (bytes.empty()) return {};
   GRAPHCAP_TRY(core_->bind_thread());
   StreamCore& stream = HandleAccess::core(s);
-  std::lock_guard lock(stream.mutex());
   const bool whole = offset == 0 && bytes.size() == dst.size();
   const capture::BufferUse use{&HandleAccess::state(dst),
                                whole ? capture::Access::write_whole : capture::Access::write_part};
-  capture::Operation op{CU_GRAPH_NODE_TYPE_MEMCPY, {&use, 1}, nullptr, nullptr};
+  capture::Operation op;
+  op.node = CU_GRAPH_NODE_TYPE_MEMCPY;
+  op.uses = {&use, 1};
+  if (stream.window().recording() || log_enabled(LogLevel::debug)) {
+    op.label = "write of " + std::to_string(bytes.size()) + " bytes from the host";
+  }
+  Result<void> done = [&] {
+  std::lock_guard lock(stream.mutex());
   return stream.run(
       op,
       [&]() -> Result<void> {
@@ -83,6 +94,9 @@ Result<void> Device::write(const Buffer& dst, std::size_t offset, std::span<cons
         return {};
       },
       [] { return std::string("write"); }, [](std::size_t) { return std::string("the destination"); });
+  }();
+  stream.return_borrowed(op);
+  return done;
 }
 
 Result<std::vector<std::byte>> Device::read(const Buffer& src, Stream& s) {
@@ -116,7 +130,12 @@ Result<std::vector<std::byte>> Device::read(const Buffer& src, std::size_t offse
         staging->slice().host_ptr(), src.device_ptr() + offset, count, stream.handle());
     const std::uint64_t use = stream.drops().next_use();
     staging->used_at(use);
-    HandleAccess::state(src)->memory()->used_at(use);
+    // A buffer of another stream needs no stamp: the read is complete when it returns.
+    memory::BufferState& state = *HandleAccess::state(src);
+    if (&state.owner() == &stream) {
+      state.memory()->used_at(use);
+      state.used_by(stream, use);
+    }
     if (result != CUDA_SUCCESS) {
       return Error::from_driver("cuMemcpyDtoHAsync", result).context("read");
     }

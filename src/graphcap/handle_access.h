@@ -7,6 +7,7 @@
 #include <utility>
 
 #include <graphcap/buffer.h>
+#include <graphcap/event.h>
 #include <graphcap/graph.h>
 #include <graphcap/module.h>
 #include <graphcap/stream.h>
@@ -41,6 +42,12 @@ struct HandleAccess {
   }
   static Graph graph(std::shared_ptr<detail::GraphState> state) noexcept {
     return Graph(std::move(state));
+  }
+  static const std::shared_ptr<detail::EventState>& state(const Event& event) noexcept {
+    return event.state_;
+  }
+  static Event event(std::shared_ptr<detail::EventState> state) noexcept {
+    return Event(std::move(state));
   }
 };
 

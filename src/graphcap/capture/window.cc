@@ -11,6 +11,37 @@
 namespace graphcap::capture {
 namespace {
 
+const char* mode_name(CUstreamCaptureMode mode) {
+  switch (mode) {
+    case CU_STREAM_CAPTURE_MODE_GLOBAL: return "global";
+    case CU_STREAM_CAPTURE_MODE_THREAD_LOCAL: return "thread_local";
+    case CU_STREAM_CAPTURE_MODE_RELAXED: return "relaxed";
+  }
+  return "unknown";
+}
+
+// What usually invalidates a recording in `mode`, for the message that refuses it.
+std::string likely_causes(CUstreamCaptureMode mode) {
+  switch (mode) {
+    case CU_STREAM_CAPTURE_MODE_GLOBAL:
+      return "in global mode, an unsafe call (an allocation, a synchronization, an event query) "
+             "made outside graphcap, on this thread or any other, invalidates it; if other threads "
+             "must go on allocating or syncing meanwhile, record in thread_local mode "
+             "(CaptureOptions::mode)";
+    case CU_STREAM_CAPTURE_MODE_THREAD_LOCAL:
+      return "in thread_local mode, an unsafe call (an allocation, a synchronization, an event "
+             "query) made outside graphcap on the recording thread invalidates it";
+    default:
+      return "a call made outside graphcap on the recording stream (a synchronization or query "
+             "of it, or a failed captured call) invalidates it";
+  }
+}
+
+std::string first_line(const std::string& label) {
+  const std::size_t end = label.find('\n');
+  return end == std::string::npos ? label : label.substr(0, end);
+}
+
 Error out_of_order(const char* operation, CaptureState state, const char* hint) {
   return Error(Errc::graph_state, std::string(operation) + ": the stream is in " +
                                       to_string(state) + " state; " + hint);
@@ -97,6 +128,16 @@ Result<void> Window::begin() {
     return opened;
   }
   recording_thread_ = thread;
+  static std::atomic<std::uint64_t> next_id{1};
+  id_ = next_id.fetch_add(1, std::memory_order_relaxed);
+  nodes_.clear();
+  frontier_.clear();
+  last_label_.clear();
+  begun_ = std::chrono::steady_clock::now();
+  if (log_enabled(LogLevel::debug)) {
+    log(LogLevel::debug, "recording " + std::to_string(id_) + " begins on stream " +
+                             std::to_string(stream_index_) + " (" + mode_name(mode_) + " mode)");
+  }
   doomed_.reset();
   recorded_ = GraphReport{};
   pins_.clear();
@@ -136,8 +177,11 @@ Result<Recording> Window::close(bool upload, std::optional<Error> doomed, bool o
   recording.pins = std::move(pins_);
   recording.buffers = std::exchange(roles_, BufferRoles{});
   recording.keep_alive = std::move(keep_alive_);
+  recording.nodes = std::move(nodes_);
   pins_.clear();
   keep_alive_.clear();
+  nodes_.clear();
+  frontier_.clear();
   const GraphReport recorded = std::exchange(recorded_, GraphReport{});
 
   Result<CapturedGraph> captured = graphs_->end(stream_);
@@ -157,8 +201,34 @@ Result<Recording> Window::close(bool upload, std::optional<Error> doomed, bool o
                     doomed->driver_code());
   } else if (!captured) {
     refusal = captured.error();
+    if (refusal->driver_code() == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED) {
+      // No graphcap operation saw it: something outside graphcap invalidated the recording.
+      refusal = Error(refusal->code(),
+                      refusal->message() + " (no graphcap operation saw the invalidation; the "
+                      "last one recorded was " +
+                          (last_label_.empty() ? std::string("none") : first_line(last_label_)) +
+                          "; " + likely_causes(mode_) + ")",
+                      refusal->driver_code());
+    }
   } else if (instantiated = graphs_->instantiate(*captured, recorded); !instantiated) {
     refusal = instantiated.error();
+  }
+  if (log_enabled(LogLevel::debug)) {
+    const auto took = std::chrono::duration_cast<std::chrono::microseconds>(
+        std::chrono::steady_clock::now() - begun_);
+    std::string counts;
+    for (std::size_t type = 0; type < recorded.nodes_by_type.size(); ++type) {
+      if (recorded.nodes_by_type[type] == 0) continue;
+      counts += std::string(counts.empty() ? "" : ", ") +
+                node_type_name(static_cast<CUgraphNodeType>(type)) + " " +
+                std::to_string(recorded.nodes_by_type[type]);
+    }
+    log(LogLevel::debug,
+        "recording " + std::to_string(id_) + " ends on stream " + std::to_string(stream_index_) +
+            ": " + std::to_string(recorded.node_count) + " nodes" +
+            (counts.empty() ? "" : " (" + counts + ")") + " after " +
+            std::to_string(took.count()) + " us; " +
+            (refusal ? "refused: " + refusal->message() : std::string("instantiated")));
   }
   if (refusal) {
     // The buffers the recording would have written hold bytes no operation produced.
@@ -236,15 +306,56 @@ void Window::record(const Operation& op, const Error* failure) {
   if (op.staging) pins_.push_back(op.staging);
   if (op.keep_alive) keep_alive_.push_back(op.keep_alive);
   if (failure != nullptr) {
-    doom(*failure);
+    if (!doomed_ && failure->driver_code() == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED) {
+      // Say which graphcap operation first saw the invalidation, and what came before it.
+      doom(Error(failure->code(),
+                 failure->message() + " (the first graphcap operation to see the recording "
+                 "invalidated; the one before it was " +
+                     (last_label_.empty() ? std::string("none: the recording had just begun")
+                                          : first_line(last_label_)) +
+                     "; " + likely_causes(mode_) + ")",
+                 failure->driver_code()));
+    } else {
+      doom(*failure);
+    }
+    if (log_enabled(LogLevel::debug)) {
+      log(LogLevel::debug, "recording " + std::to_string(id_) + ": " + first_line(op.label) +
+                               " failed: " + failure->message());
+    }
     return;
   }
   ++recorded_.nodes_by_type[op.node];
   ++recorded_.node_count;
+  RecordedNode node;
+  node.type = op.node;
+  node.label = op.label;
+  node.stream = stream_index_;
+  node.depends_on = std::move(frontier_);
+  frontier_.assign(1, nodes_.size());
+  nodes_.push_back(std::move(node));
+  last_label_ = op.label;
+  if (log_enabled(LogLevel::debug)) {
+    std::string text = op.label;
+    for (char& c : text) {
+      if (c == '\n') c = ' ';
+    }
+    log(LogLevel::debug, "recording " + std::to_string(id_) + ": node " +
+                             std::to_string(nodes_.size() - 1) + " " + node_type_name(op.node) +
+                             ": " + text);
+  }
 }
 
 void Window::doom(const Error& error) {
   if (!doomed_) doomed_ = error;
+}
+
+const char* node_type_name(CUgraphNodeType type) noexcept {
+  static constexpr const char* kNames[] = {
+      "KERNEL",       "MEMCPY",       "MEMSET",           "HOST",           "GRAPH",     "EMPTY",
+      "WAIT_EVENT",   "EVENT_RECORD", "EXT_SEMAS_SIGNAL", "EXT_SEMAS_WAIT", "MEM_ALLOC", "MEM_FREE",
+      "BATCH_MEM_OP", "CONDITIONAL"};
+  const auto index = static_cast<std::size_t>(type);
+  return index < sizeof kNames / sizeof kNames[0] ? kNames[index] : "UNKNOWN";
 }
 
 }  // namespace graphcap::capture

@@ -13,6 +13,8 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <string>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -43,6 +45,8 @@ class Window {
   bool recording() const noexcept { return state() == CaptureState::capture; }
   // The mode the window's recording opens (or opened) in.
   CUstreamCaptureMode mode() const noexcept { return mode_; }
+  // The open recording's identity (unique in the process); 0 when none is open.
+  std::uint64_t recording_id() const noexcept { return recording() ? id_ : 0; }
 
   // Arm the pools: route every allocation of this stream to the persistent pool, and prime. The
   // recording that follows opens in `mode`.
@@ -67,6 +71,9 @@ class Window {
   void doom(const Error& error);
   const std::optional<Error>& doomed() const noexcept { return doomed_; }
 
+  // Names the stream in messages and the debug log ("stream 1"), and in Graph::dot().
+  void set_stream_index(int index) noexcept { stream_index_ = index; }
+
  private:
   Result<void> check_owner_thread(const char* operation) const;
   void set_state(CaptureState state) noexcept;
@@ -84,11 +91,17 @@ class Window {
   CUstreamCaptureMode mode_ = CU_STREAM_CAPTURE_MODE_GLOBAL;
   std::atomic<CaptureState> state_{CaptureState::no_capture};
   std::thread::id recording_thread_;
+  std::uint64_t id_ = 0;
   std::optional<Error> doomed_;
   GraphReport recorded_;  // node counts of the window's own recorded operations
   std::vector<std::shared_ptr<memory::Allocation>> pins_;
   BufferRoles roles_;  // roles_.writes are the claims
   std::vector<std::shared_ptr<const void>> keep_alive_;
+  int stream_index_ = 0;
+  std::vector<RecordedNode> nodes_;             // the recording's operations, in order
+  std::vector<std::size_t> frontier_;           // what the next operation depends on
+  std::string last_label_;                      // the last operation recorded (for messages)
+  std::chrono::steady_clock::time_point begun_;  // for the debug log's timings
 };
 
 }  // namespace graphcap::capture

@@ -37,6 +37,7 @@ class GraphState {
 
   // The buffers the recording read, wrote and produced whole (see Graph::replay's slow path).
   const capture::BufferRoles& buffers() const noexcept { return recording_.buffers; }
+  const std::vector<capture::RecordedNode>& nodes() const noexcept { return recording_.nodes; }
 
   // Wait for in-flight replays (a failed wait is queued on the stream), destroy the executable,
   // unpin. False, doing nothing, when a recording forbids the wait now (defer it then).

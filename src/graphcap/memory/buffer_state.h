@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -37,12 +38,30 @@ class BufferState {
   void fail(const Error& error);
   void clear_failure();
 
+  // The stream that used this buffer last and the sequence number of that use on it (the owner
+  // with 0 until the first use): another stream may use it only once it is ordered after that
+  // use (docs/capture-lifecycle.md, "Buffers on several streams").
+  struct LastUse {
+    const SliceOwner* stream;
+    std::uint64_t sequence;
+  };
+  LastUse last_use() const noexcept {
+    const SliceOwner* stream = last_stream_.load(std::memory_order_acquire);
+    return {stream == nullptr ? &owner() : stream, last_sequence_.load(std::memory_order_acquire)};
+  }
+  void used_by(const SliceOwner& stream, std::uint64_t sequence) noexcept {
+    last_sequence_.store(sequence, std::memory_order_release);
+    last_stream_.store(&stream, std::memory_order_release);
+  }
+
  private:
   std::shared_ptr<Allocation> memory_;
   std::size_t size_;
   mutable std::mutex mutex_;
   std::optional<Error> failure_;
   std::atomic<bool> failed_{false};
+  std::atomic<const SliceOwner*> last_stream_{nullptr};
+  std::atomic<std::uint64_t> last_sequence_{0};
 };
 
 }  // namespace graphcap::memory
