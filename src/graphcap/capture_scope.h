@@ -5,8 +5,8 @@
 //
 //   device.prepare_capture(s);  run_step();                 // warm-up
 //   CaptureScope scope(device, s);
-//   GRAPHCAP_TRY(run_step());                                // an error aborts the recording
-//   GRAPHCAP_ASSIGN_OR_RETURN(Graph graph, scope.end());
+//   if (Result<void> ok = run_step(); !ok) return ok.error();  // aborts the recording
+//   Result<Graph> graph = scope.end();
 #pragma once
 
 #include <graphcap/device.h>

@@ -122,7 +122,10 @@ class Device {
  private:
   explicit Device(std::shared_ptr<detail::DeviceCore> core);
   Result<void> check_stream(const Stream& s, const char* operation) const;
-  Result<void> check_buffer(const Buffer& buffer, const Stream& s, const char* what) const;
+  // A buffer `s` may use now (writing it when `writes`): of this device, and ordered after its
+  // uses on other streams (docs/capture-lifecycle.md, "Buffers on several streams").
+  Result<void> check_buffer(const Buffer& buffer, const Stream& s, const char* what,
+                            bool writes) const;
   Result<void> fill_with(const Buffer& dst, std::size_t offset, std::size_t bytes,
                          unsigned element_size, std::uint32_t value, const char* shown,
                          Stream& s);

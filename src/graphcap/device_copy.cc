@@ -53,8 +53,8 @@ Result<void> Device::copy(const Buffer& dst, const Buffer& src, Stream& s) {
 Result<void> Device::copy(const Buffer& dst, std::size_t dst_offset, const Buffer& src,
                           std::size_t src_offset, std::size_t bytes, Stream& s) {
   GRAPHCAP_TRY(check_stream(s, "copy"));
-  if (Result<void> ok = check_buffer(src, s, "the source"); !ok) return ok.error().context("copy");
-  if (Result<void> ok = check_buffer(dst, s, "the destination"); !ok) {
+  if (Result<void> ok = check_buffer(src, s, "the source", false); !ok) return ok.error().context("copy");
+  if (Result<void> ok = check_buffer(dst, s, "the destination", true); !ok) {
     return ok.error().context("copy");
   }
   GRAPHCAP_TRY(check_span(src, src_offset, bytes, "copy", "the source"));
@@ -114,7 +114,7 @@ Result<void> Device::fill(const Buffer& dst, std::uint8_t byte, Stream& s) {
 Result<void> Device::fill(const Buffer& dst, std::size_t offset, std::size_t count,
                           std::uint8_t byte, Stream& s) {
   GRAPHCAP_TRY(check_stream(s, "fill"));
-  if (Result<void> ok = check_buffer(dst, s, "the destination"); !ok) {
+  if (Result<void> ok = check_buffer(dst, s, "the destination", true); !ok) {
     return ok.error().context("fill");
   }
   GRAPHCAP_TRY(check_span(dst, offset, count, "fill", "the destination"));
@@ -126,7 +126,7 @@ Result<void> Device::fill(const Buffer& dst, std::size_t offset, std::size_t cou
 
 Result<void> Device::fill(const Buffer& dst, std::uint32_t word, Stream& s) {
   GRAPHCAP_TRY(check_stream(s, "fill"));
-  if (Result<void> ok = check_buffer(dst, s, "the destination"); !ok) {
+  if (Result<void> ok = check_buffer(dst, s, "the destination", true); !ok) {
     return ok.error().context("fill");
   }
   if (dst.size() % 4 != 0 || dst.device_ptr() % 4 != 0) {

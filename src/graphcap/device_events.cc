@@ -60,6 +60,10 @@ Result<void> Device::record(Event& e, Stream& s) {
   record.point = stream.order_point();
   record.recording = stream.window().recording_id();
   record.stream_name = stream.name();
+  if (record.recording != 0) {
+    record.origin = stream.window().origin();
+    record.nodes = record.origin->frontier_of(stream.index());
+  }
   event->set_record(std::move(record));
   return {};
 }
@@ -88,9 +92,18 @@ Result<void> Device::wait(Stream& s, const Event& e) {
                        "(CUDA_ERROR_STREAM_CAPTURE_MERGE)");
     }
     if (recording == 0 && record.recording != 0) {
-      return Error(Errc::graph_state,
-                   "wait: the event was recorded inside a recording (on " + record.stream_name +
-                       "); forking " + stream.name() + " into a recording is not supported yet");
+      // A fork: checked before the driver pulls this stream into the recording.
+      if (stream.window().state() != CaptureState::no_capture) {
+        return Error(Errc::graph_state,
+                     "wait: " + stream.name() + " has a capture window of its own open (" +
+                         to_string(stream.window().state()) + "); it can't be forked into the "
+                         "recording of " + record.stream_name);
+      }
+      if (record.origin->recording_id() != record.recording) {
+        return Error(Errc::invalid_argument,
+                     "wait: the event was last recorded inside a recording that has ended (on " +
+                         record.stream_name + "); record it again");
+      }
     }
   }
   if (CUresult result = core_->driver().cuStreamWaitEvent(stream.handle(), event->handle(), 0);
@@ -101,6 +114,15 @@ Result<void> Device::wait(Stream& s, const Event& e) {
   }
   if (record.point.stream == nullptr) return {};  // never recorded: CUDA adds no dependency
   stream.order_after(record.point);
+  if (recording == 0 && record.recording != 0) {
+    // The driver pulled the stream into the recording: from now on it records into it.
+    if (Result<void> joined = stream.window().join(*record.origin, record.recording, record.nodes);
+        !joined) {
+      return joined.error();
+    }
+  } else if (recording != 0) {
+    stream.window().origin()->add_dependencies(stream.index(), record.nodes);
+  }
   return {};
 }
 

@@ -120,7 +120,7 @@ Result<void> Device::launch(Stream& s, const Kernel& kernel, LaunchDims dims,
   std::size_t index = 0;
   for (const Arg& arg : args) {
     if (const Buffer* buffer = arg.buffer()) {
-      if (Result<void> ok = check_buffer(*buffer, s, "it"); !ok) {
+      if (Result<void> ok = check_buffer(*buffer, s, "it", arg.writes()); !ok) {
         return ok.error().context(what() + ": argument " + std::to_string(index));
       }
       pointers[index] = buffer->device_ptr();

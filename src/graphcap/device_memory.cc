@@ -44,7 +44,7 @@ Result<Buffer> Device::alloc(std::size_t bytes, Stream& s) {
   auto state = std::make_shared<memory::BufferState>(std::move(*allocation), bytes);
   // The allocation counts as the buffer's first use, on its stream: another stream uses it once
   // ordered after that (docs/capture-lifecycle.md, "Buffers on several streams").
-  state->used_by(stream, stream.drops().next_use());
+  state->used_by(stream, stream.drops().next_use(), true);
   return HandleAccess::buffer(std::move(state));
 }
 
@@ -61,7 +61,7 @@ Result<void> Device::write(const Buffer& dst, std::span<const std::byte> bytes, 
 Result<void> Device::write(const Buffer& dst, std::size_t offset, std::span<const std::byte> bytes,
                            Stream& s) {
   GRAPHCAP_TRY(check_stream(s, "write"));
-  if (Result<void> ok = check_buffer(dst, s, "the destination"); !ok) return ok.error().context("write");
+  if (Result<void> ok = check_buffer(dst, s, "the destination", true); !ok) return ok.error().context("write");
   GRAPHCAP_TRY(check_range(dst, offset, bytes.size(), "write"));
   if (bytes.empty()) return {};
   GRAPHCAP_TRY(core_->bind_thread());
@@ -106,7 +106,7 @@ Result<std::vector<std::byte>> Device::read(const Buffer& src, Stream& s) {
 Result<std::vector<std::byte>> Device::read(const Buffer& src, std::size_t offset,
                                             std::size_t count, Stream& s) {
   GRAPHCAP_TRY(check_stream(s, "read"));
-  if (Result<void> ok = check_buffer(src, s, "the source"); !ok) return ok.error().context("read");
+  if (Result<void> ok = check_buffer(src, s, "the source", false); !ok) return ok.error().context("read");
   GRAPHCAP_TRY(check_range(src, offset, count, "read"));
   if (count == 0) return std::vector<std::byte>{};
   StreamCore& stream = HandleAccess::core(s);
@@ -134,7 +134,7 @@ Result<std::vector<std::byte>> Device::read(const Buffer& src, std::size_t offse
     memory::BufferState& state = *HandleAccess::state(src);
     if (&state.owner() == &stream) {
       state.memory()->used_at(use);
-      state.used_by(stream, use);
+      state.used_by(stream, use, false);
     }
     if (result != CUDA_SUCCESS) {
       return Error::from_driver("cuMemcpyDtoHAsync", result).context("read");

@@ -130,9 +130,14 @@ Result<void> Window::begin() {
   recording_thread_ = thread;
   static std::atomic<std::uint64_t> next_id{1};
   id_ = next_id.fetch_add(1, std::memory_order_relaxed);
-  nodes_.clear();
-  frontier_.clear();
-  last_label_.clear();
+  {
+    std::lock_guard book(book_);
+    nodes_.clear();
+    frontiers_.clear();
+    last_node_.clear();
+    sides_.clear();
+    last_label_.clear();
+  }
   begun_ = std::chrono::steady_clock::now();
   if (log_enabled(LogLevel::debug)) {
     log(LogLevel::debug, "recording " + std::to_string(id_) + " begins on stream " +
@@ -164,8 +169,14 @@ Result<Recording> Window::end(bool upload) {
                         now == CaptureState::prepare ? "begin_capture first"
                                                      : "prepare_capture and begin_capture first");
   }
+  if (is_side()) return refuse_on_side("end_capture").error();
   if (Result<void> owner = check_owner_thread("end_capture"); !owner) return owner.error();
-  return close(upload, std::exchange(doomed_, std::nullopt), false);
+  std::optional<Error> doomed;
+  {
+    std::lock_guard book(book_);
+    doomed = std::exchange(doomed_, std::nullopt);
+  }
+  return close(upload, std::move(doomed), false);
 }
 
 Result<Recording> Window::close(bool upload, std::optional<Error> doomed, bool other_thread) {
@@ -174,17 +185,31 @@ Result<Recording> Window::close(bool upload, std::optional<Error> doomed, bool o
   device_pool_->disarm();
   staging_pool_->disarm();
   Recording recording;
-  recording.pins = std::move(pins_);
-  recording.buffers = std::exchange(roles_, BufferRoles{});
-  recording.keep_alive = std::move(keep_alive_);
-  recording.nodes = std::move(nodes_);
-  pins_.clear();
-  keep_alive_.clear();
-  nodes_.clear();
-  frontier_.clear();
-  const GraphReport recorded = std::exchange(recorded_, GraphReport{});
+  GraphReport recorded;
+  std::optional<Error> unjoined;
+  std::vector<Window*> sides;
+  {
+    std::lock_guard book(book_);
+    // Side streams' work the origin never waited for: refused by name, before the driver
+    // answers with a bare CUDA_ERROR_STREAM_CAPTURE_UNJOINED.
+    if (!doomed) unjoined = unjoined_locked();
+    if (doomed_ && !doomed) doomed = std::exchange(doomed_, std::nullopt);  // doomed by a side
+    recording.pins = std::move(pins_);
+    recording.buffers = std::exchange(roles_, BufferRoles{});
+    recording.keep_alive = std::move(keep_alive_);
+    recording.nodes = std::move(nodes_);
+    pins_.clear();
+    keep_alive_.clear();
+    nodes_.clear();
+    frontiers_.clear();
+    last_node_.clear();
+    sides = std::exchange(sides_, {});
+    recorded = std::exchange(recorded_, GraphReport{});
+  }
 
   Result<CapturedGraph> captured = graphs_->end(stream_);
+  // The driver's recording is closed, and with it every side stream's part in it.
+  for (Window* side : sides) side->leave();
   // Only now may other threads' unsafe calls go ahead: the driver's recording is closed.
   tracker_->recording_ended(mode_, recording_thread_);
 
@@ -199,6 +224,12 @@ Result<Recording> Window::close(bool upload, std::optional<Error> doomed, bool o
     }
     refusal = Error(Errc::doomed, "end_capture: recording refused: " + doomed->message(),
                     doomed->driver_code());
+  } else if (unjoined) {
+    if (captured || captured.error().driver_code() != CUDA_ERROR_STREAM_CAPTURE_UNJOINED) {
+      log(LogLevel::warn, "end_capture: the driver did not answer unjoined side-stream work with "
+                          "CUDA_ERROR_STREAM_CAPTURE_UNJOINED as expected");
+    }
+    refusal = *unjoined;
   } else if (!captured) {
     refusal = captured.error();
     if (refusal->driver_code() == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED) {
@@ -235,6 +266,15 @@ Result<Recording> Window::close(bool upload, std::optional<Error> doomed, bool o
     for (const auto& weak : recording.buffers.writes) {
       if (auto buffer = weak.lock()) buffer->fail(*refusal);
     }
+    if (!sides.empty() && self_ != nullptr) {
+      std::vector<const memory::SliceOwner*> side_streams;
+      for (const Window* side : sides) side_streams.push_back(side->self_);
+      for (auto* list : {&recording.buffers.reads, &recording.buffers.writes}) {
+        for (const auto& weak : *list) {
+          if (auto buffer = weak.lock()) buffer->forget_uses_by(side_streams, *self_);
+        }
+      }
+    }
     recording = Recording{};  // unpin: these slices go back through the drop queue
     flush_drops();
     return *refusal;
@@ -260,6 +300,7 @@ Result<Recording> Window::close(bool upload, std::optional<Error> doomed, bool o
 }
 
 Result<void> Window::abort() {
+  if (is_side()) return refuse_on_side("abort_capture");
   switch (state()) {
     case CaptureState::no_capture:
       return out_of_order("abort_capture", CaptureState::no_capture, "there is nothing to abort");
@@ -273,7 +314,10 @@ Result<void> Window::abort() {
   }
   const bool other_thread = mode_ != CU_STREAM_CAPTURE_MODE_RELAXED &&
                             recording_thread_ != std::this_thread::get_id();
-  doomed_.reset();
+  {
+    std::lock_guard book(book_);
+    doomed_.reset();
+  }
   (void)close(false, Error(Errc::doomed, "abort_capture: the recording was abandoned"),
               other_thread);
   return {};
@@ -281,12 +325,17 @@ Result<void> Window::abort() {
 
 void Window::force_close() noexcept {
   try {
-    if (state() == CaptureState::prepare) {
+    if (is_side()) {
+      leave();  // the origin's window closes the recording
+    } else if (state() == CaptureState::prepare) {
       (void)abort();
     } else if (state() == CaptureState::capture) {
       const bool other_thread = mode_ != CU_STREAM_CAPTURE_MODE_RELAXED &&
                                 recording_thread_ != std::this_thread::get_id();
-      doomed_.reset();
+      {
+        std::lock_guard book(book_);
+        doomed_.reset();
+      }
       (void)close(false, Error(Errc::doomed, "device closed while the recording was open"),
                   other_thread);
     }
@@ -296,6 +345,12 @@ void Window::force_close() noexcept {
 }
 
 void Window::record(const Operation& op, const Error* failure) {
+  Window* origin = joined_.load(std::memory_order_acquire);
+  (origin != nullptr ? origin : this)->record_from(op, failure, stream_index_);
+}
+
+void Window::record_from(const Operation& op, const Error* failure, int stream) {
+  std::lock_guard book(book_);
   for (const BufferUse& use : op.uses) {
     const std::shared_ptr<memory::BufferState>& buffer = *use.buffer;
     pins_.push_back(buffer->memory());
@@ -308,7 +363,7 @@ void Window::record(const Operation& op, const Error* failure) {
   if (failure != nullptr) {
     if (!doomed_ && failure->driver_code() == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED) {
       // Say which graphcap operation first saw the invalidation, and what came before it.
-      doom(Error(failure->code(),
+      doom_locked(Error(failure->code(),
                  failure->message() + " (the first graphcap operation to see the recording "
                  "invalidated; the one before it was " +
                      (last_label_.empty() ? std::string("none: the recording had just begun")
@@ -316,7 +371,7 @@ void Window::record(const Operation& op, const Error* failure) {
                      "; " + likely_causes(mode_) + ")",
                  failure->driver_code()));
     } else {
-      doom(*failure);
+      doom_locked(*failure);
     }
     if (log_enabled(LogLevel::debug)) {
       log(LogLevel::debug, "recording " + std::to_string(id_) + ": " + first_line(op.label) +
@@ -329,9 +384,11 @@ void Window::record(const Operation& op, const Error* failure) {
   RecordedNode node;
   node.type = op.node;
   node.label = op.label;
-  node.stream = stream_index_;
-  node.depends_on = std::move(frontier_);
-  frontier_.assign(1, nodes_.size());
+  node.stream = stream;
+  std::vector<std::size_t>& frontier = frontiers_[stream];
+  node.depends_on = std::move(frontier);
+  frontier.assign(1, nodes_.size());
+  last_node_[stream] = nodes_.size();
   nodes_.push_back(std::move(node));
   last_label_ = op.label;
   if (log_enabled(LogLevel::debug)) {
@@ -346,7 +403,103 @@ void Window::record(const Operation& op, const Error* failure) {
 }
 
 void Window::doom(const Error& error) {
+  Window* origin = joined_.load(std::memory_order_acquire);
+  Window& target = origin != nullptr ? *origin : *this;
+  std::lock_guard book(target.book_);
+  target.doom_locked(error);
+}
+
+void Window::doom_locked(const Error& error) {
   if (!doomed_) doomed_ = error;
+}
+
+Window* Window::origin() noexcept {
+  if (Window* origin = joined_.load(std::memory_order_acquire)) return origin;
+  return recording() ? this : nullptr;
+}
+
+Result<void> Window::join(Window& origin, std::uint64_t id, const std::vector<std::size_t>& after) {
+  if (CaptureState now = state(); now != CaptureState::no_capture) {
+    return out_of_order("wait", now, "only a stream outside any window can be forked into a "
+                                     "recording");
+  }
+  {
+    std::lock_guard book(origin.book_);
+    if (origin.recording_id() != id) {
+      return Error(Errc::graph_state,
+                   "wait: the event was recorded in a recording that has ended; record it again");
+    }
+    origin.sides_.push_back(this);
+    std::vector<std::size_t>& frontier = origin.frontiers_[stream_index_];
+    frontier.insert(frontier.end(), after.begin(), after.end());
+    mode_ = origin.mode_;
+    id_ = id;
+    joined_.store(&origin, std::memory_order_release);
+  }
+  set_state(CaptureState::capture);
+  if (log_enabled(LogLevel::debug)) {
+    log(LogLevel::debug, "recording " + std::to_string(id) + ": stream " +
+                             std::to_string(stream_index_) + " forks from stream " +
+                             std::to_string(origin.stream_index_));
+  }
+  return {};
+}
+
+void Window::leave() noexcept {
+  set_state(CaptureState::no_capture);
+  joined_.store(nullptr, std::memory_order_release);
+}
+
+std::vector<std::size_t> Window::frontier_of(int stream) {
+  std::lock_guard book(book_);
+  auto found = frontiers_.find(stream);
+  return found == frontiers_.end() ? std::vector<std::size_t>{} : found->second;
+}
+
+void Window::add_dependencies(int stream, const std::vector<std::size_t>& nodes) {
+  std::lock_guard book(book_);
+  std::vector<std::size_t>& frontier = frontiers_[stream];
+  for (std::size_t node : nodes) {
+    if (std::find(frontier.begin(), frontier.end(), node) == frontier.end()) {
+      frontier.push_back(node);
+    }
+  }
+}
+
+std::optional<Error> Window::unjoined_locked() const {
+  // Every node the origin's next operation would depend on, transitively.
+  std::vector<bool> joined(nodes_.size(), false);
+  std::vector<std::size_t> stack;
+  if (auto found = frontiers_.find(stream_index_); found != frontiers_.end()) stack = found->second;
+  while (!stack.empty()) {
+    const std::size_t node = stack.back();
+    stack.pop_back();
+    if (node >= joined.size() || joined[node]) continue;
+    joined[node] = true;
+    for (std::size_t before : nodes_[node].depends_on) stack.push_back(before);
+  }
+  for (const auto& [stream, last] : last_node_) {
+    if (stream == stream_index_ || joined[last]) continue;
+    return Error(Errc::graph_state,
+                 "end_capture: stream " + std::to_string(stream) + " was forked into the "
+                 "recording and its work is not joined back into stream " +
+                     std::to_string(stream_index_) + ": its last unjoined operation is " +
+                     first_line(nodes_[last].label) + " (node " + std::to_string(last) +
+                     "); record an event on stream " + std::to_string(stream) +
+                     " after it and wait for it on stream " + std::to_string(stream_index_) +
+                     " before end_capture (the driver would refuse the recording with "
+                     "CUDA_ERROR_STREAM_CAPTURE_UNJOINED)");
+  }
+  return std::nullopt;
+}
+
+Result<void> Window::refuse_on_side(const char* operation) const {
+  const Window* origin = joined_.load(std::memory_order_acquire);
+  return Error(Errc::graph_state,
+               std::string(operation) + ": stream " + std::to_string(stream_index_) +
+                   " was forked into the recording of stream " +
+                   std::to_string(origin != nullptr ? origin->stream_index_ : -1) + "; " +
+                   operation + " that stream (after joining this one back)");
 }
 
 const char* node_type_name(CUgraphNodeType type) noexcept {

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <vector>
 
 #include <graphcap/detail/stream_core.h>
 #include <graphcap/driver/cuda_types.h>
@@ -31,6 +33,8 @@ class EventState {
   struct Record {
     StreamCore::OrderPoint point;   // point.stream nullptr: never recorded
     std::uint64_t recording = 0;    // the recording it was recorded into; 0: outside any
+    capture::Window* origin = nullptr;  // that recording's origin window
+    std::vector<std::size_t> nodes;     // the recorded nodes it marks (the stream's frontier)
     std::string stream_name;        // for messages
   };
   Record last_record() const {

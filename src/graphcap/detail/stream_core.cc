@@ -31,8 +31,11 @@ Result<std::shared_ptr<memory::Allocation>> StreamCore::take_slice(memory::Slice
     // recording opening on another thread meanwhile would be invalidated by them.
     capture::CaptureTracker::UnsafeCall call = device_->tracker().enter_unsafe_call();
     const bool may_call = static_cast<bool>(call);
-    if (!pool.armed() || !window_.recording()) drops_.flush(may_call);
-    return pool.acquire(bytes, may_call);
+    // A stream forked into another stream's recording (a side stream) records too: no fence
+    // into it, and no driver allocation, as on the recording stream itself.
+    const bool recording = window_.recording();
+    if (!recording) drops_.flush(may_call);
+    return pool.acquire(bytes, may_call && !(recording && !pool.armed()));
   }();
   if (!slice) return std::move(slice).error();
   return std::make_shared<memory::Allocation>(

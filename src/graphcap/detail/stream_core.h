@@ -44,6 +44,7 @@ class StreamCore final : public memory::SliceOwner,
   void set_index(int index) noexcept {
     index_ = index;
     window_.set_stream_index(index);
+    window_.set_stream(this);
   }
   std::string name() const { return "stream " + std::to_string(index_); }
   CUstream handle() const noexcept { return handle_; }
@@ -168,7 +169,7 @@ Result<void> StreamCore::run(capture::Operation& op, Issue&& issue, What&& what,
   const std::uint64_t use = drops_.next_use();
   for (const capture::BufferUse& buffer_use : op.uses) {
     memory::BufferState& buffer = **buffer_use.buffer;
-    buffer.used_by(*this, use);
+    buffer.used_by(*this, use, capture::writes(buffer_use.access));
     // Sequence numbers are per stream: a borrowed buffer is stamped on its owner's queue by
     // return_borrowed (eager) or pinned by the recording (recorded).
     if (&buffer.owner() == this) buffer.memory()->used_at(use);
