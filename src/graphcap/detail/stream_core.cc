@@ -191,6 +191,15 @@ void StreamCore::lost_order(capture::Operation& op, const Error& why) noexcept {
       log(LogLevel::error, why.context("handing a buffer back to its stream").message() +
                                "; waiting instead failed too (" + waited.error().message() +
                                "): its memory may be reused before this stream is done with it");
+      return;
+    }
+    // The use is complete: every owner is ordered after it.
+    OrderPoint point;
+    point.stream = this;
+    point.sequence = op.borrowed_at;
+    for (const capture::BufferUse& use : op.uses) {
+      auto& owner = static_cast<StreamCore&>((*use.buffer)->owner());
+      if (&owner != this) owner.order_after(point);
     }
   } catch (...) {
     log(LogLevel::error, "handing a buffer back to its stream failed unexpectedly");
