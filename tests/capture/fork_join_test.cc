@@ -134,6 +134,46 @@ TEST_F(ForkJoinTest, UnjoinedSideWorkIsRefusedByNameAndEveryStreamIsLeftUsable) 
   EXPECT_THAT(device_->end_capture(stream()), IsOk());
 }
 
+TEST_F(ForkJoinTest, ASideStreamObeysTheRecordingsRules) {
+  Buffer x = upload_u32(iota_u32(64));
+  Buffer own = upload_u32(iota_u32(64), *side_);
+  Event fork = new_event();
+  Event join = new_event();
+  ASSERT_THAT(device_->prepare_capture(stream()), IsOk());
+  ASSERT_THAT(device_->begin_capture(stream()), IsOk());
+  ASSERT_THAT(device_->record(fork, stream()), IsOk());
+  ASSERT_THAT(device_->wait(*side_, fork), IsOk());
+  // No reads or syncs, no window of its own.
+  EXPECT_THAT(device_->read(own, *side_), StatusIs(Errc::graph_state));
+  EXPECT_THAT(device_->sync(*side_), StatusIs(Errc::graph_state));
+  EXPECT_THAT(device_->prepare_capture(*side_), StatusIs(Errc::graph_state));
+  ASSERT_THAT(add_one(own, own, 64, *side_), IsOk());
+  ASSERT_THAT(device_->record(join, *side_), IsOk());
+  ASSERT_THAT(device_->wait(stream(), join), IsOk());
+  ASSERT_THAT(add_one(x, x, 64), IsOk());
+  Result<Graph> graph = device_->end_capture(stream());
+  ASSERT_THAT(graph, IsOk());  // the refusals above did not invalidate the recording
+  EXPECT_EQ(graph->report().node_count, 2u);
+  EXPECT_THAT(read_u32(own, *side_), ElementsAreArray(iota_u32(64)));  // recorded, not run
+  ASSERT_THAT(graph->replay(), IsOk());
+  ASSERT_THAT(device_->sync(stream()), IsOk());
+  Event after_replay = new_event();
+  ASSERT_THAT(device_->record(after_replay, stream()), IsOk());
+  ASSERT_THAT(device_->wait(*side_, after_replay), IsOk());
+  EXPECT_THAT(read_u32(own, *side_), ElementsAreArray(iota_u32(64, 1)));
+
+  // No driver allocation from its pools: as on the recording stream, an allocation the pool
+  // can't serve is refused and dooms the recording.
+  ASSERT_THAT(device_->prepare_capture(stream()), IsOk());
+  ASSERT_THAT(device_->begin_capture(stream()), IsOk());
+  ASSERT_THAT(device_->record(fork, stream()), IsOk());
+  ASSERT_THAT(device_->wait(*side_, fork), IsOk());
+  EXPECT_THAT(device_->alloc(5 << 20, *side_), StatusIs(Errc::out_of_memory));
+  EXPECT_THAT(device_->end_capture(stream()),
+              StatusIs(Errc::doomed, CUDA_SUCCESS, HasSubstr("alloc")));
+  EXPECT_EQ(side_->capture_state(), CaptureState::no_capture);
+}
+
 TEST_F(ForkJoinTest, AStreamThatNeverForkedIsNotPartOfTheRecording) {
   Buffer x = upload_u32(iota_u32(64));
   Buffer own = upload_u32(iota_u32(64), *side_);
