@@ -2,6 +2,10 @@
 // with graphcap's cross-thread checks following them, Graph::dot(), the GRAPHCAP_LOG=debug
 // trace, and refusals of invalidated recordings (901) that name graphcap operations.
 #include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -161,6 +165,30 @@ TEST_F(CaptureDiagnosticsTest, DotRendersTheRecordedGraph) {
             "  n2 -> n3;\n"
             "}\n");
   EXPECT_EQ(Graph{}.dot(), "");
+}
+
+TEST_F(CaptureDiagnosticsTest, TheDriversOwnDotIsWrittenOnRequest) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() /
+      ("graphcap-driver-dot-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+       "-" + std::to_string(reinterpret_cast<std::uintptr_t>(this)));
+  std::filesystem::create_directories(dir);
+  ASSERT_EQ(setenv("GRAPHCAP_DRIVER_DOT_DIR", dir.c_str(), 1), 0);
+  Buffer x = upload_u32(iota_u32(64));
+  ASSERT_THAT(device_->prepare_capture(stream()), IsOk());
+  ASSERT_THAT(device_->begin_capture(stream()), IsOk());
+  ASSERT_THAT(add_one(x, x, 64), IsOk());
+  Result<Graph> graph = device_->end_capture(stream());
+  unsetenv("GRAPHCAP_DRIVER_DOT_DIR");
+  ASSERT_THAT(graph, IsOk());
+  std::vector<std::filesystem::path> files;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) files.push_back(entry.path());
+  ASSERT_EQ(files.size(), 1u);
+  EXPECT_THAT(files[0].filename().string(), HasSubstr("graphcap-recording-"));
+  std::ifstream in(files[0]);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_THAT(text, HasSubstr("digraph"));
+  std::filesystem::remove_all(dir);
 }
 
 // ---- GRAPHCAP_LOG=debug ----------------------------------------------------------------------

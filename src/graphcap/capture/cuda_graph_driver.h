@@ -14,6 +14,7 @@ class CudaGraphDriver final : public GraphDriver {
   Result<CapturedGraph> end(CUstream stream) override;
   Result<Instantiated> instantiate(const CapturedGraph& graph, const GraphReport& recorded) override;
   bool upload(const Executable& executable, CUstream stream, GraphReport& report) override;
+  void dump_dot(const CapturedGraph& graph, const std::string& path) override;
 
  private:
   // Node counts by type into `report`; an error when the graph can't be read (the memory-node

@@ -1,6 +1,7 @@
 #include <graphcap/capture/window.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -241,8 +242,15 @@ Result<Recording> Window::close(bool upload, std::optional<Error> doomed, bool o
                           "; " + likely_causes(mode_) + ")",
                       refusal->driver_code());
     }
-  } else if (instantiated = graphs_->instantiate(*captured, recorded); !instantiated) {
-    refusal = instantiated.error();
+  } else {
+    // On request, the driver's own view of the graph, for CUDA-level detail.
+    if (const char* dir = std::getenv("GRAPHCAP_DRIVER_DOT_DIR"); dir != nullptr && *dir != 0) {
+      graphs_->dump_dot(*captured, std::string(dir) + "/graphcap-recording-" +
+                                       std::to_string(id_) + ".dot");
+    }
+    if (instantiated = graphs_->instantiate(*captured, recorded); !instantiated) {
+      refusal = instantiated.error();
+    }
   }
   if (log_enabled(LogLevel::debug)) {
     const auto took = std::chrono::duration_cast<std::chrono::microseconds>(
