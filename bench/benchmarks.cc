@@ -39,6 +39,11 @@
 // then a sync: Device::launch, which checks the arguments against the kernel's signature
 // (issue 16), against raw cuLaunchKernel with the same parameters. Counters: args_us,
 // raw_args_us, args_vs_raw, us_per_node, launch_allocs.
+// ForkedReplay/n, SerialReplay/n: wall time of one replay + sync of a step made of a 16 MiB
+// device-to-device copy (Device::copy) and n launches of `empty`. Forked: recorded with the copy
+// on a side stream forked from the recording stream and joined back (copy beside compute, issue
+// 12); serial: the same work recorded on one stream. Counters: forked_us, serial_us (medians),
+// speedup (serial / forked). To be measured on the H200 (on the fake both sides run serially).
 #include "benchmarks.h"
 
 #include <graphcap/graph_cache.h>
@@ -553,6 +558,94 @@ std::int64_t scaled(std::int64_t count, double scale, std::int64_t multiple_of) 
   return value / multiple_of * multiple_of;  // KeepRunningBatch never overshoots
 }
 
+// ---- ForkedReplay / SerialReplay ---------------------------------------------------------------
+
+constexpr std::size_t kForkCopyBytes = std::size_t{16} << 20;
+
+// The step recorded on one stream, or with the copy forked onto `side` and joined back.
+Result<Graph> record_copy_beside_compute(BenchEnv& env, Stream& side, const Buffer& src,
+                                         const Buffer& dst, int n, bool forked) {
+  Device& device = env.device();
+  Stream& s = env.stream();
+  Result<void> ok = device.prepare_capture(s);
+  if (ok) ok = device.copy(dst, src, s);  // the warm-up, eagerly on the recording stream
+  for (int i = 0; i < n && ok; ++i) ok = env.launch_empty();
+  if (!ok) return ok.error();
+  Result<Event> fork = device.create_event();
+  if (!fork) return fork.error();
+  Result<Event> join = device.create_event();
+  if (!join) return join.error();
+  CaptureScope scope(device, s);
+  ok = scope.began();
+  if (ok && forked) {
+    ok = device.record(*fork, s);
+    if (ok) ok = device.wait(side, *fork);
+    if (ok) ok = device.copy(dst, src, side);
+  } else if (ok) {
+    ok = device.copy(dst, src, s);
+  }
+  for (int i = 0; i < n && ok; ++i) ok = env.launch_empty();
+  if (ok && forked) {
+    ok = device.record(*join, side);
+    if (ok) ok = device.wait(s, *join);
+  }
+  if (!ok) return ok.error();  // the scope aborts the recording
+  return scope.end();
+}
+
+void forked_vs_serial(benchmark::State& state, BenchEnv& env, bool forked_is_primary, int) {
+  const int n = static_cast<int>(state.range(0));
+  static Stream* side = nullptr;  // one side stream for every run (the device owns it)
+  if (side == nullptr) {
+    Result<Stream*> created = env.device().create_stream();
+    if (!created) return skip(state, created.error());
+    side = *created;
+  }
+  Result<Buffer> src = env.device().alloc(kForkCopyBytes, env.stream());
+  if (!src) return skip(state, src.error());
+  Result<Buffer> dst = env.device().alloc(kForkCopyBytes, env.stream());
+  if (!dst) return skip(state, dst.error());
+  if (Result<void> filled = env.device().fill(*src, std::uint8_t{1}, env.stream()); !filled) {
+    return skip(state, filled.error());
+  }
+  Result<Graph> forked = record_copy_beside_compute(env, *side, *src, *dst, n, true);
+  if (!forked) return skip(state, forked.error());
+  Result<Graph> serial = record_copy_beside_compute(env, *side, *src, *dst, n, false);
+  if (!serial) return skip(state, serial.error());
+  if (Result<void> synced = env.sync(); !synced) return skip(state, synced.error());
+
+  std::vector<double> forked_ns;
+  std::vector<double> serial_ns;
+  int rotation = 0;
+  for (auto _ : state) {
+    double times[2] = {0, 0};
+    for (int step = 0; step < 2; ++step) {
+      const int side_index = (step + rotation) % 2;
+      Graph& graph = side_index == 0 ? *forked : *serial;
+      const Clock::time_point start = Clock::now();
+      Result<void> outcome = graph.replay();
+      if (outcome) outcome = env.sync();
+      times[side_index] = ns_between(start, Clock::now());
+      if (!outcome) {
+        skip(state, outcome.error());
+        break;
+      }
+    }
+    if (state.error_occurred()) break;
+    rotation ^= 1;
+    state.SetIterationTime((forked_is_primary ? times[0] : times[1]) * 1e-9);
+    forked_ns.push_back(times[0]);
+    serial_ns.push_back(times[1]);
+  }
+  const double forked_us = median(forked_ns) / 1000.0;
+  const double serial_us = median(serial_ns) / 1000.0;
+  state.counters["forked_us"] = forked_us;
+  state.counters["serial_us"] = serial_us;
+  state.counters["speedup"] = forked_us > 0 ? serial_us / forked_us : 0.0;
+}
+
+std::int64_t fork_iterations(int nodes) { return nodes <= 100 ? 200 : 50; }
+
 using PairFunction = void (*)(benchmark::State&, BenchEnv&, bool, int);
 
 void register_pair(BenchEnv& env, const BenchPlan& plan, const char* first, const char* second,
@@ -591,6 +684,8 @@ void register_benchmarks(BenchEnv& env, const BenchPlan& plan) {
   register_pair(env, plan, "ArgsPass", "RawArgsPass", args_vs_raw, benchmark::kMicrosecond,
                 nullptr, pass_iterations);
   register_many_graphs_benchmarks(env, plan);
+  register_pair(env, plan, "ForkedReplay", "SerialReplay", forked_vs_serial,
+                benchmark::kMicrosecond, nullptr, fork_iterations);
 }
 
 }  // namespace graphcap::bench

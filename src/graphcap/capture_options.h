@@ -10,9 +10,11 @@ namespace graphcap {
 class GraphPool;
 
 struct CaptureOptions {
-  // The capture mode of this window's recording (PyTorch's capture_error_mode): GLOBAL refuses
-  // unsafe calls from every thread while it records, THREAD_LOCAL only from the recording
-  // thread, RELAXED from none. DeviceOptions::capture_mode is what the old overload uses.
+  // The mode the recording opens in (cuStreamBeginCapture's; PyTorch's capture_error_mode), and
+  // the one graphcap's own cross-thread checks follow for this recording: GLOBAL refuses unsafe
+  // calls (allocations from the driver, waits) from every thread while it records; THREAD_LOCAL
+  // only from the recording thread; RELAXED from none. DeviceOptions::capture_mode is what the
+  // old overload uses.
   CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
   // Share intermediate memory with the other graphs of this pool (nullptr: the graph owns its
   // memory); see graph_pool.h. A pool of another stream, or an empty one, is

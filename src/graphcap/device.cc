@@ -67,7 +67,8 @@ Result<void> Device::check_stream(const Stream& s, const char* operation) const 
   return {};
 }
 
-Result<void> Device::check_buffer(const Buffer& buffer, const Stream& s, const char* what) const {
+Result<void> Device::check_buffer(const Buffer& buffer, const Stream& s, const char* what,
+                                  bool writes) const {
   // Messages are built only on failure: this runs for every buffer of every launch.
   if (!buffer) return Error(Errc::invalid_argument, std::string(what) + " is an empty Buffer");
   // Every slice owner is a stream (StreamCore is the one memory::SliceOwner).
@@ -75,10 +76,43 @@ Result<void> Device::check_buffer(const Buffer& buffer, const Stream& s, const c
   if (&owner.device() != core_.get()) {
     return Error(Errc::invalid_argument, std::string(what) + " is a buffer of another device");
   }
-  if (&owner != &HandleAccess::core(s)) {
+  StreamCore& stream = HandleAccess::core(s);
+  // The rule of docs/capture-lifecycle.md, "Buffers on several streams": a read must come after
+  // the last write on another stream; a write after every use on other streams since that write.
+  const memory::BufferState& state = *HandleAccess::state(buffer);
+  if (state.writer() == &stream && (!writes || !state.has_readers())) {
+    if (&owner == &stream) return {};  // the hot path: a stream using its own buffer
+  } else {
+    const memory::BufferState::Usage usage = state.usage();
+    auto refuse = [&](const memory::SliceOwner* other, std::uint64_t sequence, const char* how) {
+      auto& other_stream = static_cast<const StreamCore&>(*other);
+      return Error(Errc::invalid_argument,
+                   std::string(what) + " was last " + how + " on another stream of this device (" +
+                       other_stream.name() + ", its operation " + std::to_string(sequence) +
+                       ") and nothing orders this stream (" + stream.name() +
+                       ") after that; order it first: Device::record(event, " +
+                       other_stream.name() + ") after that use, then Device::wait(" +
+                       stream.name() + ", event)");
+    };
+    if (usage.writer != &stream) {
+      const std::uint64_t needed = writes ? usage.use_sequence : usage.write_sequence;
+      if (!stream.ordered_after(usage.writer, needed)) {
+        return refuse(usage.writer, needed, writes ? "used" : "written");
+      }
+    }
+    if (writes) {
+      for (const memory::BufferState::Use& reader : usage.readers) {
+        if (reader.stream != &stream && !stream.ordered_after(reader.stream, reader.sequence)) {
+          return refuse(reader.stream, reader.sequence, "read");
+        }
+      }
+    }
+  }
+  if (&owner != &stream && owner.window().recording() && !stream.window().recording()) {
     return Error(Errc::invalid_argument,
-                 std::string(what) + " belongs to another stream of this device (a buffer is "
-                 "used on the stream that allocated it; copy it across)");
+                 std::string(what) + " belongs to a stream that is recording now; an eager use "
+                 "on another stream could not be handed back to it (use it after end_capture, "
+                 "or fork this stream into the recording)");
   }
   return {};
 }

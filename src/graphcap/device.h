@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <initializer_list>
 #include <memory>
 #include <mutex>
@@ -18,6 +19,7 @@
 #include <graphcap/device_options.h>
 #include <graphcap/driver/driver_api.h>
 #include <graphcap/driver/launch_dims.h>
+#include <graphcap/event.h>
 #include <graphcap/graph.h>
 #include <graphcap/graph_pool.h>
 #include <graphcap/memory_stats.h>
@@ -76,6 +78,37 @@ class Device {
   // The external work failed, or could not be issued: what it writes carries `failure` (and an
   // open recording is doomed by it, as by a failed launch). Returns `failure`, with context.
   Result<void> record_external(Stream& s, std::initializer_list<Arg> args, const Error& failure);
+
+  // Device-to-device copies and fills (device_copy.cc), eager or recorded (a MEMCPY or MEMSET
+  // node), under the rules of launches: ranges are checked first (Errc::invalid_argument); a
+  // source carrying a failure skips the copy and the destination carries it (failed_buffer); a
+  // recorded write is claimed (a refused recording marks it) and its memory pinned; an eager copy
+  // or fill of the whole destination clears a failure it carried, a recorded one does not.
+  // The whole of `src` into the start of `dst` (src.size() <= dst.size()).
+  Result<void> copy(const Buffer& dst, const Buffer& src, Stream& s);
+  // `bytes` from byte `src_offset` of `src` to byte `dst_offset` of `dst`. Overlapping ranges of
+  // one buffer are Errc::invalid_argument (CUDA's copies may not overlap).
+  Result<void> copy(const Buffer& dst, std::size_t dst_offset, const Buffer& src,
+                    std::size_t src_offset, std::size_t bytes, Stream& s);
+  // Every byte of `dst` (cuMemsetD8Async).
+  Result<void> fill(const Buffer& dst, std::uint8_t byte, Stream& s);
+  // `count` bytes from byte `offset` of `dst`.
+  Result<void> fill(const Buffer& dst, std::size_t offset, std::size_t count, std::uint8_t byte,
+                    Stream& s);
+  // Every 32-bit word of `dst` (cuMemsetD32Async); its size must be a multiple of 4.
+  Result<void> fill(const Buffer& dst, std::uint32_t word, Stream& s);
+  // A plain int literal would be ambiguous between a byte and a word: say which
+  // (std::uint8_t{0} or std::uint32_t{0}).
+  Result<void> fill(const Buffer& dst, int value, Stream& s) = delete;
+
+  // Events (device_events.cc). record() marks everything enqueued on `s` so far; wait() makes
+  // later work on `s` wait for the last record of `e`. Outside a recording this orders eager
+  // work between streams, and lets a buffer move to another stream (docs/capture-lifecycle.md,
+  // "Buffers on several streams"). Inside one, waiting on an event recorded in the recording
+  // forks a stream into it or joins it back.
+  Result<Event> create_event();
+  Result<void> record(Event& e, Stream& s);
+  Result<void> wait(Stream& s, const Event& e);
   // Waits for the stream; surfaces queued errors (e.g. of a replay), once. When the wait itself
   // fails too, the queued error is returned and the wait's failure is named in its message.
   Result<void> sync(Stream& s);
@@ -85,7 +118,8 @@ class Device {
   // Reads and syncs are refused while a stream records (they would invalidate the recording).
   Result<void> prepare_capture(Stream& s);
   // The same with this window's options: the recording opens in options.mode (the overload above
-  // uses DeviceOptions::capture_mode), and, with options.pool, the graph shares its
+  // uses DeviceOptions::capture_mode; graphcap's checks of other threads follow that mode while it
+  // records), and, with options.pool, the graph shares its
   // intermediates with the pool's other graphs (graph_pool.h). A mode CUDA doesn't define, an
   // empty pool or one of another stream is Errc::invalid_argument.
   Result<void> prepare_capture(Stream& s, CaptureOptions options);
@@ -123,7 +157,14 @@ class Device {
  private:
   explicit Device(std::shared_ptr<detail::DeviceCore> core);
   Result<void> check_stream(const Stream& s, const char* operation) const;
-  Result<void> check_buffer(const Buffer& buffer, const Stream& s, const char* what) const;
+  // A buffer `s` may use now (writing it when `writes`): of this device, and ordered after its
+  // uses on other streams (docs/capture-lifecycle.md, "Buffers on several streams").
+  Result<void> check_buffer(const Buffer& buffer, const Stream& s, const char* what,
+                            bool writes) const;
+  Result<void> check_external(const Buffer& buffer, Stream& s, bool writes) const;
+  Result<void> fill_with(const Buffer& dst, std::size_t offset, std::size_t bytes,
+                         unsigned element_size, std::uint32_t value, const char* shown,
+                         Stream& s);
 
   std::shared_ptr<detail::DeviceCore> core_;
   mutable std::mutex streams_mutex_;

@@ -11,6 +11,8 @@
 #include <graphcap/handle_access.h>
 #include <graphcap/try.h>
 
+#include <string>
+
 namespace graphcap {
 
 using detail::StreamCore;

@@ -44,7 +44,7 @@ Result<std::size_t> external_uses(std::initializer_list<Arg> args, CheckBuffer&&
                        " is a value; external work is declared by the buffers it reads and "
                        "writes (Arg::in, Arg::out, Arg::inout)");
     }
-    if (Result<void> ok = check(*buffer); !ok) {
+    if (Result<void> ok = check(*buffer, arg.access() != Arg::Access::in); !ok) {
       return ok.error().context("record_external: argument " + std::to_string(count));
     }
     uses[count] = {&HandleAccess::state(*buffer), access_of(arg.access())};
@@ -55,15 +55,31 @@ Result<std::size_t> external_uses(std::initializer_list<Arg> args, CheckBuffer&&
 
 }  // namespace
 
+// External work is enqueued after its declaration, so a fence recorded for another stream's
+// buffer (as an eager launch of a borrowed buffer gets) would come before it: only the stream's own
+// buffers may be declared.
+Result<void> Device::check_external(const Buffer& buffer, Stream& s, bool writes) const {
+  if (buffer && &HandleAccess::state(buffer)->owner() !=
+                    static_cast<memory::SliceOwner*>(&HandleAccess::core(s))) {
+    return Error(Errc::invalid_argument,
+                 "the buffer belongs to another stream: external work may use only buffers of "
+                 "the stream it runs on (copy it there with Device::copy first)");
+  }
+  return check_buffer(buffer, s, "it", writes);
+}
+
 Result<void> Device::record_external(Stream& s, std::initializer_list<Arg> args) {
   GRAPHCAP_TRY(check_stream(s, "record_external"));
   std::array<capture::BufferUse, kMaxExternalArgs> uses;
   Result<std::size_t> count =
-      external_uses(args, [&](const Buffer& b) { return check_buffer(b, s, "it"); }, uses);
+      external_uses(args, [&](const Buffer& b, bool writes) { return check_external(b, s, writes); },
+                    uses);
   if (!count) return count.error();
   detail::StreamCore& stream = HandleAccess::core(s);
   std::lock_guard lock(stream.mutex());
-  capture::Operation op{CU_GRAPH_NODE_TYPE_EMPTY, {uses.data(), *count}, nullptr, nullptr};
+  capture::Operation op;
+  op.node = CU_GRAPH_NODE_TYPE_EMPTY;
+  op.uses = {uses.data(), *count};
   op.external = true;
   return stream.run(
       op, []() -> Result<void> { return {}; },  // the caller issues the work, right after
@@ -76,7 +92,8 @@ Result<void> Device::record_external(Stream& s, std::initializer_list<Arg> args,
   GRAPHCAP_TRY(check_stream(s, "record_external"));
   std::array<capture::BufferUse, kMaxExternalArgs> uses;
   Result<std::size_t> count =
-      external_uses(args, [&](const Buffer& b) { return check_buffer(b, s, "it"); }, uses);
+      external_uses(args, [&](const Buffer& b, bool writes) { return check_external(b, s, writes); },
+                    uses);
   if (!count) return count.error();
   // Only what it writes matters now: its inputs are not checked (the work did not happen).
   std::size_t writes = 0;
@@ -85,7 +102,9 @@ Result<void> Device::record_external(Stream& s, std::initializer_list<Arg> args,
   }
   detail::StreamCore& stream = HandleAccess::core(s);
   std::lock_guard lock(stream.mutex());
-  capture::Operation op{CU_GRAPH_NODE_TYPE_EMPTY, {uses.data(), writes}, nullptr, nullptr};
+  capture::Operation op;
+  op.node = CU_GRAPH_NODE_TYPE_EMPTY;
+  op.uses = {uses.data(), writes};
   op.external = true;
   return stream.run(
       op, [&]() -> Result<void> { return failure; },

@@ -8,6 +8,7 @@
 #include <graphcap/detail/stream_core.h>
 #include <graphcap/device.h>
 #include <graphcap/handle_access.h>
+#include <graphcap/log.h>
 #include <graphcap/memory/buffer_state.h>
 #include <graphcap/try.h>
 
@@ -95,6 +96,34 @@ std::string arg_text(const Arg& arg) {
                    std::to_string(given_size(arg)) + ")");
 }
 
+const char* access_name(Arg::Access access) noexcept {
+  switch (access) {
+    case Arg::Access::in: return "in";
+    case Arg::Access::out: return "out";
+    case Arg::Access::inout: return "inout";
+    case Arg::Access::param: return "param";
+    case Arg::Access::value: break;
+  }
+  return "value";
+}
+
+// What a recorded launch shows in Graph::dot() and the debug log: one line per fact.
+std::string launch_label(const std::string& name, const LaunchDims& dims,
+                         std::initializer_list<Arg> args) {
+  std::string label = "kernel " + name + "\ngrid " + dim_text(dims.grid) + " block " +
+                      dim_text(dims.block);
+  if (dims.shared_bytes != 0) label += " shared " + std::to_string(dims.shared_bytes);
+  std::size_t index = 0;
+  for (const Arg& arg : args) {
+    if (const Buffer* buffer = arg.buffer()) {
+      label += "\narg " + std::to_string(index) + ": " + access_name(arg.access()) + " " +
+               std::to_string(buffer->size()) + " B";
+    }
+    ++index;
+  }
+  return label;
+}
+
 capture::Access access_of(Arg::Access access) noexcept {
   switch (access) {
     case Arg::Access::in: return capture::Access::read;
@@ -150,7 +179,7 @@ Result<void> Device::launch(Stream& s, const Kernel& kernel, LaunchDims dims,
       return size_mismatch(state->name(), index, layout->sizes[index], arg);
     }
     if (const Buffer* buffer = arg.buffer()) {
-      if (Result<void> ok = check_buffer(*buffer, s, "it"); !ok) {
+      if (Result<void> ok = check_buffer(*buffer, s, "it", arg.writes()); !ok) {
         return ok.error().context(what() + ": argument " + std::to_string(index));
       }
       pointers[index] = buffer->device_ptr();
@@ -172,10 +201,18 @@ Result<void> Device::launch(Stream& s, const Kernel& kernel, LaunchDims dims,
 
   GRAPHCAP_TRY(core_->bind_thread());
   StreamCore& stream = HandleAccess::core(s);
+  capture::Operation op;
+  op.node = CU_GRAPH_NODE_TYPE_KERNEL;
+  op.uses = {uses.data(), use_count};
+  Result<void> done = [&] {
   std::lock_guard lock(stream.mutex());
-  capture::Operation op{CU_GRAPH_NODE_TYPE_KERNEL, {uses.data(), use_count}, nullptr, nullptr};
   const bool recording = stream.window().recording();
-  if (recording) op.keep_alive = state;  // a replay needs its module loaded
+  if (recording) {
+    op.keep_alive = state;  // a replay needs its module loaded
+    op.label = launch_label(state->name(), dims, args);
+  } else if (log_enabled(LogLevel::debug)) {
+    op.label = launch_label(state->name(), dims, args);
+  }
   // A recorded launch that takes params: what Graph::set needs to set its node again.
   capture::ParamNode param_node;
   if (recording && takes_params) {
@@ -235,6 +272,9 @@ Result<void> Device::launch(Stream& s, const Kernel& kernel, LaunchDims dims,
         return {};
       },
       what, [&](std::size_t use) { return "argument " + std::to_string(use_arg[use]); });
+  }();
+  stream.return_borrowed(op);
+  return done;
 }
 
 }  // namespace graphcap

@@ -7,6 +7,7 @@
 #include <graphcap/detail/stream_core.h>
 #include <graphcap/device.h>
 #include <graphcap/handle_access.h>
+#include <graphcap/log.h>
 #include <graphcap/memory/buffer_state.h>
 #include <graphcap/try.h>
 
@@ -49,7 +50,11 @@ Result<Buffer> Device::alloc(std::size_t bytes, Stream& s) {
     if (stream.window().recording()) stream.window().doom(error);
     return error;
   }
-  return HandleAccess::buffer(std::make_shared<memory::BufferState>(std::move(*allocation), bytes));
+  auto state = std::make_shared<memory::BufferState>(std::move(*allocation), bytes);
+  // The allocation counts as the buffer's first use, on its stream: another stream uses it once
+  // ordered after that (docs/capture-lifecycle.md, "Buffers on several streams").
+  state->used_by(stream, stream.drops().next_use(), true);
+  return HandleAccess::buffer(std::move(state));
 }
 
 Result<Buffer> Device::upload(std::span<const std::byte> bytes, Stream& s) {
@@ -65,16 +70,22 @@ Result<void> Device::write(const Buffer& dst, std::span<const std::byte> bytes, 
 Result<void> Device::write(const Buffer& dst, std::size_t offset, std::span<const std::byte> bytes,
                            Stream& s) {
   GRAPHCAP_TRY(check_stream(s, "write"));
-  if (Result<void> ok = check_buffer(dst, s, "the destination"); !ok) return ok.error().context("write");
+  if (Result<void> ok = check_buffer(dst, s, "the destination", true); !ok) return ok.error().context("write");
   GRAPHCAP_TRY(check_range(dst, offset, bytes.size(), "write"));
   if (bytes.empty()) return {};
   GRAPHCAP_TRY(core_->bind_thread());
   StreamCore& stream = HandleAccess::core(s);
-  std::lock_guard lock(stream.mutex());
   const bool whole = offset == 0 && bytes.size() == dst.size();
   const capture::BufferUse use{&HandleAccess::state(dst),
                                whole ? capture::Access::write_whole : capture::Access::write_part};
-  capture::Operation op{CU_GRAPH_NODE_TYPE_MEMCPY, {&use, 1}, nullptr, nullptr};
+  capture::Operation op;
+  op.node = CU_GRAPH_NODE_TYPE_MEMCPY;
+  op.uses = {&use, 1};
+  if (stream.window().recording() || log_enabled(LogLevel::debug)) {
+    op.label = "write of " + std::to_string(bytes.size()) + " bytes from the host";
+  }
+  Result<void> done = [&] {
+  std::lock_guard lock(stream.mutex());
   return stream.run(
       op,
       [&]() -> Result<void> {
@@ -92,6 +103,9 @@ Result<void> Device::write(const Buffer& dst, std::size_t offset, std::span<cons
         return {};
       },
       [] { return std::string("write"); }, [](std::size_t) { return std::string("the destination"); });
+  }();
+  stream.return_borrowed(op);
+  return done;
 }
 
 Result<std::vector<std::byte>> Device::read(const Buffer& src, Stream& s) {
@@ -101,7 +115,7 @@ Result<std::vector<std::byte>> Device::read(const Buffer& src, Stream& s) {
 Result<std::vector<std::byte>> Device::read(const Buffer& src, std::size_t offset,
                                             std::size_t count, Stream& s) {
   GRAPHCAP_TRY(check_stream(s, "read"));
-  if (Result<void> ok = check_buffer(src, s, "the source"); !ok) return ok.error().context("read");
+  if (Result<void> ok = check_buffer(src, s, "the source", false); !ok) return ok.error().context("read");
   GRAPHCAP_TRY(check_range(src, offset, count, "read"));
   if (count == 0) return std::vector<std::byte>{};
   StreamCore& stream = HandleAccess::core(s);
@@ -125,7 +139,12 @@ Result<std::vector<std::byte>> Device::read(const Buffer& src, std::size_t offse
         staging->slice().host_ptr(), src.device_ptr() + offset, count, stream.handle());
     const std::uint64_t use = stream.drops().next_use();
     staging->used_at(use);
-    HandleAccess::state(src)->memory()->used_at(use);
+    // A buffer of another stream needs no stamp: the read is complete when it returns.
+    memory::BufferState& state = *HandleAccess::state(src);
+    if (&state.owner() == &stream) {
+      state.memory()->used_at(use);
+      state.used_by(stream, use, false);
+    }
     if (result != CUDA_SUCCESS) {
       return Error::from_driver("cuMemcpyDtoHAsync", result).context("read");
     }

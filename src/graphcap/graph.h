@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <memory>
 #include <type_traits>
+#include <string>
 
 #include <graphcap/capture/graph_report.h>
 #include <graphcap/driver/cuda_types.h>
@@ -69,6 +70,13 @@ class Graph {
 
   // Node counts, pinned memory and capture timings; an empty report for an empty graph.
   const GraphReport& report() const noexcept;
+
+  // The recorded graph in Graphviz DOT, from graphcap's own record of the recording (so the same
+  // on every driver): one node per recorded operation in recording order (n0, n1, ...), labelled
+  // with its node type and what it is (a kernel's name, grid and block, each buffer argument
+  // with its access and size; a copy's or fill's bytes and ranges), grouped by the stream that
+  // recorded it, and an edge per dependency. Empty for an empty graph.
+  std::string dot() const;
 
  private:
   friend struct HandleAccess;

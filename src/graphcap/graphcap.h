@@ -6,6 +6,7 @@
 #include <graphcap/capture/capture_state.h>
 #include <graphcap/capture/graph_report.h>
 #include <graphcap/capture_options.h>
+#include <graphcap/capture_scope.h>
 #include <graphcap/device.h>
 #include <graphcap/device_limits.h>
 #include <graphcap/device_options.h>
@@ -16,6 +17,7 @@
 #include <graphcap/driver/forwarding_driver.h>
 #include <graphcap/driver/launch_dims.h>
 #include <graphcap/error.h>
+#include <graphcap/event.h>
 #include <graphcap/graph.h>
 #include <graphcap/graph_pool.h>
 #include <graphcap/log.h>

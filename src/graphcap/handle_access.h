@@ -7,6 +7,7 @@
 #include <utility>
 
 #include <graphcap/buffer.h>
+#include <graphcap/event.h>
 #include <graphcap/graph.h>
 #include <graphcap/graph_pool.h>
 #include <graphcap/module.h>
@@ -51,6 +52,12 @@ struct HandleAccess {
   }
   static GraphPool pool(std::shared_ptr<detail::GraphPoolState> state) noexcept {
     return GraphPool(std::move(state));
+  }
+  static const std::shared_ptr<detail::EventState>& state(const Event& event) noexcept {
+    return event.state_;
+  }
+  static Event event(std::shared_ptr<detail::EventState> state) noexcept {
+    return Event(std::move(state));
   }
 };
 

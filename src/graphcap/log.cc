@@ -1,5 +1,6 @@
 #include <graphcap/log.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -20,9 +21,15 @@ LogLevel threshold_from_environment() {
   return LogLevel::warn;
 }
 
+LogLevel threshold() {
+  static const LogLevel value = threshold_from_environment();
+  return value;
+}
+
+std::atomic<bool> g_custom_sink{false};
+
 void default_sink(LogLevel level, std::string_view message) {
-  static const LogLevel threshold = threshold_from_environment();
-  if (level > threshold) return;
+  if (level > threshold()) return;
   std::string line = "graphcap ";
   line += to_string(level);
   line += ": ";
@@ -56,8 +63,18 @@ const char* to_string(LogLevel level) noexcept {
 LogSink set_log_sink(LogSink sink) {
   auto replacement = sink ? std::make_shared<const LogSink>(std::move(sink)) : nullptr;
   std::lock_guard lock(slot().mutex);
+  g_custom_sink.store(replacement != nullptr, std::memory_order_release);
   std::shared_ptr<const LogSink> previous = std::exchange(slot().sink, std::move(replacement));
   return previous ? *previous : LogSink{};
+}
+
+bool log_enabled(LogLevel level) noexcept {
+  if (g_custom_sink.load(std::memory_order_acquire)) return true;
+  try {
+    return level <= threshold();
+  } catch (...) {
+    return false;
+  }
 }
 
 void log(LogLevel level, std::string_view message) noexcept {

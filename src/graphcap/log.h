@@ -17,6 +17,10 @@ using LogSink = std::function<void(LogLevel level, std::string_view message)>;
 // An empty function restores the default. Returns the sink that was installed before.
 LogSink set_log_sink(LogSink sink);
 
+// Whether a message of `level` would reach anyone: a custom sink is installed (it sees every
+// level), or GRAPHCAP_LOG lets the level through. Cheap: for skipping the building of messages.
+bool log_enabled(LogLevel level) noexcept;
+
 // Send a message to the sink. Never throws: a throwing sink is ignored.
 void log(LogLevel level, std::string_view message) noexcept;
 

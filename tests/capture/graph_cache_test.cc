@@ -38,7 +38,8 @@ class GraphCacheTest : public DeviceFixture {
   // of different buckets differ in shape), each run counted.
   Result<void> step(std::uint32_t bucket) {
     ++executions_;
-    Result<Buffer> scratch = device_->alloc(bucket * sizeof(std::uint32_t) * 64, stream());
+    Result<Buffer> scratch =
+        device_->alloc((kN + bucket * 64) * sizeof(std::uint32_t), stream());
     if (!scratch) return scratch.error();
     if (Result<void> ok = add_one(state_, *scratch, kN); !ok) return ok;
     return device_->launch(stream(), copy_, dims_for(kN),

@@ -190,4 +190,16 @@ bool CudaGraphDriver::upload(const Executable& executable, CUstream stream, Grap
   return report.uploaded;
 }
 
+void CudaGraphDriver::dump_dot(const CapturedGraph& graph, const std::string& path) {
+  if (CUresult result = driver_->cuGraphDebugDotPrint(graph.get(), path.c_str(),
+                                                      CU_GRAPH_DEBUG_DOT_FLAGS_VERBOSE);
+      result != CUDA_SUCCESS) {
+    log(LogLevel::warn, Error::from_driver("cuGraphDebugDotPrint", result)
+                            .context("GRAPHCAP_DRIVER_DOT_DIR: dumping " + path)
+                            .message());
+  } else {
+    log(LogLevel::info, "the driver's DOT of the recording is in " + path);
+  }
+}
+
 }  // namespace graphcap::capture

@@ -12,6 +12,8 @@
 #include <graphcap/driver/cuda_types.h>
 #include <graphcap/result.h>
 
+#include <string>
+
 namespace graphcap::capture {
 
 struct Instantiated {
@@ -58,6 +60,10 @@ class GraphDriver {
   // Stage the executable on the device ahead of the first replay. A failure is only a warning
   // (the first replay uploads on demand); returns whether it succeeded.
   virtual bool upload(const Executable& executable, CUstream stream, GraphReport& report) = 0;
+
+  // The driver's own DOT dump of a captured graph (cuGraphDebugDotPrint, verbose) into `path`,
+  // for CUDA-level detail; a failure is only a warning.
+  virtual void dump_dot(const CapturedGraph& graph, const std::string& path) = 0;
 };
 
 }  // namespace graphcap::capture

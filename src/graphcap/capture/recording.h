@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include <graphcap/capture/captured_graph.h>
@@ -57,6 +58,13 @@ struct Operation {
   // Work graphcap did not issue (Device::record_external): it adds nodes graphcap can't count.
   bool external = false;
   const ParamNode* params = nullptr;  // a kernel launch that took params: its node (recording)
+  // Set by StreamCore::run when an eager operation used buffers of other streams: an event
+  // recorded right after it, which their owners are then made to wait for (return_borrowed).
+  CUevent borrowed_fence = nullptr;
+  std::uint64_t borrowed_at = 0;  // the operation's sequence number on its stream
+  // For diagnostics (debug log, Graph::dot, refusals): what the operation is, e.g. the kernel's
+  // name and launch shape. Empty when not asked for.
+  std::string label;
 };
 
 // The buffers a recording uses, by role. Held weakly: a graph must not keep a buffer's failure
@@ -66,6 +74,19 @@ struct BufferRoles {
   std::vector<std::weak_ptr<memory::BufferState>> writes;    // written (the claims)
   std::vector<std::weak_ptr<memory::BufferState>> produces;  // written whole
 };
+
+// One operation of a recording as graphcap recorded it (what Graph::dot() draws): the node it
+// added, its label (Operation::label), the stream that recorded it (its index on the device) and
+// the nodes it depends on (the recording stream's frontier when it was recorded).
+struct RecordedNode {
+  CUgraphNodeType type = CU_GRAPH_NODE_TYPE_KERNEL;
+  std::string label;
+  int stream = 0;
+  std::vector<std::size_t> depends_on;
+};
+
+// "KERNEL", "MEMCPY", ... as cuda.h names CUgraphNodeType's values (without the prefix).
+const char* node_type_name(CUgraphNodeType type) noexcept;
 
 // A closed recording: the executable and everything it replays against, handed to the graph
 // whole.
@@ -81,6 +102,7 @@ struct Recording {
   // and a later re-recording updated into the executable is mapped onto it by position).
   CapturedGraph source;
   std::vector<CUgraphNode> source_nodes;
+  std::vector<RecordedNode> nodes;
 };
 
 }  // namespace graphcap::capture

@@ -1,6 +1,7 @@
 #include <graphcap/capture/window.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -10,6 +11,37 @@
 
 namespace graphcap::capture {
 namespace {
+
+const char* mode_name(CUstreamCaptureMode mode) {
+  switch (mode) {
+    case CU_STREAM_CAPTURE_MODE_GLOBAL: return "global";
+    case CU_STREAM_CAPTURE_MODE_THREAD_LOCAL: return "thread_local";
+    case CU_STREAM_CAPTURE_MODE_RELAXED: return "relaxed";
+  }
+  return "unknown";
+}
+
+// What usually invalidates a recording in `mode`, for the message that refuses it.
+std::string likely_causes(CUstreamCaptureMode mode) {
+  switch (mode) {
+    case CU_STREAM_CAPTURE_MODE_GLOBAL:
+      return "in global mode, an unsafe call (an allocation, a synchronization, an event query) "
+             "made outside graphcap, on this thread or any other, invalidates it; if other threads "
+             "must go on allocating or syncing meanwhile, record in thread_local mode "
+             "(CaptureOptions::mode)";
+    case CU_STREAM_CAPTURE_MODE_THREAD_LOCAL:
+      return "in thread_local mode, an unsafe call (an allocation, a synchronization, an event "
+             "query) made outside graphcap on the recording thread invalidates it";
+    default:
+      return "a call made outside graphcap on the recording stream (a synchronization or query "
+             "of it, or a failed captured call) invalidates it";
+  }
+}
+
+std::string first_line(const std::string& label) {
+  const std::size_t end = label.find('\n');
+  return end == std::string::npos ? label : label.substr(0, end);
+}
 
 Error out_of_order(const char* operation, CaptureState state, const char* hint) {
   return Error(Errc::graph_state, std::string(operation) + ": the stream is in " +
@@ -98,6 +130,21 @@ Result<void> Window::begin() {
     return opened;
   }
   recording_thread_ = thread;
+  static std::atomic<std::uint64_t> next_id{1};
+  id_ = next_id.fetch_add(1, std::memory_order_relaxed);
+  {
+    std::lock_guard book(book_);
+    nodes_.clear();
+    frontiers_.clear();
+    last_node_.clear();
+    sides_.clear();
+    last_label_.clear();
+  }
+  begun_ = std::chrono::steady_clock::now();
+  if (log_enabled(LogLevel::debug)) {
+    log(LogLevel::debug, "recording " + std::to_string(id_) + " begins on stream " +
+                             std::to_string(stream_index_) + " (" + mode_name(mode_) + " mode)");
+  }
   doomed_.reset();
   recorded_ = GraphReport{};
   pins_.clear();
@@ -125,8 +172,14 @@ Result<Recording> Window::end(bool upload) {
                         now == CaptureState::prepare ? "begin_capture first"
                                                      : "prepare_capture and begin_capture first");
   }
+  if (is_side()) return refuse_on_side("end_capture").error();
   if (Result<void> owner = check_owner_thread("end_capture"); !owner) return owner.error();
-  return close(upload, std::exchange(doomed_, std::nullopt), false);
+  std::optional<Error> doomed;
+  {
+    std::lock_guard book(book_);
+    doomed = std::exchange(doomed_, std::nullopt);
+  }
+  return close(upload, std::move(doomed), false);
 }
 
 Result<Recording> Window::end(bool upload, const Executable& into,
@@ -150,16 +203,33 @@ Result<Recording> Window::close(bool upload, std::optional<Error> doomed, bool o
   device_pool_->disarm();
   staging_pool_->disarm();
   Recording recording;
-  recording.pins = std::move(pins_);
-  recording.buffers = std::exchange(roles_, BufferRoles{});
-  recording.keep_alive = std::move(keep_alive_);
-  recording.param_nodes = std::move(param_nodes_);
-  pins_.clear();
-  keep_alive_.clear();
-  param_nodes_.clear();
-  const GraphReport recorded = std::exchange(recorded_, GraphReport{});
+  GraphReport recorded;
+  std::optional<Error> unjoined;
+  std::vector<Window*> sides;
+  {
+    std::lock_guard book(book_);
+    // Side streams' work the origin never waited for: refused by name, before the driver
+    // answers with a bare CUDA_ERROR_STREAM_CAPTURE_UNJOINED.
+    if (!doomed) unjoined = unjoined_locked();
+    if (doomed_ && !doomed) doomed = std::exchange(doomed_, std::nullopt);  // doomed by a side
+    recording.pins = std::move(pins_);
+    recording.buffers = std::exchange(roles_, BufferRoles{});
+    recording.keep_alive = std::move(keep_alive_);
+    recording.nodes = std::move(nodes_);
+    recording.param_nodes = std::move(param_nodes_);
+    pins_.clear();
+    keep_alive_.clear();
+    nodes_.clear();
+    param_nodes_.clear();
+    frontiers_.clear();
+    last_node_.clear();
+    sides = std::exchange(sides_, {});
+    recorded = std::exchange(recorded_, GraphReport{});
+  }
 
   Result<CapturedGraph> captured = graphs_->end(stream_);
+  // The driver's recording is closed, and with it every side stream's part in it.
+  for (Window* side : sides) side->leave();
   // Only now may other threads' unsafe calls go ahead: the driver's recording is closed.
   tracker_->recording_ended(mode_, recording_thread_);
 
@@ -173,13 +243,51 @@ Result<Recording> Window::close(bool upload, std::optional<Error> doomed, bool o
     }
     refusal = Error(Errc::doomed, "end_capture: recording refused: " + doomed->message(),
                     doomed->driver_code());
+  } else if (unjoined) {
+    if (captured || captured.error().driver_code() != CUDA_ERROR_STREAM_CAPTURE_UNJOINED) {
+      log(LogLevel::warn, "end_capture: the driver did not answer unjoined side-stream work with "
+                          "CUDA_ERROR_STREAM_CAPTURE_UNJOINED as expected");
+    }
+    refusal = *unjoined;
   } else if (!captured) {
     refusal = captured.error();
-  } else if (Result<Recording> made = make_executable(*captured, recorded, into, recording);
-             !made) {
-    refusal = made.error();
+    if (refusal->driver_code() == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED) {
+      // No graphcap operation saw it: something outside graphcap invalidated the recording.
+      refusal = Error(refusal->code(),
+                      refusal->message() + " (no graphcap operation saw the invalidation; the "
+                      "last one recorded was " +
+                          (last_label_.empty() ? std::string("none") : first_line(last_label_)) +
+                          "; " + likely_causes(mode_) + ")",
+                      refusal->driver_code());
+    }
   } else {
-    recording = std::move(*made);
+    // On request, the driver's own view of the graph, for CUDA-level detail.
+    if (const char* dir = std::getenv("GRAPHCAP_DRIVER_DOT_DIR"); dir != nullptr && *dir != 0) {
+      graphs_->dump_dot(*captured, std::string(dir) + "/graphcap-recording-" +
+                                       std::to_string(id_) + ".dot");
+    }
+    if (Result<Recording> made = make_executable(*captured, recorded, into, recording); !made) {
+      refusal = made.error();
+    } else {
+      recording = std::move(*made);
+    }
+  }
+  if (log_enabled(LogLevel::debug)) {
+    const auto took = std::chrono::duration_cast<std::chrono::microseconds>(
+        std::chrono::steady_clock::now() - begun_);
+    std::string counts;
+    for (std::size_t type = 0; type < recorded.nodes_by_type.size(); ++type) {
+      if (recorded.nodes_by_type[type] == 0) continue;
+      counts += std::string(counts.empty() ? "" : ", ") +
+                node_type_name(static_cast<CUgraphNodeType>(type)) + " " +
+                std::to_string(recorded.nodes_by_type[type]);
+    }
+    log(LogLevel::debug,
+        "recording " + std::to_string(id_) + " ends on stream " + std::to_string(stream_index_) +
+            ": " + std::to_string(recorded.node_count) + " nodes" +
+            (counts.empty() ? "" : " (" + counts + ")") + " after " +
+            std::to_string(took.count()) + " us; " +
+            (refusal ? "refused: " + refusal->message() : std::string("instantiated")));
   }
   if (refusal) {
     // The buffers the recording would have written hold bytes no operation produced (unless
@@ -187,6 +295,15 @@ Result<Recording> Window::close(bool upload, std::optional<Error> doomed, bool o
     if (claim_on_refusal_) {
       for (const auto& weak : recording.buffers.writes) {
         if (auto buffer = weak.lock()) buffer->fail(*refusal);
+      }
+    }
+    if (!sides.empty() && self_ != nullptr) {
+      std::vector<const memory::SliceOwner*> side_streams;
+      for (const Window* side : sides) side_streams.push_back(side->self_);
+      for (auto* list : {&recording.buffers.reads, &recording.buffers.writes}) {
+        for (const auto& weak : *list) {
+          if (auto buffer = weak.lock()) buffer->forget_uses_by(side_streams, *self_);
+        }
       }
     }
     recording = Recording{};  // unpin: these slices go back through the drop queue
@@ -261,6 +378,7 @@ Result<Recording> Window::make_executable(CapturedGraph& captured, const GraphRe
 }
 
 Result<void> Window::abort() {
+  if (is_side()) return refuse_on_side("abort_capture");
   switch (state()) {
     case CaptureState::no_capture:
       return out_of_order("abort_capture", CaptureState::no_capture, "there is nothing to abort");
@@ -274,7 +392,10 @@ Result<void> Window::abort() {
   }
   const bool other_thread = mode_ != CU_STREAM_CAPTURE_MODE_RELAXED &&
                             recording_thread_ != std::this_thread::get_id();
-  doomed_.reset();
+  {
+    std::lock_guard book(book_);
+    doomed_.reset();
+  }
   (void)close(false, Error(Errc::doomed, "abort_capture: the recording was abandoned"),
               other_thread);
   return {};
@@ -282,12 +403,17 @@ Result<void> Window::abort() {
 
 void Window::force_close() noexcept {
   try {
-    if (state() == CaptureState::prepare) {
+    if (is_side()) {
+      leave();  // the origin's window closes the recording
+    } else if (state() == CaptureState::prepare) {
       (void)abort();
     } else if (state() == CaptureState::capture) {
       const bool other_thread = mode_ != CU_STREAM_CAPTURE_MODE_RELAXED &&
                                 recording_thread_ != std::this_thread::get_id();
-      doomed_.reset();
+      {
+        std::lock_guard book(book_);
+        doomed_.reset();
+      }
       (void)close(false, Error(Errc::doomed, "device closed while the recording was open"),
                   other_thread);
     }
@@ -297,6 +423,12 @@ void Window::force_close() noexcept {
 }
 
 void Window::record(const Operation& op, const Error* failure) {
+  Window* origin = joined_.load(std::memory_order_acquire);
+  (origin != nullptr ? origin : this)->record_from(op, failure, stream_index_);
+}
+
+void Window::record_from(const Operation& op, const Error* failure, int stream) {
+  std::lock_guard book(book_);
   for (const BufferUse& use : op.uses) {
     const std::shared_ptr<memory::BufferState>& buffer = *use.buffer;
     // Repeats of the last entry are skipped here (the rest are deduplicated at the close): a pass
@@ -311,20 +443,159 @@ void Window::record(const Operation& op, const Error* failure) {
     keep_alive_.push_back(op.keep_alive);
   }
   if (failure != nullptr) {
-    doom(*failure);
+    if (!doomed_ && failure->driver_code() == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED) {
+      // Say which graphcap operation first saw the invalidation, and what came before it.
+      doom_locked(Error(failure->code(),
+                 failure->message() + " (the first graphcap operation to see the recording "
+                 "invalidated; the one before it was " +
+                     (last_label_.empty() ? std::string("none: the recording had just begun")
+                                          : first_line(last_label_)) +
+                     "; " + likely_causes(mode_) + ")",
+                 failure->driver_code()));
+    } else {
+      doom_locked(*failure);
+    }
+    if (log_enabled(LogLevel::debug)) {
+      log(LogLevel::debug, "recording " + std::to_string(id_) + ": " + first_line(op.label) +
+                               " failed: " + failure->message());
+    }
     return;
   }
   if (op.params != nullptr) param_nodes_.push_back(*op.params);
   if (op.external) {
     recorded_.external_work = true;  // the instantiate check reads the graph's nodes instead
-    return;
+  } else {
+    ++recorded_.nodes_by_type[op.node];
+    ++recorded_.node_count;
   }
-  ++recorded_.nodes_by_type[op.node];
-  ++recorded_.node_count;
+  RecordedNode node;
+  node.type = op.node;
+  node.label = op.external && op.label.empty() ? "external work (record_external)" : op.label;
+  node.stream = stream;
+  std::vector<std::size_t>& frontier = frontiers_[stream];
+  node.depends_on = std::move(frontier);
+  frontier.assign(1, nodes_.size());
+  last_node_[stream] = nodes_.size();
+  nodes_.push_back(std::move(node));
+  last_label_ = op.label;
+  if (log_enabled(LogLevel::debug)) {
+    std::string text = op.label;
+    for (char& c : text) {
+      if (c == '\n') c = ' ';
+    }
+    log(LogLevel::debug, "recording " + std::to_string(id_) + ": node " +
+                             std::to_string(nodes_.size() - 1) + " " + node_type_name(op.node) +
+                             ": " + text);
+  }
 }
 
 void Window::doom(const Error& error) {
+  Window* origin = joined_.load(std::memory_order_acquire);
+  Window& target = origin != nullptr ? *origin : *this;
+  std::lock_guard book(target.book_);
+  target.doom_locked(error);
+}
+
+void Window::doom_locked(const Error& error) {
   if (!doomed_) doomed_ = error;
+}
+
+Window* Window::origin() noexcept {
+  if (Window* origin = joined_.load(std::memory_order_acquire)) return origin;
+  return recording() ? this : nullptr;
+}
+
+Result<void> Window::join(Window& origin, std::uint64_t id, const std::vector<std::size_t>& after) {
+  if (CaptureState now = state(); now != CaptureState::no_capture) {
+    return out_of_order("wait", now, "only a stream outside any window can be forked into a "
+                                     "recording");
+  }
+  {
+    std::lock_guard book(origin.book_);
+    if (origin.recording_id() != id) {
+      return Error(Errc::graph_state,
+                   "wait: the event was recorded in a recording that has ended; record it again");
+    }
+    origin.sides_.push_back(this);
+    std::vector<std::size_t>& frontier = origin.frontiers_[stream_index_];
+    frontier.insert(frontier.end(), after.begin(), after.end());
+    mode_ = origin.mode_;
+    id_ = id;
+    joined_.store(&origin, std::memory_order_release);
+  }
+  set_state(CaptureState::capture);
+  if (log_enabled(LogLevel::debug)) {
+    log(LogLevel::debug, "recording " + std::to_string(id) + ": stream " +
+                             std::to_string(stream_index_) + " forks from stream " +
+                             std::to_string(origin.stream_index_));
+  }
+  return {};
+}
+
+void Window::leave() noexcept {
+  set_state(CaptureState::no_capture);
+  joined_.store(nullptr, std::memory_order_release);
+}
+
+std::vector<std::size_t> Window::frontier_of(int stream) {
+  std::lock_guard book(book_);
+  auto found = frontiers_.find(stream);
+  return found == frontiers_.end() ? std::vector<std::size_t>{} : found->second;
+}
+
+void Window::add_dependencies(int stream, const std::vector<std::size_t>& nodes) {
+  std::lock_guard book(book_);
+  std::vector<std::size_t>& frontier = frontiers_[stream];
+  for (std::size_t node : nodes) {
+    if (std::find(frontier.begin(), frontier.end(), node) == frontier.end()) {
+      frontier.push_back(node);
+    }
+  }
+}
+
+std::optional<Error> Window::unjoined_locked() const {
+  // Every node the origin's next operation would depend on, transitively.
+  std::vector<bool> joined(nodes_.size(), false);
+  std::vector<std::size_t> stack;
+  if (auto found = frontiers_.find(stream_index_); found != frontiers_.end()) stack = found->second;
+  while (!stack.empty()) {
+    const std::size_t node = stack.back();
+    stack.pop_back();
+    if (node >= joined.size() || joined[node]) continue;
+    joined[node] = true;
+    for (std::size_t before : nodes_[node].depends_on) stack.push_back(before);
+  }
+  for (const auto& [stream, last] : last_node_) {
+    if (stream == stream_index_ || joined[last]) continue;
+    return Error(Errc::graph_state,
+                 "end_capture: stream " + std::to_string(stream) + " was forked into the "
+                 "recording and its work is not joined back into stream " +
+                     std::to_string(stream_index_) + ": its last unjoined operation is " +
+                     first_line(nodes_[last].label) + " (node " + std::to_string(last) +
+                     "); record an event on stream " + std::to_string(stream) +
+                     " after it and wait for it on stream " + std::to_string(stream_index_) +
+                     " before end_capture (the driver would refuse the recording with "
+                     "CUDA_ERROR_STREAM_CAPTURE_UNJOINED)");
+  }
+  return std::nullopt;
+}
+
+Result<void> Window::refuse_on_side(const char* operation) const {
+  const Window* origin = joined_.load(std::memory_order_acquire);
+  return Error(Errc::graph_state,
+               std::string(operation) + ": stream " + std::to_string(stream_index_) +
+                   " was forked into the recording of stream " +
+                   std::to_string(origin != nullptr ? origin->stream_index_ : -1) + "; " +
+                   operation + " that stream (after joining this one back)");
+}
+
+const char* node_type_name(CUgraphNodeType type) noexcept {
+  static constexpr const char* kNames[] = {
+      "KERNEL",       "MEMCPY",       "MEMSET",           "HOST",           "GRAPH",     "EMPTY",
+      "WAIT_EVENT",   "EVENT_RECORD", "EXT_SEMAS_SIGNAL", "EXT_SEMAS_WAIT", "MEM_ALLOC", "MEM_FREE",
+      "BATCH_MEM_OP", "CONDITIONAL"};
+  const auto index = static_cast<std::size_t>(type);
+  return index < sizeof kNames / sizeof kNames[0] ? kNames[index] : "UNKNOWN";
 }
 
 }  // namespace graphcap::capture

@@ -13,6 +13,10 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <string>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -43,6 +47,8 @@ class Window {
   bool recording() const noexcept { return state() == CaptureState::capture; }
   // The mode the window's recording opens (or opened) in.
   CUstreamCaptureMode mode() const noexcept { return mode_; }
+  // The open recording's identity (unique in the process); 0 when none is open.
+  std::uint64_t recording_id() const noexcept { return recording() ? id_ : 0; }
 
   // Arm the pools: route every allocation of this stream to the persistent pool, and prime. The
   // recording that follows opens in `mode`.
@@ -75,10 +81,42 @@ class Window {
   void record(const Operation& op, const Error* failure);
   // Doom the recording with the first error inside it.
   void doom(const Error& error);
-  const std::optional<Error>& doomed() const noexcept { return doomed_; }
+
+  // ---- Several streams in one recording (fork/join) ----------------------------------------
+  // A side stream joins a recording when it waits on an event recorded inside it (a fork): its
+  // window then records into the origin's (the window that began the recording), and is in
+  // capture state until the origin's recording closes. The origin's bookkeeping (pins, claims,
+  // nodes, doom) is guarded by its own mutex, so side streams record under their own stream's
+  // mutex only. At end, work of a side stream that the origin's last operations don't depend on
+  // is refused by name before the driver is asked.
+  //
+  // The window whose recording this one records into: itself, or the origin it was forked into.
+  Window* origin() noexcept;
+  bool is_side() const noexcept { return joined_.load(std::memory_order_acquire) != nullptr; }
+  int stream_index() const noexcept { return stream_index_; }
+  // Join `origin`'s recording `id` (this stream waited on an event of it marking `after`).
+  // Refused (graph_state) when that recording is no longer open.
+  Result<void> join(Window& origin, std::uint64_t id, const std::vector<std::size_t>& after);
+  // On the origin: the nodes an event recorded now on stream `stream` marks.
+  std::vector<std::size_t> frontier_of(int stream);
+  // On the origin: stream `stream` waited on an event marking `nodes`.
+  void add_dependencies(int stream, const std::vector<std::size_t>& nodes);
+
+  // Names the stream in messages and the debug log ("stream 1"), and in Graph::dot().
+  void set_stream_index(int index) noexcept { stream_index_ = index; }
+  // The stream this window belongs to, as buffers know it (who used them).
+  void set_stream(const memory::SliceOwner* stream) noexcept { self_ = stream; }
 
  private:
   Result<void> check_owner_thread(const char* operation) const;
+  // record() on the origin, for an operation of stream `stream` (book_ not held).
+  void record_from(const Operation& op, const Error* failure, int stream);
+  void doom_locked(const Error& error);
+  // The work of side streams the origin's frontier does not depend on (book_ held).
+  std::optional<Error> unjoined_locked() const;
+  // A side stream: the recording it joined closed.
+  void leave() noexcept;
+  Result<void> refuse_on_side(const char* operation) const;
   void set_state(CaptureState state) noexcept;
   // Close the driver's recording and make what it captured into a Recording, or refuse it.
   Result<Recording> close(bool upload, std::optional<Error> doomed, bool other_thread,
@@ -100,6 +138,7 @@ class Window {
   bool claim_on_refusal_ = true;
   std::atomic<CaptureState> state_{CaptureState::no_capture};
   std::thread::id recording_thread_;
+  std::uint64_t id_ = 0;
   std::optional<Error> doomed_;
   GraphReport recorded_;  // node counts of the window's own recorded operations
   std::vector<std::shared_ptr<memory::Allocation>> pins_;
@@ -107,6 +146,18 @@ class Window {
   std::vector<std::shared_ptr<const void>> keep_alive_;
   std::vector<ParamNode> param_nodes_;
   const std::vector<CUgraphNode>* into_source_nodes_ = nullptr;  // during end(upload, into, ...)
+  int stream_index_ = 0;
+  const memory::SliceOwner* self_ = nullptr;
+  // Guards the recording's bookkeeping below and above (pins_, roles_, keep_alive_, recorded_,
+  // doomed_) against side streams recording into it.
+  std::mutex book_;
+  std::vector<RecordedNode> nodes_;             // the recording's operations, in order
+  std::map<int, std::vector<std::size_t>> frontiers_;  // per stream: what its next op depends on
+  std::map<int, std::size_t> last_node_;        // per stream: its last recorded node
+  std::string last_label_;                      // the last operation recorded (for messages)
+  std::vector<Window*> sides_;                  // the side streams joined into this recording
+  std::atomic<Window*> joined_{nullptr};        // on a side stream: the origin
+  std::chrono::steady_clock::time_point begun_;  // for the debug log's timings
 };
 
 }  // namespace graphcap::capture

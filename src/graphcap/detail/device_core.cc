@@ -1,5 +1,7 @@
 #include <graphcap/detail/device_core.h>
 
+#include <graphcap/detail/event_state.h>
+
 #include <algorithm>
 #include <array>
 #include <string>
@@ -122,6 +124,7 @@ Result<std::shared_ptr<StreamCore>> DeviceCore::create_stream() {
   }
   auto stream = std::make_shared<StreamCore>(shared_from_this(), handle);
   std::lock_guard lock(mutex_);
+  stream->set_index(next_stream_index_++);
   streams_.push_back(stream);
   return stream;
 }
@@ -136,6 +139,12 @@ void DeviceCore::add_graph(const std::shared_ptr<GraphState>& graph) {
   std::lock_guard lock(mutex_);
   std::erase_if(graphs_, [](const auto& weak) { return weak.expired(); });
   graphs_.push_back(graph);
+}
+
+void DeviceCore::add_event(const std::shared_ptr<EventState>& event) {
+  std::lock_guard lock(mutex_);
+  std::erase_if(events_, [](const auto& weak) { return weak.expired(); });
+  events_.push_back(event);
 }
 
 void DeviceCore::defer(std::shared_ptr<GraphState> graph) {
@@ -192,6 +201,7 @@ void DeviceCore::close() noexcept {
   // and a module or graph dying there would find the device closed and skip its own release.
   std::vector<std::shared_ptr<GraphState>> graphs;
   std::vector<std::shared_ptr<ModuleState>> modules;
+  std::vector<std::shared_ptr<EventState>> events;
   std::vector<std::shared_ptr<GraphState>> deferred_graphs;
   std::vector<CUmodule> deferred_unloads;
   {
@@ -204,8 +214,12 @@ void DeviceCore::close() noexcept {
     for (auto& weak : modules_) {
       if (auto module = weak.lock()) modules.push_back(std::move(module));
     }
+    for (auto& weak : events_) {
+      if (auto event = weak.lock()) events.push_back(std::move(event));
+    }
     graphs_.clear();
     modules_.clear();
+    events_.clear();
     deferred_graphs.swap(deferred_graphs_);
     deferred_unloads.swap(deferred_unloads_);
   }
@@ -233,6 +247,8 @@ void DeviceCore::close() noexcept {
   }
   for (auto& module : modules) module->release();
   modules.clear();
+  for (auto& event : events) event->release();
+  events.clear();
   for (auto& stream : streams) stream->close();
   streams.clear();
   if (context_retained_) {

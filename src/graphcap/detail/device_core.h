@@ -22,6 +22,7 @@ namespace graphcap::detail {
 class StreamCore;
 class ModuleState;
 class GraphState;
+class EventState;
 
 class DeviceCore : public std::enable_shared_from_this<DeviceCore> {
  public:
@@ -62,6 +63,7 @@ class DeviceCore : public std::enable_shared_from_this<DeviceCore> {
   Result<std::shared_ptr<StreamCore>> create_stream();
   void add_module(const std::shared_ptr<ModuleState>& module);
   void add_graph(const std::shared_ptr<GraphState>& graph);
+  void add_event(const std::shared_ptr<EventState>& event);
   // A release that must wait until no recording forbids it (it waits, or destroys an executable
   // or a module, all of which would invalidate an open recording).
   void defer(std::shared_ptr<GraphState> graph);
@@ -91,6 +93,8 @@ class DeviceCore : public std::enable_shared_from_this<DeviceCore> {
   std::vector<std::shared_ptr<StreamCore>> streams_;
   std::vector<std::weak_ptr<ModuleState>> modules_;
   std::vector<std::weak_ptr<GraphState>> graphs_;
+  std::vector<std::weak_ptr<EventState>> events_;
+  int next_stream_index_ = 0;
   std::vector<std::shared_ptr<GraphState>> deferred_graphs_;
   std::vector<CUmodule> deferred_unloads_;
 };

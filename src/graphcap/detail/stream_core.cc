@@ -1,6 +1,8 @@
 #include <graphcap/detail/stream_core.h>
 
+#include <algorithm>
 #include <string>
+#include <utility>
 
 #include <graphcap/detail/device_core.h>
 #include <graphcap/log.h>
@@ -29,8 +31,11 @@ Result<std::shared_ptr<memory::Allocation>> StreamCore::take_slice(memory::Slice
     // recording opening on another thread meanwhile would be invalidated by them.
     capture::CaptureTracker::UnsafeCall call = device_->tracker().enter_unsafe_call();
     const bool may_call = static_cast<bool>(call);
-    if (!pool.armed() || !window_.recording()) drops_.flush(may_call);
-    return pool.acquire(bytes, may_call);
+    // A stream forked into another stream's recording (a side stream) records too: no fence
+    // into it, and no driver allocation, as on the recording stream itself.
+    const bool recording = window_.recording();
+    if (!recording) drops_.flush(may_call);
+    return pool.acquire(bytes, may_call && !(recording && !pool.armed()));
   }();
   if (!slice) return std::move(slice).error();
   return std::make_shared<memory::Allocation>(
@@ -135,6 +140,109 @@ void StreamCore::close() noexcept {
     log(LogLevel::warn, Error::from_driver("cuStreamDestroy", result).context("closing a stream")
                             .message());
   }
+}
+
+}  // namespace graphcap::detail
+
+namespace graphcap::detail {
+
+DriverApi& StreamCore::device_driver() const noexcept { return device_->driver(); }
+
+StreamCore::OrderPoint StreamCore::order_point() {
+  OrderPoint point;
+  point.stream = this;
+  point.sequence = drops_.last_enqueued();
+  std::lock_guard lock(order_mutex_);
+  point.after = ordered_after_;
+  return point;
+}
+
+void StreamCore::order_after(const OrderPoint& point) {
+  if (point.stream == nullptr || point.stream == this) return;
+  auto merge = [this](const memory::SliceOwner* stream, std::uint64_t sequence) {
+    if (stream == this) return;
+    for (auto& [known, at] : ordered_after_) {
+      if (known == stream) {
+        at = std::max(at, sequence);
+        return;
+      }
+    }
+    ordered_after_.emplace_back(stream, sequence);
+  };
+  std::lock_guard lock(order_mutex_);
+  merge(point.stream, point.sequence);
+  for (const auto& [stream, sequence] : point.after) merge(stream, sequence);
+}
+
+bool StreamCore::ordered_after(const memory::SliceOwner* stream, std::uint64_t sequence) const {
+  if (stream == this || sequence == 0) return true;
+  std::lock_guard lock(order_mutex_);
+  for (const auto& [known, at] : ordered_after_) {
+    if (known == stream) return at >= sequence;
+  }
+  return false;
+}
+
+void StreamCore::lost_order(capture::Operation& op, const Error& why) noexcept {
+  try {
+    (void)device_->driver().cuEventDestroy(std::exchange(op.borrowed_fence, nullptr));
+    // Without the fence the owners can't be ordered after this use: wait for it here instead.
+    if (Result<void> waited = synchronize("handing a buffer back to its stream"); !waited) {
+      log(LogLevel::error, why.context("handing a buffer back to its stream").message() +
+                               "; waiting instead failed too (" + waited.error().message() +
+                               "): its memory may be reused before this stream is done with it");
+      return;
+    }
+    // The use is complete: every owner is ordered after it.
+    OrderPoint point;
+    point.stream = this;
+    point.sequence = op.borrowed_at;
+    for (const capture::BufferUse& use : op.uses) {
+      auto& owner = static_cast<StreamCore&>((*use.buffer)->owner());
+      if (&owner != this) owner.order_after(point);
+    }
+  } catch (...) {
+    log(LogLevel::error, "handing a buffer back to its stream failed unexpectedly");
+  }
+}
+
+void StreamCore::return_borrowed(capture::Operation& op) noexcept {
+  if (op.borrowed_fence == nullptr) return;
+  const CUevent fence = std::exchange(op.borrowed_fence, nullptr);
+  try {
+    OrderPoint point;
+    point.stream = this;
+    point.sequence = op.borrowed_at;
+    std::vector<StreamCore*> done;
+    for (const capture::BufferUse& use : op.uses) {
+      auto& owner = static_cast<StreamCore&>((*use.buffer)->owner());
+      if (&owner == this || std::find(done.begin(), done.end(), &owner) != done.end()) continue;
+      done.push_back(&owner);
+      std::lock_guard lock(owner.mutex());
+      if (owner.closed()) continue;
+      if (owner.window().recording()) {
+        // Checked up front (Device::check_buffer); only a recording begun since can get here.
+        log(LogLevel::warn, "a buffer used on another stream could not be handed back to its "
+                            "own stream, which began recording meanwhile: sync that stream "
+                            "before dropping the buffer");
+        continue;
+      }
+      if (CUresult result = device_->driver().cuStreamWaitEvent(owner.handle(), fence, 0);
+          result != CUDA_SUCCESS) {
+        log(LogLevel::error, Error::from_driver("cuStreamWaitEvent", result)
+                                 .context("handing a buffer back to its stream").message());
+        continue;
+      }
+      const std::uint64_t at = owner.drops().next_use();
+      for (const capture::BufferUse& other : op.uses) {
+        if (&(*other.buffer)->owner() == &owner) (*other.buffer)->memory()->used_at(at);
+      }
+      owner.order_after(point);
+    }
+  } catch (...) {
+    log(LogLevel::error, "handing a buffer back to its stream failed unexpectedly");
+  }
+  (void)device_->driver().cuEventDestroy(fence);
 }
 
 }  // namespace graphcap::detail

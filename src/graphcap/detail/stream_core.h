@@ -39,6 +39,15 @@ class StreamCore final : public memory::SliceOwner,
   ~StreamCore();
 
   DeviceCore& device() const noexcept { return *device_; }
+  // The stream's place among its device's streams (0: Device::stream()), for messages and DOT:
+  // "stream 1".
+  int index() const noexcept { return index_; }
+  void set_index(int index) noexcept {
+    index_ = index;
+    window_.set_stream_index(index);
+    window_.set_stream(this);
+  }
+  std::string name() const { return "stream " + std::to_string(index_); }
   CUstream handle() const noexcept { return handle_; }
   bool closed() const noexcept { return closed_.load(std::memory_order_acquire); }
   capture::ReplayGate& gate() noexcept { return gate_; }
@@ -82,13 +91,36 @@ class StreamCore final : public memory::SliceOwner,
   // The device is closing: close any recording, wait, free every slice and the stream.
   void close() noexcept;
 
+  // ---- Order between streams (docs/capture-lifecycle.md, "Buffers on several streams") ----
+  // A position on a stream, and every position of other streams known to come before it: what
+  // an event recorded on this stream now marks.
+  struct OrderPoint {
+    const StreamCore* stream = nullptr;
+    std::uint64_t sequence = 0;
+    std::vector<std::pair<const memory::SliceOwner*, std::uint64_t>> after;
+  };
+  // The point an event recorded now marks (mutex() held).
+  OrderPoint order_point();
+  // This stream waited for an event marking `point`: what follows here comes after it.
+  void order_after(const OrderPoint& point);
+  // Whether work enqueued here from now on comes after operation `sequence` of `stream`.
+  bool ordered_after(const memory::SliceOwner* stream, std::uint64_t sequence) const;
+  // After run() issued an eager operation that used buffers of other streams: make each owner
+  // wait for op.borrowed_fence, so its later work and its drop queue come after this use. Call
+  // without mutex() held (it takes the owners' mutexes). Destroys the fence.
+  void return_borrowed(capture::Operation& op) noexcept;
+
  private:
   // The failure-carrying side of run(): an input carries `failure`, or the operation failed.
   static void fail_writes(const capture::Operation& op, const Error& error);
+  DriverApi& device_driver() const noexcept;
+  // A borrowed use could not be handed back: wait for this stream instead (or warn).
+  void lost_order(capture::Operation& op, const Error& why) noexcept;
 
   capture::ReplayGate gate_;
   std::shared_ptr<DeviceCore> device_;
   CUstream handle_;
+  int index_ = 0;
   std::recursive_mutex mutex_;
   memory::SlicePool device_pool_;
   memory::SlicePool staging_pool_;
@@ -101,6 +133,8 @@ class StreamCore final : public memory::SliceOwner,
   std::vector<Error> errors_;
   std::atomic<bool> has_errors_{false};
   std::atomic<bool> closed_{false};
+  mutable std::mutex order_mutex_;
+  std::vector<std::pair<const memory::SliceOwner*, std::uint64_t>> ordered_after_;
 };
 
 template <class Issue, class What, class UseName>
@@ -122,10 +156,36 @@ Result<void> StreamCore::run(capture::Operation& op, Issue&& issue, What&& what,
       return error;
     }
   }
+  // Buffers of other streams (lent to this one once ordered, see Device::check_buffer): an eager
+  // use is handed back to their owner through an event, created before anything is issued.
+  bool borrowed = false;
+  for (const capture::BufferUse& buffer_use : op.uses) {
+    borrowed = borrowed || &(*buffer_use.buffer)->owner() != this;
+  }
+  if (borrowed && !recording) {
+    if (CUresult result = device_driver().cuEventCreate(&op.borrowed_fence, CU_EVENT_DISABLE_TIMING);
+        result != CUDA_SUCCESS) {
+      op.borrowed_fence = nullptr;
+      return Error::from_driver("cuEventCreate", result).context(what() + ": ordering a buffer of another stream");
+    }
+  }
   Result<void> issued = issue();
   const std::uint64_t use = drops_.next_use();
-  for (const capture::BufferUse& buffer_use : op.uses) (*buffer_use.buffer)->memory()->used_at(use);
+  for (const capture::BufferUse& buffer_use : op.uses) {
+    memory::BufferState& buffer = **buffer_use.buffer;
+    buffer.used_by(*this, use, capture::writes(buffer_use.access));
+    // Sequence numbers are per stream: a borrowed buffer is stamped on its owner's queue by
+    // return_borrowed (eager) or pinned by the recording (recorded).
+    if (&buffer.owner() == this) buffer.memory()->used_at(use);
+  }
   if (op.staging) op.staging->used_at(use);
+  if (op.borrowed_fence != nullptr) {
+    op.borrowed_at = use;
+    if (CUresult result = device_driver().cuEventRecord(op.borrowed_fence, handle_);
+        result != CUDA_SUCCESS) {
+      lost_order(op, Error::from_driver("cuEventRecord", result));
+    }
+  }
   if (!issued) {
     Error error = std::move(issued).error().context(what());
     fail_writes(op, error);

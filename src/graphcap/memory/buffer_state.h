@@ -4,9 +4,11 @@
 
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <vector>
 
 #include <graphcap/error.h>
 #include <graphcap/memory/allocation.h>
@@ -37,12 +39,45 @@ class BufferState {
   void fail(const Error& error);
   void clear_failure();
 
+  // Who used this buffer, for the rule of docs/capture-lifecycle.md ("Buffers on several
+  // streams"): the stream that wrote it last (the *writer*; the owner until another stream
+  // writes it), the sequence numbers of that write and of the writer's last use, and the reads
+  // of other streams since. A read elsewhere must be ordered after the write; a write elsewhere
+  // after the writer's last use and every read since.
+  struct Use {
+    const SliceOwner* stream;
+    std::uint64_t sequence;
+  };
+  struct Usage {
+    const SliceOwner* writer;
+    std::uint64_t write_sequence;
+    std::uint64_t use_sequence;
+    std::vector<Use> readers;  // other streams' reads since the write (filled only when asked)
+  };
+  // The writer alone, without locking (the hot path: a stream using its own buffer).
+  const SliceOwner* writer() const noexcept {
+    const SliceOwner* stream = writer_.load(std::memory_order_acquire);
+    return stream == nullptr ? &owner() : stream;
+  }
+  bool has_readers() const noexcept { return has_readers_.load(std::memory_order_acquire); }
+  Usage usage() const;
+  // Stamp a use by `stream` at its operation `sequence`.
+  void used_by(const SliceOwner& stream, std::uint64_t sequence, bool writes);
+  // A refused recording's operations never run: forget the uses its side streams stamped (their
+  // writes become the origin's, which orders everything it recorded itself).
+  void forget_uses_by(const std::vector<const SliceOwner*>& sides, const SliceOwner& origin);
+
  private:
   std::shared_ptr<Allocation> memory_;
   std::size_t size_;
   mutable std::mutex mutex_;
   std::optional<Error> failure_;
   std::atomic<bool> failed_{false};
+  std::atomic<const SliceOwner*> writer_{nullptr};
+  std::atomic<std::uint64_t> write_sequence_{0};
+  std::atomic<std::uint64_t> use_sequence_{0};
+  std::atomic<bool> has_readers_{false};
+  std::vector<Use> readers_;  // guarded by mutex_
 };
 
 }  // namespace graphcap::memory

@@ -123,6 +123,12 @@ class FakeState {
   void injected(entry::cuMemsetD8Async, CUdeviceptr, unsigned char, std::size_t, CUstream stream) {
     injected_captured_operation(stream);
   }
+  void injected(entry::cuMemcpyDtoDAsync, CUdeviceptr, CUdeviceptr, std::size_t, CUstream stream) {
+    injected_captured_operation(stream);
+  }
+  void injected(entry::cuMemsetD32Async, CUdeviceptr, unsigned, std::size_t, CUstream stream) {
+    injected_captured_operation(stream);
+  }
   void injected(entry::cuLaunchKernel, CUfunction, unsigned, unsigned, unsigned, unsigned,
                 unsigned, unsigned, unsigned, CUstream stream, void**, void**) {
     injected_captured_operation(stream);

@@ -24,6 +24,7 @@ CUgraphNodeType node_type(const NodeWork& work) noexcept {
                         [](const FreeWork&) { return CU_GRAPH_NODE_TYPE_MEM_FREE; },
                         [](const WaitEventWork&) { return CU_GRAPH_NODE_TYPE_WAIT_EVENT; },
                         [](const EmptyWork&) { return CU_GRAPH_NODE_TYPE_EMPTY; },
+                        [](const CopyDeviceWork&) { return CU_GRAPH_NODE_TYPE_MEMCPY; },
                     },
                     work);
 }
@@ -55,7 +56,7 @@ std::string describe(const NodeWork& work) {
                    hex(c.src);
           },
           [](const MemsetWork& m) {
-            return "memset of " + std::to_string(m.count) + " bytes at " + hex(m.dst);
+            return "memset of " + std::to_string(m.bytes()) + " bytes at " + hex(m.dst);
           },
           [](const AllocWork& a) {
             return "graph allocation of " + std::to_string(a.bytes) + " bytes at " + hex(a.address);
@@ -65,6 +66,10 @@ std::string describe(const NodeWork& work) {
             return "wait on event " + hex(reinterpret_cast<std::uintptr_t>(w.event));
           },
           [](const EmptyWork&) { return std::string("empty node"); },
+          [](const CopyDeviceWork& c) {
+            return "device-to-device copy of " + std::to_string(c.bytes) + " bytes from " +
+                   hex(c.src) + " to " + hex(c.dst);
+          },
       },
       work);
 }

@@ -54,10 +54,21 @@ struct CopyToHostWork {
   bool pinned = false;
 };
 
+// cuMemcpyDtoDAsync. Overlapping ranges: CUDA says the areas may not overlap and names no
+// error; the fake copies as memmove would (what the H200 does is to be measured).
+struct CopyDeviceWork {
+  CUdeviceptr dst = 0;
+  CUdeviceptr src = 0;
+  std::size_t bytes = 0;
+};
+
+// cuMemsetD8Async (element_size 1) and cuMemsetD32Async (element_size 4): `count` elements.
 struct MemsetWork {
   CUdeviceptr dst = 0;
-  unsigned char value = 0;
+  unsigned value = 0;
   std::size_t count = 0;
+  unsigned element_size = 1;
+  std::size_t bytes() const noexcept { return count * element_size; }
 };
 
 // A graph allocation (MEM_ALLOC node): its address range was reserved at capture time.
@@ -78,7 +89,7 @@ struct WaitEventWork {
 struct EmptyWork {};
 
 using NodeWork = std::variant<KernelWork, CopyToDeviceWork, CopyToHostWork, MemsetWork, AllocWork,
-                              FreeWork, WaitEventWork, EmptyWork>;
+                              FreeWork, WaitEventWork, EmptyWork, CopyDeviceWork>;
 
 CUgraphNodeType node_type(const NodeWork& work) noexcept;
 // "KERNEL", "MEMCPY", ...

@@ -128,12 +128,31 @@ bool FakeState::execute_node(const internal::NodeWork& work, const std::string& 
           },
           [&](const internal::MemsetWork& memset) {
             if (memset.count == 0) return;
-            std::byte* dst = device_memory_.access(memset.dst, memset.count, &why);
+            std::byte* dst = device_memory_.access(memset.dst, memset.bytes(), &why);
             if (dst == nullptr) {
               violation(where + ": " + internal::describe(work) + ": " + why);
               return;
             }
-            std::memset(dst, memset.value, memset.count);
+            if (memset.element_size == 1) {
+              std::memset(dst, static_cast<unsigned char>(memset.value), memset.count);
+              return;
+            }
+            const std::uint32_t word = memset.value;
+            for (std::size_t i = 0; i < memset.count; ++i) std::memcpy(dst + 4 * i, &word, 4);
+          },
+          [&](const internal::CopyDeviceWork& copy) {
+            if (copy.bytes == 0) return;
+            std::byte* src = device_memory_.access(copy.src, copy.bytes, &why);
+            if (src == nullptr) {
+              violation(where + ": " + internal::describe(work) + ": source " + why);
+              return;
+            }
+            std::byte* dst = device_memory_.access(copy.dst, copy.bytes, &why);
+            if (dst == nullptr) {
+              violation(where + ": " + internal::describe(work) + ": destination " + why);
+              return;
+            }
+            std::memmove(dst, src, copy.bytes);
           },
           [&](const internal::AllocWork& alloc) {
             internal::DeviceMemory::Allocation* allocation =

@@ -4,6 +4,7 @@
 #include <graphcap/capture/window.h>
 
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -42,6 +43,7 @@ class MockGraphDriver : public GraphDriver {
         .WillByDefault(Invoke(&real_, &CudaGraphDriver::instantiate_inspected));
     ON_CALL(*this, update).WillByDefault(Invoke(&real_, &CudaGraphDriver::update));
     ON_CALL(*this, nodes).WillByDefault(Invoke(&real_, &CudaGraphDriver::nodes));
+    ON_CALL(*this, dump_dot).WillByDefault(Invoke(&real_, &CudaGraphDriver::dump_dot));
   }
   MOCK_METHOD(Result<void>, begin, (CUstream, CUstreamCaptureMode), (override));
   MOCK_METHOD(Result<CapturedGraph>, end, (CUstream), (override));
@@ -54,6 +56,7 @@ class MockGraphDriver : public GraphDriver {
               (override));
   MOCK_METHOD(bool, update, (const Executable&, const CapturedGraph&, GraphReport&), (override));
   MOCK_METHOD(Result<std::vector<CUgraphNode>>, nodes, (const CapturedGraph&), (override));
+  MOCK_METHOD(void, dump_dot, (const CapturedGraph&, const std::string&), (override));
 
  private:
   CudaGraphDriver real_;
@@ -103,7 +106,10 @@ class WindowTest : public fake::unit::FakeDriverTest {
       ASSERT_EQ(fake_.cuLaunchKernel(empty_, 1, 1, 1, 1, 1, 1, 0, stream_, nullptr, nullptr),
                 CUDA_SUCCESS);
     }
-    window_->record(Operation{CU_GRAPH_NODE_TYPE_KERNEL, uses, nullptr, nullptr}, failure);
+    Operation op;
+    op.node = CU_GRAPH_NODE_TYPE_KERNEL;
+    op.uses = uses;
+    window_->record(op, failure);
   }
 
   CUstreamCaptureStatus capture_status() {
@@ -205,7 +211,8 @@ TEST_F(WindowTest, ADoomedRecordingClosesTheDriverCaptureAndClaimsWhatItWouldHav
   auto in = buffer(64);
   auto out = buffer(64);
   EXPECT_CALL(*graphs_, end).Times(1);
-  EXPECT_CALL(*graphs_, instantiate).Times(0);
+  EXPECT_CALL(*graphs_, inspect).Times(0);
+  EXPECT_CALL(*graphs_, instantiate_inspected).Times(0);
   ASSERT_THAT(window_->prepare(CU_STREAM_CAPTURE_MODE_GLOBAL), IsOk());
   ASSERT_THAT(window_->begin(), IsOk());
   const BufferUse uses[] = {{&in, Access::read}, {&out, Access::write_whole}};
@@ -225,7 +232,7 @@ TEST_F(WindowTest, ADoomedRecordingClosesTheDriverCaptureAndClaimsWhatItWouldHav
 
 TEST_F(WindowTest, AFailedInstantiateIsReturnedAndClaimsTheWrites) {
   auto out = buffer(64);
-  EXPECT_CALL(*graphs_, instantiate)
+  EXPECT_CALL(*graphs_, instantiate_inspected)
       .WillOnce(::testing::Return(Error::from_driver("cuGraphInstantiateWithFlags",
                                                      CUDA_ERROR_OUT_OF_MEMORY)));
   ASSERT_THAT(window_->prepare(CU_STREAM_CAPTURE_MODE_GLOBAL), IsOk());

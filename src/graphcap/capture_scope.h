@@ -1,0 +1,44 @@
+// CaptureScope: a recording as a scope. The constructor begins it (after prepare_capture and the
+// warm-up, as Device::begin_capture); end() closes it into a Graph. Leaving the scope without
+// end() (an exception, an early return) aborts the recording: what it would have written is
+// claimed, and the stream is back in no_capture and usable.
+//
+//   device.prepare_capture(s);  run_step();                 // warm-up
+//   CaptureScope scope(device, s);
+//   if (Result<void> ok = run_step(); !ok) return ok.error();  // aborts the recording
+//   Result<Graph> graph = scope.end();
+#pragma once
+
+#include <graphcap/device.h>
+#include <graphcap/graph.h>
+#include <graphcap/result.h>
+#include <graphcap/stream.h>
+
+namespace graphcap {
+
+class CaptureScope {
+ public:
+  CaptureScope(Device& device, Stream& s);
+  CaptureScope(const CaptureScope&) = delete;
+  CaptureScope& operator=(const CaptureScope&) = delete;
+  ~CaptureScope();  // aborts a recording still open (never throws)
+
+  // Whether begin succeeded; its error otherwise (end() returns it too).
+  const Result<void>& began() const noexcept { return began_; }
+  // Whether the recording is open (began and neither ended nor aborted).
+  bool open() const noexcept { return open_; }
+
+  // Close the recording: the graph, or the refusal (Device::end_capture). Once only: a second
+  // call, or one after a failed begin, is Errc::graph_state (or begin's error).
+  Result<Graph> end();
+  // Abandon the recording now (Device::abort_capture).
+  Result<void> abort();
+
+ private:
+  Device* device_;
+  Stream* stream_;
+  Result<void> began_;
+  bool open_ = false;
+};
+
+}  // namespace graphcap

@@ -1,0 +1,182 @@
+// Device::copy and Device::fill: device-to-device copies (cuMemcpyDtoDAsync) and memsets
+// (cuMemsetD8Async, cuMemsetD32Async), eager or recorded (a MEMCPY or MEMSET node), under the
+// rules of launches: ranges checked before the driver sees them, a source carrying a failure
+// skips the copy and the destination carries it, a recorded write is claimed and its memory
+// pinned, and only an eager copy or fill of the whole destination clears a failure it carried.
+#include <cstdio>
+#include <string>
+
+#include <graphcap/detail/device_core.h>
+#include <graphcap/detail/stream_core.h>
+#include <graphcap/device.h>
+#include <graphcap/handle_access.h>
+#include <graphcap/log.h>
+#include <graphcap/memory/buffer_state.h>
+#include <graphcap/try.h>
+
+namespace graphcap {
+namespace {
+
+using detail::StreamCore;
+
+Result<void> check_span(const Buffer& buffer, std::size_t offset, std::size_t count,
+                        const char* operation, const char* what) {
+  if (offset > buffer.size() || count > buffer.size() - offset) {  // no overflow: compare apart
+    return Error(Errc::invalid_argument,
+                 std::string(operation) + ": bytes [" + std::to_string(offset) + ", " +
+                     std::to_string(offset) + " + " + std::to_string(count) + ") of " + what +
+                     " lie outside its " + std::to_string(buffer.size()) + " bytes");
+  }
+  return {};
+}
+
+std::string hex32(std::uint32_t value) {
+  char text[16];
+  std::snprintf(text, sizeof text, "0x%08x", value);
+  return text;
+}
+
+}  // namespace
+
+Result<void> Device::copy(const Buffer& dst, const Buffer& src, Stream& s) {
+  if (!src) return Error(Errc::invalid_argument, "copy: the source is an empty Buffer");
+  if (!dst) return Error(Errc::invalid_argument, "copy: the destination is an empty Buffer");
+  if (src.size() > dst.size()) {
+    return Error(Errc::invalid_argument,
+                 "copy: the source's " + std::to_string(src.size()) +
+                     " bytes don't fit in the destination's " + std::to_string(dst.size()) +
+                     " (copy a range with copy(dst, dst_offset, src, src_offset, bytes, s))");
+  }
+  return copy(dst, 0, src, 0, src.size(), s);
+}
+
+Result<void> Device::copy(const Buffer& dst, std::size_t dst_offset, const Buffer& src,
+                          std::size_t src_offset, std::size_t bytes, Stream& s) {
+  GRAPHCAP_TRY(check_stream(s, "copy"));
+  if (Result<void> ok = check_buffer(src, s, "the source", false); !ok) return ok.error().context("copy");
+  if (Result<void> ok = check_buffer(dst, s, "the destination", true); !ok) {
+    return ok.error().context("copy");
+  }
+  GRAPHCAP_TRY(check_span(src, src_offset, bytes, "copy", "the source"));
+  GRAPHCAP_TRY(check_span(dst, dst_offset, bytes, "copy", "the destination"));
+  const auto& src_state = HandleAccess::state(src);
+  const auto& dst_state = HandleAccess::state(dst);
+  if (src_state == dst_state && src_offset < dst_offset + bytes && dst_offset < src_offset + bytes &&
+      bytes != 0) {
+    // CUDA: the areas of a copy may not overlap (and names no error for it).
+    return Error(Errc::invalid_argument,
+                 "copy: the source bytes [" + std::to_string(src_offset) + ", " +
+                     std::to_string(src_offset + bytes) + ") and destination bytes [" +
+                     std::to_string(dst_offset) + ", " + std::to_string(dst_offset + bytes) +
+                     ") of one buffer overlap; CUDA's copies may not overlap (copy through a "
+                     "second buffer)");
+  }
+  if (bytes == 0) return {};
+  GRAPHCAP_TRY(core_->bind_thread());
+  StreamCore& stream = HandleAccess::core(s);
+  const bool whole = dst_offset == 0 && bytes == dst.size();
+  const capture::BufferUse uses[2] = {
+      {&src_state, capture::Access::read},
+      {&dst_state, whole ? capture::Access::write_whole : capture::Access::write_part}};
+  capture::Operation op;
+  op.node = CU_GRAPH_NODE_TYPE_MEMCPY;
+  op.uses = {uses, 2};
+  Result<void> done = [&] {
+    std::lock_guard lock(stream.mutex());
+    if (stream.window().recording() || log_enabled(LogLevel::debug)) {
+      op.label = "memcpy " + std::to_string(bytes) + " B device to device\nfrom +" +
+                 std::to_string(src_offset) + " of " + std::to_string(src.size()) + " B\nto +" +
+                 std::to_string(dst_offset) + " of " + std::to_string(dst.size()) + " B";
+    }
+    return stream.run(
+        op,
+        [&]() -> Result<void> {
+          if (CUresult result = core_->driver().cuMemcpyDtoDAsync(
+                  dst.device_ptr() + dst_offset, src.device_ptr() + src_offset, bytes,
+                  stream.handle());
+              result != CUDA_SUCCESS) {
+            return Error::from_driver("cuMemcpyDtoDAsync", result);
+          }
+          return {};
+        },
+        [] { return std::string("copy"); },
+        [](std::size_t use) { return std::string(use == 0 ? "the source" : "the destination"); });
+  }();
+  stream.return_borrowed(op);
+  return done;
+}
+
+Result<void> Device::fill(const Buffer& dst, std::uint8_t byte, Stream& s) {
+  if (!dst) return Error(Errc::invalid_argument, "fill: the destination is an empty Buffer");
+  return fill(dst, 0, dst.size(), byte, s);
+}
+
+Result<void> Device::fill(const Buffer& dst, std::size_t offset, std::size_t count,
+                          std::uint8_t byte, Stream& s) {
+  GRAPHCAP_TRY(check_stream(s, "fill"));
+  if (Result<void> ok = check_buffer(dst, s, "the destination", true); !ok) {
+    return ok.error().context("fill");
+  }
+  GRAPHCAP_TRY(check_span(dst, offset, count, "fill", "the destination"));
+  if (count == 0) return {};
+  char value[8];
+  std::snprintf(value, sizeof value, "0x%02x", static_cast<unsigned>(byte));
+  return fill_with(dst, offset, count, 1, byte, value, s);
+}
+
+Result<void> Device::fill(const Buffer& dst, std::uint32_t word, Stream& s) {
+  GRAPHCAP_TRY(check_stream(s, "fill"));
+  if (Result<void> ok = check_buffer(dst, s, "the destination", true); !ok) {
+    return ok.error().context("fill");
+  }
+  if (dst.size() % 4 != 0 || dst.device_ptr() % 4 != 0) {
+    return Error(Errc::invalid_argument,
+                 "fill: a 32-bit fill needs a destination of whole, 4-byte aligned words; this "
+                 "buffer has " + std::to_string(dst.size()) + " bytes (fill bytes instead)");
+  }
+  return fill_with(dst, 0, dst.size(), 4, word, hex32(word).c_str(), s);
+}
+
+Result<void> Device::fill_with(const Buffer& dst, std::size_t offset, std::size_t bytes,
+                               unsigned element_size, std::uint32_t value, const char* shown,
+                               Stream& s) {
+  GRAPHCAP_TRY(core_->bind_thread());
+  StreamCore& stream = HandleAccess::core(s);
+  const bool whole = offset == 0 && bytes == dst.size();
+  const capture::BufferUse use{&HandleAccess::state(dst),
+                               whole ? capture::Access::write_whole : capture::Access::write_part};
+  capture::Operation op;
+  op.node = CU_GRAPH_NODE_TYPE_MEMSET;
+  op.uses = {&use, 1};
+  Result<void> done = [&] {
+    std::lock_guard lock(stream.mutex());
+    if (stream.window().recording() || log_enabled(LogLevel::debug)) {
+      op.label = "memset " + std::to_string(bytes) + " B to " + shown +
+                 (element_size == 4 ? " (32-bit words)" : "") + "\nat +" + std::to_string(offset) +
+                 " of " + std::to_string(dst.size()) + " B";
+    }
+    return stream.run(
+        op,
+        [&]() -> Result<void> {
+          const CUdeviceptr at = dst.device_ptr() + offset;
+          if (element_size == 1) {
+            if (CUresult result = core_->driver().cuMemsetD8Async(
+                    at, static_cast<unsigned char>(value), bytes, stream.handle());
+                result != CUDA_SUCCESS) {
+              return Error::from_driver("cuMemsetD8Async", result);
+            }
+          } else if (CUresult result =
+                         core_->driver().cuMemsetD32Async(at, value, bytes / 4, stream.handle());
+                     result != CUDA_SUCCESS) {
+            return Error::from_driver("cuMemsetD32Async", result);
+          }
+          return {};
+        },
+        [] { return std::string("fill"); },
+        [](std::size_t) { return std::string("the destination"); });
+  }();
+  stream.return_borrowed(op);
+  return done;
+}
+
+}  // namespace graphcap
