@@ -12,7 +12,7 @@
 
 #include <graphcap/fake/fake_driver.h>
 
-#include "device_fixture.h"
+#include "fault_fixture.h"
 #include "matchers.h"
 
 namespace graphcap::testing {
@@ -23,11 +23,10 @@ using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
 using ::testing::SizeIs;
 
-class LaunchCheckFaultsTest : public DeviceFixture {
+class LaunchCheckFaultsTest : public FaultFixture {
  protected:
   void SetUp() override {
-    DeviceFixture::SetUp();
-    ASSERT_NE(fake(), nullptr) << "graphcap_unit_tests runs on the fake driver";
+    FaultFixture::SetUp();
     previous_ = set_log_sink([this](LogLevel level, std::string_view message) {
       if (level <= LogLevel::warn) warnings_.emplace_back(message);
     });
@@ -48,7 +47,7 @@ class LaunchCheckFaultsTest : public DeviceFixture {
 };
 
 TEST_F(LaunchCheckFaultsTest, WhenTheQueryFailsTheKernelLaunchesUncheckedAndThatIsSaidOnce) {
-  fake()->fail_always("cuFuncGetParamInfo", CUDA_ERROR_NOT_SUPPORTED);
+  faults().fail_always("cuFuncGetParamInfo", CUDA_ERROR_NOT_SUPPORTED);
   Kernel add_one = lookup("add_one");
   Kernel fill = lookup("fill");
   Kernel again = lookup("add_one");
@@ -76,7 +75,7 @@ TEST_F(LaunchCheckFaultsTest, WhenTheQueryFailsTheKernelLaunchesUncheckedAndThat
   EXPECT_THAT(warnings_, SizeIs(1)) << "launches say nothing more";
 
   // The driver answers again: the next lookup is checked.
-  fake()->clear_faults();
+  faults().clear_faults();
   Kernel checked = lookup("add_one");
   EXPECT_TRUE(checked.has_param_layout());
   EXPECT_THAT(device_->launch(stream(), checked, dims_for(3),
@@ -85,7 +84,7 @@ TEST_F(LaunchCheckFaultsTest, WhenTheQueryFailsTheKernelLaunchesUncheckedAndThat
 }
 
 TEST_F(LaunchCheckFaultsTest, AQueryFailingPartWayLeavesTheKernelUnchecked) {
-  fake()->fail_call("cuFuncGetParamInfo", CUDA_ERROR_UNKNOWN, 2);  // parameter 1's query
+  faults().fail_call("cuFuncGetParamInfo", CUDA_ERROR_UNKNOWN, 2);  // parameter 1's query
   Kernel add_one = lookup("add_one");
   EXPECT_FALSE(add_one.has_param_layout()) << "half a layout is no layout";
   ASSERT_THAT(warnings_, SizeIs(1));
@@ -99,10 +98,10 @@ TEST_F(LaunchCheckFaultsTest, AQueryFailingPartWayLeavesTheKernelUnchecked) {
 }
 
 TEST_F(LaunchCheckFaultsTest, TheLayoutIsReadOnceAtLookupAndNeverAtLaunch) {
-  fake()->clear_calls();
+  faults().clear_calls();
   Kernel axpy = lookup("axpy");
   // Five answers and the INVALID_VALUE at the count.
-  EXPECT_EQ(fake()->call_count("cuFuncGetParamInfo"), 6u);
+  EXPECT_EQ(faults().call_count("cuFuncGetParamInfo"), 6u);
   EXPECT_EQ(axpy.param_count(), 5u);
   EXPECT_THAT(warnings_, SizeIs(0)) << "INVALID_VALUE at the count is the answer, not a failure";
   Buffer x = upload_u32({1, 2});
@@ -115,7 +114,7 @@ TEST_F(LaunchCheckFaultsTest, TheLayoutIsReadOnceAtLookupAndNeverAtLaunch) {
                 IsOk());
   }
   EXPECT_THAT(read_u32(out), ElementsAreArray({12u, 24u}));
-  EXPECT_EQ(fake()->call_count("cuFuncGetParamInfo"), 6u);
+  EXPECT_EQ(faults().call_count("cuFuncGetParamInfo"), 6u);
 }
 
 }  // namespace

@@ -8,7 +8,7 @@
 
 #include <graphcap/fake/fake_driver.h>
 
-#include "device_fixture.h"
+#include "fault_fixture.h"
 #include "matchers.h"
 
 namespace graphcap::testing {
@@ -19,11 +19,10 @@ using ::testing::HasSubstr;
 
 constexpr std::uint32_t kN = 64;
 
-class ParamFaultsTest : public DeviceFixture {
+class ParamFaultsTest : public FaultFixture {
  protected:
   void SetUp() override {
-    DeviceFixture::SetUp();
-    ASSERT_NE(fake(), nullptr);
+    FaultFixture::SetUp();
     value_ = device_->param<std::uint32_t>(5);
     a_ = upload_u32(std::vector<std::uint32_t>(kN, 0));
     b_ = upload_u32(std::vector<std::uint32_t>(kN, 0));
@@ -54,7 +53,7 @@ TEST_F(ParamFaultsTest, NamingTheRecordedNodeFailingDoomsTheRecording) {
   ASSERT_THAT(device_->prepare_capture(stream()), IsOk());
   ASSERT_THAT(fill_both(), IsOk());
   ASSERT_THAT(device_->begin_capture(stream()), IsOk());
-  fake()->fail_call("cuStreamGetCaptureInfo", CUDA_ERROR_UNKNOWN);
+  faults().fail_call("cuStreamGetCaptureInfo", CUDA_ERROR_UNKNOWN);
   EXPECT_THAT(fill_both(), StatusIs(Errc::driver, CUDA_ERROR_UNKNOWN,
                                     HasSubstr("cuStreamGetCaptureInfo")));
   EXPECT_THAT(device_->end_capture(stream()), StatusIs(Errc::doomed, CUDA_ERROR_UNKNOWN));
@@ -64,11 +63,11 @@ TEST_F(ParamFaultsTest, NamingTheRecordedNodeFailingDoomsTheRecording) {
 TEST_F(ParamFaultsTest, ASetFailingOnTheSecondNodeSetsTheFirstBack) {
   Result<Graph> graph = capture();
   ASSERT_THAT(graph, IsOk());
-  fake()->fail_call("cuGraphExecKernelNodeSetParams", CUDA_ERROR_INVALID_VALUE, 2);
+  faults().fail_call("cuGraphExecKernelNodeSetParams", CUDA_ERROR_INVALID_VALUE, 2);
   EXPECT_THAT(graph->set(value_, 9u),
               StatusIs(Errc::driver, CUDA_ERROR_INVALID_VALUE,
                        HasSubstr("cuGraphExecKernelNodeSetParams")));
-  EXPECT_EQ(fake()->call_count("cuGraphExecKernelNodeSetParams"), 3u)
+  EXPECT_EQ(faults().call_count("cuGraphExecKernelNodeSetParams"), 3u)
       << "first node set, second failed, first set back";
   ASSERT_THAT(device_->write(a_, to_bytes(std::vector<std::uint32_t>(kN, 0)), stream()), IsOk());
   ASSERT_THAT(graph->replay(), IsOk());

@@ -9,7 +9,7 @@
 
 #include <graphcap/fake/fake_driver.h>
 
-#include "device_fixture.h"
+#include "fault_fixture.h"
 #include "matchers.h"
 
 namespace graphcap::testing {
@@ -20,11 +20,10 @@ using ::testing::HasSubstr;
 
 constexpr std::uint32_t kN = 64;
 
-class RerecordFaultsTest : public DeviceFixture {
+class RerecordFaultsTest : public FaultFixture {
  protected:
   void SetUp() override {
-    DeviceFixture::SetUp();
-    ASSERT_NE(fake(), nullptr);
+    FaultFixture::SetUp();
     a_ = upload_u32(iota_u32(kN, 0));
     b_ = upload_u32(iota_u32(kN, 100));
     out_ = upload_u32(std::vector<std::uint32_t>(kN, 0));
@@ -68,7 +67,7 @@ class RerecordFaultsTest : public DeviceFixture {
 
 TEST_F(RerecordFaultsTest, AFailingExecUpdateFallsBackToANewExecutable) {
   const CUgraphExec exec = graph_.native_handle();
-  fake()->fail_call("cuGraphExecUpdate", CUDA_ERROR_UNKNOWN);
+  faults().fail_call("cuGraphExecUpdate", CUDA_ERROR_UNKNOWN);
   ASSERT_THAT(rerecord(false), IsOk());
   EXPECT_FALSE(graph_.report().updated);
   EXPECT_THAT(graph_.report().update_refusal, HasSubstr("CUDA_ERROR_UNKNOWN"));
@@ -79,7 +78,7 @@ TEST_F(RerecordFaultsTest, AFailingExecUpdateFallsBackToANewExecutable) {
 
 TEST_F(RerecordFaultsTest, AFailingInstantiateAfterARefusedUpdateLeavesIntoUnchanged) {
   const CUgraphExec exec = graph_.native_handle();
-  fake()->fail_call("cuGraphInstantiateWithFlags", CUDA_ERROR_OUT_OF_MEMORY);
+  faults().fail_call("cuGraphInstantiateWithFlags", CUDA_ERROR_OUT_OF_MEMORY);
   EXPECT_THAT(rerecord(true), StatusIs(Errc::out_of_memory, CUDA_ERROR_OUT_OF_MEMORY,
                                        HasSubstr("cuGraphInstantiateWithFlags")));
   EXPECT_EQ(stream().capture_state(), CaptureState::no_capture);
@@ -93,7 +92,7 @@ TEST_F(RerecordFaultsTest, AFailingInstantiateAfterARefusedUpdateLeavesIntoUncha
 
 TEST_F(RerecordFaultsTest, AFailingEndCaptureLeavesIntoUnchanged) {
   const CUgraphExec exec = graph_.native_handle();
-  fake()->fail_call("cuStreamEndCapture", CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+  faults().fail_call("cuStreamEndCapture", CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
   EXPECT_THAT(rerecord(false),
               StatusIs(Errc::driver, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED));
   EXPECT_EQ(graph_.native_handle(), exec);
@@ -103,7 +102,7 @@ TEST_F(RerecordFaultsTest, AFailingEndCaptureLeavesIntoUnchanged) {
 
 TEST_F(RerecordFaultsTest, AFailingNodeCountLeavesIntoUnchanged) {
   const CUgraphExec exec = graph_.native_handle();
-  fake()->fail_call("cuGraphGetNodes", CUDA_ERROR_INVALID_VALUE);
+  faults().fail_call("cuGraphGetNodes", CUDA_ERROR_INVALID_VALUE);
   EXPECT_THAT(rerecord(false), StatusIs(Errc::driver, CUDA_ERROR_INVALID_VALUE));
   EXPECT_EQ(graph_.native_handle(), exec);
   ASSERT_THAT(device_->write(out_, to_bytes(std::vector<std::uint32_t>(kN, 0)), stream()), IsOk());
@@ -112,12 +111,12 @@ TEST_F(RerecordFaultsTest, AFailingNodeCountLeavesIntoUnchanged) {
 
 TEST_F(RerecordFaultsTest, ReplacedExecutableIsDestroyedOnceAfterItsReplays) {
   const CUgraphExec exec = graph_.native_handle();
-  fake()->set_device_paused(true);
+  if (on_fake()) fake()->set_device_paused(true);
   ASSERT_THAT(graph_.replay(), IsOk());  // in flight while the re-recording closes
-  fake()->set_device_paused(false);
+  if (on_fake()) fake()->set_device_paused(false);
   ASSERT_THAT(rerecord(true), IsOk());
   EXPECT_NE(graph_.native_handle(), exec);
-  EXPECT_EQ(fake()->live_handles().execs, 1u);
+  EXPECT_EQ(faults().live_handles().execs, 1u);
   ASSERT_THAT(graph_.replay(), IsOk());
   EXPECT_THAT(read_u32(out_), ElementsAreArray(iota_u32(kN, 102)));
 }

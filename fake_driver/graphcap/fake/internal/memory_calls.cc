@@ -215,9 +215,9 @@ CUresult FakeState::cuMemsetD32Async(CUdeviceptr dst, unsigned value, std::size_
     return r;
   }
   if (count != 0 && dst == 0) return refuse(*stream, CUDA_ERROR_INVALID_VALUE);
-  // cuda.h: "The dstDevice pointer must be four byte aligned." Refused as an invalid value (not
-  // measured on the H200 yet).
-  if (dst % 4 != 0) return refuse(*stream, CUDA_ERROR_INVALID_VALUE);
+  // cuda.h: "The dstDevice pointer must be four byte aligned." The H200 answers 1 and, during a
+  // capture, leaves the capture active (unlike a bad launch shape, which invalidates it).
+  if (dst % 4 != 0) return CUDA_ERROR_INVALID_VALUE;
   internal::MemsetWork memset{dst, value, count, 4};
   if (captured) {
     add_node(*stream, internal::NodeWork{memset});
