@@ -49,6 +49,7 @@
 #include <graphcap/graph_cache.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstddef>
@@ -105,17 +106,21 @@ std::int64_t single_calls(int nodes) { return nodes <= 100 ? 2048 : 512; }
 
 // graphcap's side is `replay` (Graph::replay, or a GraphCache hit), timed against raw
 // cuGraphLaunch of the same n-node graph.
-template <class Replay>
+template <class Replay, class Raw>
 void replay_vs_raw_with(benchmark::State& state, BenchEnv& env, bool graphcap_is_primary,
-                        int batch, CUgraphExec exec, Replay&& replay);
+                        int batch, Replay&& replay, Raw&& raw);
 
 void replay_vs_raw(benchmark::State& state, BenchEnv& env, bool graphcap_is_primary, int batch) {
   const int n = static_cast<int>(state.range(0));
   Result<CapturedGraph*> captured = env.graph(n);
   if (!captured) return skip(state, captured.error());
   Graph& graph = (*captured)->graph;
-  replay_vs_raw_with(state, env, graphcap_is_primary, batch, (*captured)->exec,
-                     [&graph] { return graph.replay(); });
+  const CUgraphExec exec = (*captured)->exec;
+  DriverApi& driver = env.driver();
+  const CUstream stream = env.stream().handle();
+  replay_vs_raw_with(
+      state, env, graphcap_is_primary, batch, [&graph] { return graph.replay(); },
+      [&] { return driver.cuGraphLaunch(exec, stream); });
 }
 
 // ---- CacheHit / RawGraphLaunch: a GraphCache hit (lookup + LRU touch + replay) ---------------
@@ -138,20 +143,31 @@ void cache_hit_vs_raw(benchmark::State& state, BenchEnv& env, bool graphcap_is_p
     }
   }
   if (cache.stats().captures != 8) return skip(state, "the cache did not record its 8 keys");
+  // The raw side launches the cache's own 8 executables in the same rotation: the difference is
+  // the cache's lookup and bookkeeping alone.
+  std::array<CUgraphExec, 8> execs{};
+  for (int k = 0; k < 8; ++k) execs[k] = cache.graph(k)->native_handle();
+  DriverApi& driver = env.driver();
+  const CUstream stream = env.stream().handle();
   int key = 0;
-  replay_vs_raw_with(state, env, graphcap_is_primary, batch, (*captured)->exec, [&] {
-    key = (key + 3) & 7;  // a different bucket each call: the lookup is not always the same
-    return cache.run(key, step);
-  });
+  int raw_key = 0;
+  replay_vs_raw_with(
+      state, env, graphcap_is_primary, batch,
+      [&] {
+        key = (key + 3) & 7;  // a different bucket each call: the lookup is not always the same
+        return cache.run(key, step);
+      },
+      [&] {
+        raw_key = (raw_key + 3) & 7;
+        return driver.cuGraphLaunch(execs[raw_key], stream);
+      });
   state.counters["cache_hits"] = static_cast<double>(cache.stats().hits);
 }
 
-template <class Replay>
+template <class Replay, class Raw>
 void replay_vs_raw_with(benchmark::State& state, BenchEnv& env, bool graphcap_is_primary,
-                        int batch, CUgraphExec exec, Replay&& replay) {
+                        int batch, Replay&& replay, Raw&& raw) {
   const int n = static_cast<int>(state.range(0));
-  DriverApi& driver = env.driver();
-  const CUstream stream = env.stream().handle();
 
   // Probes, untimed: what one call costs in driver calls and heap allocations.
   constexpr int kProbe = 16;
@@ -170,7 +186,7 @@ void replay_vs_raw_with(benchmark::State& state, BenchEnv& env, bool graphcap_is
     if (Result<void> synced = env.sync(); !synced) return skip(state, synced.error());
     const std::uint64_t raw_before = allocations_on_this_thread();
     for (int i = 0; i < kProbe; ++i) {
-      if (CUresult r = driver.cuGraphLaunch(exec, stream); r != CUDA_SUCCESS) {
+      if (CUresult r = raw(); r != CUDA_SUCCESS) {
         return skip(state, driver_failure("cuGraphLaunch", r));
       }
     }
@@ -199,7 +215,7 @@ void replay_vs_raw_with(benchmark::State& state, BenchEnv& env, bool graphcap_is
       } else {
         const Clock::time_point start = Clock::now();
         for (int i = 0; i < batch; ++i) {
-          if (CUresult r = driver.cuGraphLaunch(exec, stream); r != CUDA_SUCCESS) raw_result = r;
+          if (CUresult r = raw(); r != CUDA_SUCCESS) raw_result = r;
         }
         raw_batch = ns_between(start, Clock::now());
       }

@@ -116,6 +116,12 @@ class GraphCache {
     auto found = index_.find(key);
     return found != index_.end() && static_cast<bool>(found->second->graph);
   }
+  // The key's graph (nullptr when the cache holds none for it): for inspection (report(), dot());
+  // replaying it directly bypasses the cache's counters.
+  const Graph* graph(const Key& key) const {
+    auto found = index_.find(key);
+    return found != index_.end() && found->second->graph ? &found->second->graph : nullptr;
+  }
   // The pool the cache's graphs share (nullptr before the first recording, or without sharing).
   const GraphPool* pool() const noexcept { return pool_ ? &*pool_ : nullptr; }
 
