@@ -128,7 +128,15 @@ TEST_F(CopyEventFaultsTest, ADroppedLentBufferIsNotReusedWhileTheBorrowerMayStil
   ASSERT_THAT(device_->sync(stream()), IsOk());  // the owner waited for the borrower
   Result<Buffer> reused = device_->alloc(1024, stream());
   ASSERT_THAT(reused, IsOk());
-  EXPECT_EQ(reused->device_ptr(), dropped) << "released once the owner passed the hand-back";
+  // On the fake, `next` could not have it (the borrower's launch was still queued), so the slice
+  // comes back now. On a GPU the launch may already have finished when `next` was taken, and
+  // `next` may hold it legitimately (H200 run 7): either way it is released by now.
+  if (on_fake()) {
+    EXPECT_EQ(reused->device_ptr(), dropped) << "released once the owner passed the hand-back";
+  } else {
+    EXPECT_TRUE(reused->device_ptr() == dropped || next->device_ptr() == dropped)
+        << "released once the owner passed the hand-back";
+  }
   if (on_fake()) fake()->set_device_paused(false);
   EXPECT_THAT(read_u32(out, *side_), ElementsAreArray(iota_u32(256, 1)));
   if (on_fake()) {
