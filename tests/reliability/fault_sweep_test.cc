@@ -119,6 +119,9 @@ std::optional<CUresult> injected_code(std::string_view entry) {
       {"cuGraphExecUpdate", CUDA_ERROR_INVALID_VALUE},
       {"cuStreamGetCaptureInfo", CUDA_ERROR_INVALID_VALUE},
       {"cuGraphExecKernelNodeSetParams", CUDA_ERROR_INVALID_VALUE},
+      {"cuMemcpyDtoDAsync", CUDA_ERROR_INVALID_VALUE},
+      {"cuMemsetD8Async", CUDA_ERROR_INVALID_VALUE},
+      {"cuMemsetD32Async", CUDA_ERROR_INVALID_VALUE},
   };
   auto it = codes.find(entry);
   if (it == codes.end()) return std::nullopt;
@@ -511,6 +514,40 @@ bool capture(Session& s, Stream& stream, const std::function<bool(bool eager)>& 
   return end(s, stream);
 }
 
+// Device::copy of the whole of `src` into `dst` (same size), eager or recorded, as add_one: a
+// failed eager copy marks the destination, a recorded one claims it.
+bool copy(Session& s, const std::string& src, const std::string& dst, Stream& stream, bool eager) {
+  Result<void> copied = s.dev().copy(s.buffers.at(dst), s.buffers.at(src), stream);
+  if (!eager) {
+    s.claim(dst);
+    return s.ok(copied);
+  }
+  if (!copied) {
+    s.fail(dst);
+    return s.ok(copied);
+  }
+  s.set(dst, s.values(src));
+  s.clear_failure(dst);
+  return true;
+}
+
+// Device::fill of every 32-bit word of `dst` with `word` (cuMemsetD32Async), eager or recorded.
+bool fill_words(Session& s, const std::string& dst, std::uint32_t word, Stream& stream,
+                bool eager) {
+  Result<void> filled = s.dev().fill(s.buffers.at(dst), word, stream);
+  if (!eager) {
+    s.claim(dst);
+    return s.ok(filled);
+  }
+  if (!filled) {
+    s.fail(dst);
+    return s.ok(filled);
+  }
+  s.set(dst, Values(s.buffers.at(dst).size() / 4, word));
+  s.clear_failure(dst);
+  return true;
+}
+
 // A replay of the last graph; `effect` applies it to the shadow when it was enqueued.
 bool replay(Session& s, const std::function<void()>& effect) {
   if (!s.ok(s.graphs.back().replay())) return false;
@@ -699,6 +736,24 @@ bool second_stream(Session& s) {
   return s.read("x after one replay", x, t);
 }
 
+// Copies and word fills (issue 12), eager and recorded: x -> y by copy, y += 1, x filled.
+bool copies_and_fills(Session& s) {
+  if (!upload(s, "x", iota_u32(kN), s.main()) || !alloc(s, "y", kN, s.main())) return false;
+  auto pass = [&](bool eager) {
+    return copy(s, "x", "y", s.main(), eager) && add_one(s, "y", "y", kN, s.main(), eager) &&
+           fill_words(s, "x", 5u, s.main(), eager);
+  };
+  if (!capture(s, s.main(), pass)) return false;
+  if (!write(s, "x", iota_u32(kN, 30), s.main())) return false;
+  if (!replay(s, [&] {
+        s.set("y", plus(s.values("x"), 1));
+        s.set("x", Values(kN, 5u));
+      })) {
+    return false;
+  }
+  return s.read("y after the replay", "y", s.main()) && s.read("x after the replay", "x", s.main());
+}
+
 bool close_mid_recording(Session& s) {
   if (!upload(s, "x", iota_u32(kN), s.main())) return false;
   if (!s.ok(s.dev().prepare_capture(s.main())) || !add_one(s, "x", "x", kN, s.main(), true)) {
@@ -879,6 +934,7 @@ const std::vector<Scenario>& scenarios() {
       {"rerecord_reinstantiate", open_device, rerecord_reinstantiate},
       {"param_set", open_device, param_set},
       {"graph_pool", open_device, graph_pool},
+      {"copies_and_fills", open_device, copies_and_fills},
   };
   return all;
 }
