@@ -52,19 +52,18 @@ TEST_F(DeviceFaultsTest, SecondIdenticalPassMakesNoDriverAllocation) {
   EXPECT_THAT(pass(1000), ElementsAreArray(iota_u32(1000, 150)));
   const std::size_t after_first = allocations();
   EXPECT_GT(after_first, 0u);
-  EXPECT_THAT(pass(1000), ElementsAreArray(iota_u32(1000, 150)));
-  const std::size_t after_second = allocations();
-  if (on_fake()) {
-    EXPECT_EQ(after_second, after_first) << "steady state must be served from the pools";
-  } else {
-    // On the H200 (run 8 of docs/conformance.md) the second pass once made one allocation more:
-    // a slice dropped late in the first pass was still behind a fence the queue had not yet seen
-    // pass. At most that one; from then on the pools serve everything.
-    EXPECT_LE(after_second, after_first + 1);
+  for (int again = 0; again < 3; ++again) {
+    EXPECT_THAT(pass(1000), ElementsAreArray(iota_u32(1000, 150)));
   }
-  EXPECT_THAT(pass(1000), ElementsAreArray(iota_u32(1000, 150)));
-  EXPECT_THAT(pass(1000), ElementsAreArray(iota_u32(1000, 150)));
-  EXPECT_EQ(allocations(), after_second) << "steady state must be served from the pools";
+  if (on_fake()) {
+    EXPECT_EQ(allocations(), after_first) << "steady state must be served from the pools";
+  } else {
+    // On the H200 (runs 8 and 9 of docs/conformance.md) one later pass made one allocation more,
+    // the second pass in one run and the third or fourth in another: a slice dropped late in a
+    // pass was still behind a fence the drop queue had not yet seen pass when the next pass asked
+    // for that size. Once the pool holds the extra slice, nothing more is allocated.
+    EXPECT_LE(allocations(), after_first + 1) << "steady state must be served from the pools";
+  }
 }
 
 TEST_F(DeviceFaultsTest, DroppedBufferIsNotReusedWhileALaunchMayStillUseIt) {
