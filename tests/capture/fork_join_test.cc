@@ -24,14 +24,8 @@ class ForkJoinTest : public DeviceFixture {
  protected:
   void SetUp() override {
     DeviceFixture::SetUp();
-    Result<Stream*> created = device_->create_stream();
-    ASSERT_THAT(created, IsOk());
-    side_ = *created;
-  }
-  Event new_event() {
-    Result<Event> event = device_->create_event();
-    EXPECT_THAT(event, IsOk());
-    return event ? std::move(*event) : Event{};
+    side_ = add_stream();
+    ASSERT_NE(side_, nullptr);
   }
   CUstreamCaptureStatus driver_status(Stream& s) {
     CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_ACTIVE;

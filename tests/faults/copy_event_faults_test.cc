@@ -26,16 +26,14 @@ class CopyEventFaultsTest : public FaultFixture {
  protected:
   void SetUp() override {
     FaultFixture::SetUp();
-    Result<Stream*> created = device_->create_stream();
-    ASSERT_THAT(created, IsOk());
-    side_ = *created;
+    side_ = add_stream();
+    ASSERT_NE(side_, nullptr);
   }
   // Orders the side stream after everything on the device's stream so far.
   void order_side_after_main() {
-    Result<Event> e = device_->create_event();
-    ASSERT_THAT(e, IsOk());
-    ASSERT_THAT(device_->record(*e, stream()), IsOk());
-    ASSERT_THAT(device_->wait(*side_, *e), IsOk());
+    Event e = new_event();
+    ASSERT_THAT(device_->record(e, stream()), IsOk());
+    ASSERT_THAT(device_->wait(*side_, e), IsOk());
   }
   Stream* side_ = nullptr;
 };

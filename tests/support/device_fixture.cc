@@ -83,6 +83,18 @@ std::vector<std::uint32_t> DeviceFixture::read_u32(const Buffer& buffer, Stream&
   return bytes ? to_u32(*bytes) : std::vector<std::uint32_t>{};
 }
 
+Stream* DeviceFixture::add_stream() {
+  Result<Stream*> created = device_->create_stream();
+  EXPECT_THAT(created, IsOk());
+  return created ? *created : nullptr;
+}
+
+Event DeviceFixture::new_event() {
+  Result<Event> event = device_->create_event();
+  EXPECT_THAT(event, IsOk());
+  return event ? std::move(*event) : Event{};
+}
+
 Result<void> DeviceFixture::add_one(const Buffer& src, const Buffer& dst, std::uint32_t n) {
   return add_one(src, dst, n, stream());
 }

@@ -44,6 +44,10 @@ class DeviceFixture : public ::testing::Test {
   std::vector<std::uint32_t> read_u32(const Buffer& buffer);
   std::vector<std::uint32_t> read_u32(const Buffer& buffer, Stream& s);
 
+  // Another stream of the device, or nullptr with a test failure; a new event (empty on failure).
+  Stream* add_stream();
+  Event new_event();
+
   // dst = src + 1 over n elements.
   Result<void> add_one(const Buffer& src, const Buffer& dst, std::uint32_t n);
   Result<void> add_one(const Buffer& src, const Buffer& dst, std::uint32_t n, Stream& s);
