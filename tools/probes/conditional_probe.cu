@@ -1,12 +1,14 @@
 // Measures what the driver does with WHILE conditional nodes inserted during stream capture, the way
 // graphcap inserts them (docs/cuda-driver-facts.md, "Conditional nodes"). Not part of the build: run
 // on a GPU machine with
-//   nvcc -std=c++17 -arch=sm_90 -o /tmp/cond_probe tools/probes/conditional_probe.cu -lcuda && /tmp/cond_probe
+//   nvcc -std=c++17 -arch=sm_90 -o /tmp/cond_probe tools/probes/conditional_probe.cu -lcuda
+//   for i in $(seq 0 9); do /tmp/cond_probe $i; done   (no argument: all in one process)
 // Each probe prints the driver's codes and the values read back; probes clean up after themselves.
 #include <cuda.h>
 #include <cuda_runtime.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -535,9 +537,67 @@ void p12_misuse() {
   cudaGetLastError();
 }
 
+
+// P18/P19: the body's capture is invalidated (a sync of another stream in global mode); which order
+// of ending the two captures is safe? (Ending the body first, then the outer, crashed in P7 and P17.)
+void p18_invalidated_outer_first() {
+  std::printf("P18 invalidated body: end the outer capture first, then the body\n");
+  MUST(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  CUgraphConditionalHandle h;
+  CUgraph body;
+  CUgraphNode node;
+  MUST(insert_while(s, 0, 1, &h, &body, &node));
+  MUST(cuStreamBeginCaptureToGraph(body_s, body, nullptr, nullptr, 0, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  SHOW(cuStreamQuery(side_s));
+  CUgraph g = nullptr;
+  std::printf("  ending outer\n");
+  SHOW(cuStreamEndCapture(s, &g));
+  std::printf("  ending body\n");
+  CUgraph x = nullptr;
+  SHOW(cuStreamEndCapture(body_s, &x));
+  CUstreamCaptureStatus st;
+  SHOW(cuStreamIsCapturing(s, &st));
+  SHOW(cuStreamIsCapturing(body_s, &st));
+  SHOW(cuStreamSynchronize(s));
+  std::printf("  survived\n");
+}
+void p19_invalidated_body_first() {
+  std::printf("P19 invalidated body: end the body capture first, then the outer\n");
+  MUST(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  CUgraphConditionalHandle h;
+  CUgraph body;
+  CUgraphNode node;
+  MUST(insert_while(s, 0, 1, &h, &body, &node));
+  MUST(cuStreamBeginCaptureToGraph(body_s, body, nullptr, nullptr, 0, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  SHOW(cuStreamQuery(side_s));
+  std::printf("  ending body\n");
+  CUgraph x = nullptr;
+  SHOW(cuStreamEndCapture(body_s, &x));
+  std::printf("  ending outer\n");
+  CUgraph g = nullptr;
+  SHOW(cuStreamEndCapture(s, &g));
+  std::printf("  survived\n");
+}
+void p20_body_invalid_launch_outer_valid() {
+  std::printf("P20 valid body ended, then the outer invalidated by a sync, then ended\n");
+  MUST(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  CUgraphConditionalHandle h;
+  CUgraph body;
+  CUgraphNode node;
+  MUST(insert_while(s, 0, 1, &h, &body, &node));
+  MUST(cuStreamBeginCaptureToGraph(body_s, body, nullptr, nullptr, 0, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  CUgraph x = nullptr;
+  SHOW(cuStreamEndCapture(body_s, &x));
+  SHOW(cuStreamQuery(side_s));
+  CUgraph g = nullptr;
+  SHOW(cuStreamEndCapture(s, &g));
+  std::printf("  survived\n");
+}
+
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IONBF, 0);
   cudaFree(nullptr);
   cuCtxGetCurrent(&ctx);
   int version = 0;
@@ -548,16 +608,13 @@ int main() {
   cuStreamCreate(&body_s, CU_STREAM_NON_BLOCKING);
   cuStreamCreate(&side_s, CU_STREAM_NON_BLOCKING);
   cuStreamCreate(&inner_s, CU_STREAM_NON_BLOCKING);
-  p1_basic();
-  p2_defaults();
-  p4_outer_sets();
-  p5_copies();
-  p6_fork_join();
-  p8_alloc();
-  p9_update();
-  p10_set_params();
-  p11_nested();
-  p12_misuse();
+  // One probe per process (argv[1] picks it), so a crash in one loses nothing of the others.
+  void (*probes[])() = {p1_basic, p2_defaults, p4_outer_sets, p5_copies, p6_fork_join,
+                        p8_alloc, p9_update, p10_set_params, p11_nested, p12_misuse, p18_invalidated_outer_first,
+                        p19_invalidated_body_first, p20_body_invalid_launch_outer_valid};
+  int which = argc > 1 ? std::atoi(argv[1]) : -1;
+  for (int i = 0; i < int(sizeof probes / sizeof probes[0]); ++i)
+    if (which < 0 || which == i) probes[i]();
   std::printf("final cudaGetLastError %d\n", int(cudaGetLastError()));
   return 0;
 }
