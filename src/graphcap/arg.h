@@ -5,6 +5,8 @@
 //   device.launch(s, k, dims, {Arg::in(src), Arg::out(dst), Arg::value(n)});
 // Arg::param(p) passes a Param's current value (Param::value()); a recorded launch remembers
 // which argument took it, so Graph::set(p, v) can change it per replay.
+// Arg::condition(loop) passes a WHILE loop's conditional handle (8 bytes), for a kernel recorded
+// in the same recording to set (loop.h); anywhere else it is refused.
 #pragma once
 
 #include <cstddef>
@@ -13,13 +15,14 @@
 #include <type_traits>
 
 #include <graphcap/buffer.h>
+#include <graphcap/loop.h>
 #include <graphcap/param.h>
 
 namespace graphcap {
 
 class Arg {
  public:
-  enum class Access : unsigned char { in, out, inout, value, param };
+  enum class Access : unsigned char { in, out, inout, value, param, condition };
   static constexpr std::size_t kMaxValueBytes = 64;
 
   static Arg in(const Buffer& buffer) noexcept { return Arg(Access::in, buffer); }
@@ -49,15 +52,30 @@ class Arg {
     return arg;
   }
 
+  // The loop's handle, for a kernel of the loop's recording to set. An empty Loop is refused by
+  // the launch (Errc::invalid_argument).
+  static Arg condition(const Loop& loop) noexcept {
+    Arg arg(Access::condition);
+    const CUgraphConditionalHandle handle = loop.handle();
+    std::memcpy(arg.bytes_, &handle, sizeof handle);
+    arg.size_ = sizeof handle;
+    arg.recording_ = loop.recording();
+    return arg;
+  }
+
   Access access() const noexcept { return access_; }
   bool reads() const noexcept { return access_ == Access::in || access_ == Access::inout; }
   bool writes() const noexcept { return access_ == Access::out || access_ == Access::inout; }
   // The bound buffer (this Arg's own handle to it); nullptr for a value.
   const Buffer* buffer() const noexcept {
-    return access_ == Access::value || access_ == Access::param ? nullptr : &buffer_;
+    return access_ == Access::value || access_ == Access::param || access_ == Access::condition
+               ? nullptr
+               : &buffer_;
   }
   // The bound param's slot (Access::param; nullptr for an empty Param or another access).
   const std::shared_ptr<ParamSlot>& param_slot() const noexcept { return param_; }
+  // Access::condition: the recording whose loop it names (0 for an empty Loop).
+  std::uint64_t condition_recording() const noexcept { return recording_; }
   // The value's bytes (size() of them); a buffer argument passes its device address instead.
   const std::byte* bytes() const noexcept { return bytes_; }
   std::size_t size() const noexcept { return size_; }
@@ -69,6 +87,7 @@ class Arg {
   Access access_;
   Buffer buffer_;
   std::shared_ptr<ParamSlot> param_;
+  std::uint64_t recording_ = 0;
   std::size_t size_ = 0;
   alignas(8) std::byte bytes_[kMaxValueBytes] = {};
 };

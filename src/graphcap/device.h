@@ -22,6 +22,7 @@
 #include <graphcap/event.h>
 #include <graphcap/graph.h>
 #include <graphcap/graph_pool.h>
+#include <graphcap/loop.h>
 #include <graphcap/memory_stats.h>
 #include <graphcap/module.h>
 #include <graphcap/param.h>
@@ -141,6 +142,21 @@ class Device {
   // driver capture (a recording begun on another thread is terminated), claim what the recording
   // would have written. The stream is back to no_capture and usable.
   Result<void> abort_capture(Stream& s);
+
+  // Device-side loops (device_loops.cc; docs/capture-lifecycle.md, "Device-side loops"). Inside
+  // a recording of `s` (begun by `s`, on its recording thread in global and thread_local mode):
+  // begin_while inserts a WHILE node, and what `s` records from then on until end_while(s, loop)
+  // is the loop's body. Each replay runs the body while the loop's condition is not 0: it starts
+  // every replay at `first`, and a kernel recorded with Arg::condition(loop) sets it on the
+  // device. Loops nest (up to 8), ended innermost first; an inner loop's condition is set to
+  // `first` once per replay, not per outer iteration (re-arm it from a kernel). Misuse is
+  // Errc::graph_state and changes nothing: outside a recording, on a side stream, end_while of a
+  // loop that is not the innermost open one, end_capture while a loop is open. Inside a body,
+  // events (record, wait) are refused: a body can't wait on work outside it. A body whose
+  // capture the driver invalidated, or that holds memory nodes (external work), dooms the
+  // recording: end_while says why and end_capture refuses it.
+  Result<Loop> begin_while(Stream& s, bool first = true);
+  Result<void> end_while(Stream& s, Loop& loop);
 
   // A per-replay kernel parameter holding `initial` (see param.h): bind it with Arg::param,
   // change it in a recorded graph with Graph::set, and for eager launches with Param::set.

@@ -93,7 +93,7 @@ Result<void> Device::copy(const Buffer& dst, std::size_t dst_offset, const Buffe
         [&]() -> Result<void> {
           if (CUresult result = core_->driver().cuMemcpyDtoDAsync(
                   dst.device_ptr() + dst_offset, src.device_ptr() + src_offset, bytes,
-                  stream.handle());
+                  stream.target());
               result != CUDA_SUCCESS) {
             return Error::from_driver("cuMemcpyDtoDAsync", result);
           }
@@ -161,12 +161,12 @@ Result<void> Device::fill_with(const Buffer& dst, std::size_t offset, std::size_
           const CUdeviceptr at = dst.device_ptr() + offset;
           if (element_size == 1) {
             if (CUresult result = core_->driver().cuMemsetD8Async(
-                    at, static_cast<unsigned char>(value), bytes, stream.handle());
+                    at, static_cast<unsigned char>(value), bytes, stream.target());
                 result != CUDA_SUCCESS) {
               return Error::from_driver("cuMemsetD8Async", result);
             }
           } else if (CUresult result =
-                         core_->driver().cuMemsetD32Async(at, value, bytes / 4, stream.handle());
+                         core_->driver().cuMemsetD32Async(at, value, bytes / 4, stream.target());
                      result != CUDA_SUCCESS) {
             return Error::from_driver("cuMemsetD32Async", result);
           }

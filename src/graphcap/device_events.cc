@@ -41,6 +41,19 @@ Result<EventState*> check_event(const Event& e, const detail::DeviceCore& device
   return state;
 }
 
+// Events inside a WHILE body: a wait on an event recorded outside the body invalidates the
+// recording (CUDA_ERROR_STREAM_CAPTURE_MERGE), after which ending it crashed the H200's driver;
+// fork/join inside a body is not supported by graphcap (the driver accepts it).
+Result<void> refuse_in_loop_body(const StreamCore& stream, const char* operation) {
+  if (stream.window().loop_target() == nullptr) return {};
+  return Error(Errc::graph_state,
+               std::string(operation) + ": " + stream.name() + " is recording the body of a "
+               "WHILE loop, and a loop body records no events (a wait on an event recorded "
+               "outside the body would invalidate the recording: "
+               "CUDA_ERROR_STREAM_CAPTURE_MERGE); order other streams before begin_while or "
+               "after end_while");
+}
+
 }  // namespace
 
 Result<void> Device::record(Event& e, Stream& s) {
@@ -49,6 +62,7 @@ Result<void> Device::record(Event& e, Stream& s) {
   GRAPHCAP_TRY(core_->bind_thread());
   StreamCore& stream = HandleAccess::core(s);
   std::lock_guard lock(stream.mutex());
+  GRAPHCAP_TRY(refuse_in_loop_body(stream, "record"));
   if (CUresult result = core_->driver().cuEventRecord(event->handle(), stream.handle());
       result != CUDA_SUCCESS) {
     Error error = Error::from_driver("cuEventRecord", result).context("record");
@@ -75,6 +89,7 @@ Result<void> Device::wait(Stream& s, const Event& e) {
   StreamCore& stream = HandleAccess::core(s);
   const EventState::Record record = event->last_record();
   std::lock_guard lock(stream.mutex());
+  GRAPHCAP_TRY(refuse_in_loop_body(stream, "wait"));
   const std::uint64_t recording = stream.window().recording_id();
   // Checked before the driver sees the wait: each of these would invalidate a recording.
   if (record.point.stream != nullptr) {

@@ -21,7 +21,8 @@ capture::Access access_of(Arg::Access access) noexcept {
     case Arg::Access::inout: return capture::Access::read_write;
     case Arg::Access::in:
     case Arg::Access::value:
-    case Arg::Access::param: break;
+    case Arg::Access::param:
+    case Arg::Access::condition: break;
   }
   return capture::Access::read;
 }

@@ -102,6 +102,7 @@ const char* access_name(Arg::Access access) noexcept {
     case Arg::Access::out: return "out";
     case Arg::Access::inout: return "inout";
     case Arg::Access::param: return "param";
+    case Arg::Access::condition: return "condition";
     case Arg::Access::value: break;
   }
   return "value";
@@ -130,7 +131,8 @@ capture::Access access_of(Arg::Access access) noexcept {
     case Arg::Access::out: return capture::Access::write_whole;
     case Arg::Access::inout: return capture::Access::read_write;
     case Arg::Access::value:
-    case Arg::Access::param: break;
+    case Arg::Access::param:
+    case Arg::Access::condition: break;
   }
   return capture::Access::read;
 }
@@ -174,6 +176,8 @@ Result<void> Device::launch(Stream& s, const Kernel& kernel, LaunchDims dims,
   std::size_t use_count = 0;
   std::size_t index = 0;
   bool takes_params = false;
+  std::uint64_t condition_recording = 0;  // a loop's handle is among the arguments
+  std::size_t condition_arg = 0;
   for (const Arg& arg : args) {
     if (layout != nullptr && layout->sizes[index] != given_size(arg)) {
       return size_mismatch(state->name(), index, layout->sizes[index], arg);
@@ -193,6 +197,13 @@ Result<void> Device::launch(Stream& s, const Kernel& kernel, LaunchDims dims,
                        what() + ": argument " + std::to_string(index) + " is an empty Param");
         }
         takes_params = true;
+      } else if (arg.access() == Arg::Access::condition) {
+        if (arg.condition_recording() == 0) {
+          return Error(Errc::invalid_argument,
+                       what() + ": argument " + std::to_string(index) + " is an empty Loop");
+        }
+        condition_recording = arg.condition_recording();
+        condition_arg = index;
       }
       params[index] = const_cast<std::byte*>(arg.bytes());
     }
@@ -204,9 +215,17 @@ Result<void> Device::launch(Stream& s, const Kernel& kernel, LaunchDims dims,
   capture::Operation op;
   op.node = CU_GRAPH_NODE_TYPE_KERNEL;
   op.uses = {uses.data(), use_count};
-  Result<void> done = [&] {
+  Result<void> done = [&]() -> Result<void> {
   std::lock_guard lock(stream.mutex());
   const bool recording = stream.window().recording();
+  if (condition_recording != 0 && condition_recording != stream.window().recording_id()) {
+    // The handle means something only to the graph that created it.
+    return Error(Errc::invalid_argument,
+                 what() + ": argument " + std::to_string(condition_arg) +
+                     " is the condition of a loop of " +
+                     (recording ? "another recording" : "a recording, and this launch is eager") +
+                     "; only a kernel recorded into the loop's own recording may set it");
+  }
   if (recording) {
     op.keep_alive = state;  // a replay needs its module loaded
     op.label = launch_label(state->name(), dims, args);
@@ -243,7 +262,7 @@ Result<void> Device::launch(Stream& s, const Kernel& kernel, LaunchDims dims,
         }
         if (CUresult result = core_->driver().cuLaunchKernel(
                 state->function(), dims.grid.x, dims.grid.y, dims.grid.z, dims.block.x,
-                dims.block.y, dims.block.z, dims.shared_bytes, stream.handle(), params.data(),
+                dims.block.y, dims.block.z, dims.shared_bytes, stream.target(), params.data(),
                 nullptr);
             result != CUDA_SUCCESS) {
           return Error::from_driver("cuLaunchKernel", result);
@@ -255,7 +274,7 @@ Result<void> Device::launch(Stream& s, const Kernel& kernel, LaunchDims dims,
           const CUgraphNode* dependencies = nullptr;
           std::size_t count = 0;
           if (CUresult result = core_->driver().cuStreamGetCaptureInfo(
-                  stream.handle(), &status, nullptr, nullptr, &dependencies, nullptr, &count);
+                  stream.target(), &status, nullptr, nullptr, &dependencies, nullptr, &count);
               result != CUDA_SUCCESS) {
             return Error::from_driver("cuStreamGetCaptureInfo", result)
                 .context("finding the recorded node of a launch that takes a Param");

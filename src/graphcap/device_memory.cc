@@ -96,7 +96,7 @@ Result<void> Device::write(const Buffer& dst, std::size_t offset, std::span<cons
         void* host = op.staging->slice().host_ptr();
         std::memcpy(host, bytes.data(), bytes.size());
         if (CUresult result = core_->driver().cuMemcpyHtoDAsync(dst.device_ptr() + offset, host,
-                                                                bytes.size(), stream.handle());
+                                                                bytes.size(), stream.target());
             result != CUDA_SUCCESS) {
           return Error::from_driver("cuMemcpyHtoDAsync", result);
         }
@@ -136,7 +136,7 @@ Result<std::vector<std::byte>> Device::read(const Buffer& src, std::size_t offse
     std::lock_guard lock(stream.mutex());
     GRAPHCAP_ASSIGN_OR_RETURN(staging, stream.take_slice(stream.staging_pool(), count));
     const CUresult result = core_->driver().cuMemcpyDtoHAsync(
-        staging->slice().host_ptr(), src.device_ptr() + offset, count, stream.handle());
+        staging->slice().host_ptr(), src.device_ptr() + offset, count, stream.target());
     const std::uint64_t use = stream.drops().next_use();
     staging->used_at(use);
     // A buffer of another stream needs no stamp: the read is complete when it returns.

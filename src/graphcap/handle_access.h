@@ -10,6 +10,7 @@
 #include <graphcap/event.h>
 #include <graphcap/graph.h>
 #include <graphcap/graph_pool.h>
+#include <graphcap/loop.h>
 #include <graphcap/module.h>
 #include <graphcap/stream.h>
 
@@ -59,6 +60,12 @@ struct HandleAccess {
   static Event event(std::shared_ptr<detail::EventState> state) noexcept {
     return Event(std::move(state));
   }
+  static Loop loop(std::uint64_t id, std::uint64_t recording,
+                   CUgraphConditionalHandle handle) noexcept {
+    return Loop(id, recording, handle);
+  }
+  static std::uint64_t id(const Loop& loop) noexcept { return loop.id_; }
+  static void close(Loop& loop) noexcept { loop.open_ = false; }
 };
 
 }  // namespace graphcap

@@ -19,7 +19,10 @@ class Stream {
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;
 
-  // The driver's stream, for interop with code that launches on it directly.
+  // The driver's stream, for interop with code that launches on it directly (declare what that
+  // work uses with Device::record_external). While a WHILE loop of this stream's recording is
+  // open (Device::begin_while), the body stream of the innermost one: what is issued on it is
+  // recorded into the loop's body. Ask again after begin_while and end_while.
   CUstream handle() const noexcept;
   CaptureState capture_state() const noexcept;
 

@@ -63,6 +63,17 @@ void affine(KernelContext& k) {
   }
 }
 
+void countdown(KernelContext& k) {
+  auto counter = k.buffer<std::uint32_t>(1, 1);
+  auto iterations = k.buffer<std::uint32_t>(2, 1);
+  if (counter.empty() || iterations.empty()) return;
+  const std::uint32_t left = --counter[0];
+  ++iterations[0];
+  k.set_condition(0, left > 0 ? 1u : 0u);
+}
+
+void set_condition(KernelContext& k) { k.set_condition(0, k.value<std::uint32_t>(1)); }
+
 }  // namespace
 
 void register_test_kernels(fake::FakeDriver& driver) {
@@ -76,6 +87,9 @@ void register_test_kernels(fake::FakeDriver& driver) {
   driver.register_typed_kernel<char, double, short, CUdeviceptr, unsigned long long>("mixed",
                                                                                    mixed);
   driver.register_typed_kernel<Affine, CUdeviceptr>("affine", affine);
+  driver.register_typed_kernel<CUgraphConditionalHandle, CUdeviceptr, CUdeviceptr>("countdown",
+                                                                                  countdown);
+  driver.register_typed_kernel<CUgraphConditionalHandle, uint32_t>("set_condition", set_condition);
 }
 
 }  // namespace graphcap::testing

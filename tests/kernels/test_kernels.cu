@@ -50,3 +50,18 @@ extern "C" __global__ void affine(Affine p, std::uint32_t* out) {
     out[i] = p.scale * static_cast<std::uint32_t>(i) + static_cast<std::uint32_t>(p.offset);
   }
 }
+
+// Conditional nodes: cudaGraphSetConditional is a device-runtime builtin; it needs no relocatable
+// device code (docs/cuda-driver-facts.md, "Conditional nodes").
+extern "C" __global__ void countdown(cudaGraphConditionalHandle h, std::uint32_t* counter,
+                                     std::uint32_t* iterations) {
+  if (blockIdx.x != 0 || threadIdx.x != 0) return;
+  const std::uint32_t left = --counter[0];
+  ++iterations[0];
+  cudaGraphSetConditional(h, left > 0 ? 1u : 0u);
+}
+
+extern "C" __global__ void set_condition(cudaGraphConditionalHandle h, std::uint32_t value) {
+  if (blockIdx.x != 0 || threadIdx.x != 0) return;
+  cudaGraphSetConditional(h, value);
+}

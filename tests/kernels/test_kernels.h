@@ -13,6 +13,11 @@
 //                    (mixed sizes and alignments: offsets 0, 8, 16, 24, 32; the facts file's row)
 //   affine(Affine p, uint32_t* out)                             out[i] = p.scale * i + p.offset
 //                                                               for i < p.n (a struct by value)
+//   countdown(handle h, uint32_t* counter, uint32_t* iterations)
+//                                 one thread: --counter[0], ++iterations[0], then sets the WHILE
+//                                 condition h to (counter[0] > 0): a loop body that runs
+//                                 counter[0] times (the conditional handle is 8 bytes)
+//   set_condition(handle h, uint32_t value)                     sets condition h to value
 //
 // Both sides declare the same layout: the CUDA side by its signature, the fake side by
 // register_typed_kernel's parameter types (cuFuncGetParamInfo answers from either).
@@ -34,8 +39,9 @@ static_assert(sizeof(Affine) == 24 && alignof(Affine) == 8);
 
 namespace graphcap::testing {
 
-inline constexpr const char* kTestKernelNames[] = {"empty", "add_one", "fill", "axpy",
-                                                   "copy",  "mixed",   "affine"};
+inline constexpr const char* kTestKernelNames[] = {"empty", "add_one",   "fill",
+                                                   "axpy",  "copy",      "mixed",
+                                                   "affine", "countdown", "set_condition"};
 
 // Registers every test kernel, with its parameter sizes, on a fake driver.
 void register_test_kernels(fake::FakeDriver& driver);

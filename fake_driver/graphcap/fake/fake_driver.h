@@ -78,6 +78,12 @@ class KernelContext {
   // Real CUDA makes such an error sticky for the whole context; the fake reports it once.
   void trap(CUresult code = CUDA_ERROR_LAUNCH_FAILED) const;
 
+  // cudaGraphSetConditional(handle, value) for the conditional handle held by parameter `param`
+  // (a CUgraphConditionalHandle, 8 bytes): from the next check of its node on, the node runs (or
+  // reruns) its body while `value` is not 0. Only a kernel of a graph launch whose graph (or a
+  // body in it) created the handle may set it; anything else is recorded as a violation.
+  void set_condition(std::size_t param, unsigned value) const;
+
  private:
   friend class FakeState;
   // `buffer` is the launch's parameter buffer: each parameter at its offset in `layout`.
@@ -104,6 +110,9 @@ struct FakeDriverOptions {
   std::size_t pinned_host_bytes = std::size_t{256} << 20;  // cuMemAllocHost's limit
   int driver_version = 13000;
   bool record_calls = true;  // keep the ordered call log (counts are always kept)
+  // A WHILE node that runs its body this many times in one launch is reported as a violation
+  // and the launch fails with CUDA_ERROR_LAUNCH_TIMEOUT: on a GPU such a loop would not end.
+  std::size_t max_loop_iterations = 100000;
 };
 
 class FakeDriver : public DriverApi {

@@ -19,6 +19,10 @@ std::byte* KernelContext::device_bytes(std::size_t param, std::size_t bytes,
 
 void KernelContext::trap(CUresult code) const { state_->kernel_trap(code); }
 
+void KernelContext::set_condition(std::size_t param, unsigned value) const {
+  state_->kernel_set_condition(*this, param, value);
+}
+
 const std::byte* FakeState::kernel_param(const KernelContext& context, std::size_t param,
                                          std::size_t size) {
   const std::span<const KernelParamInfo> layout = context.layout_;

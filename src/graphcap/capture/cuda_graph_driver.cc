@@ -202,4 +202,96 @@ void CudaGraphDriver::dump_dot(const CapturedGraph& graph, const std::string& pa
   }
 }
 
+Result<LoopNode> CudaGraphDriver::begin_loop(CUstream stream, CUstream body_stream,
+                                             unsigned first, CUstreamCaptureMode mode) {
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  CUgraph graph = nullptr;
+  const CUgraphNode* dependencies = nullptr;
+  std::size_t count = 0;
+  if (CUresult result = driver_->cuStreamGetCaptureInfo(stream, &status, nullptr, &graph,
+                                                        &dependencies, nullptr, &count);
+      result != CUDA_SUCCESS) {
+    return Error::from_driver("cuStreamGetCaptureInfo", result).context("begin_while");
+  }
+  if (status != CU_STREAM_CAPTURE_STATUS_ACTIVE || graph == nullptr) {
+    return Error(status == CU_STREAM_CAPTURE_STATUS_INVALIDATED ? Errc::driver : Errc::graph_state,
+                 "begin_while: the stream's recording is " +
+                     std::string(status == CU_STREAM_CAPTURE_STATUS_INVALIDATED ? "invalidated"
+                                                                               : "not active"),
+                 status == CU_STREAM_CAPTURE_STATUS_INVALIDATED
+                     ? CUDA_ERROR_STREAM_CAPTURE_INVALIDATED
+                     : CUDA_SUCCESS);
+  }
+  // The dependencies array is the driver's, valid until the stream's next call: copied.
+  const std::vector<CUgraphNode> after(dependencies, dependencies + count);
+  CUcontext context = nullptr;
+  if (CUresult result = driver_->cuCtxGetCurrent(&context); result != CUDA_SUCCESS) {
+    return Error::from_driver("cuCtxGetCurrent", result).context("begin_while");
+  }
+  LoopNode loop;
+  if (CUresult result = driver_->cuGraphConditionalHandleCreate(&loop.handle, graph, context, first,
+                                                                kGraphCondAssignDefault);
+      result != CUDA_SUCCESS) {
+    return Error::from_driver("cuGraphConditionalHandleCreate", result).context("begin_while");
+  }
+  CUgraphNodeParams params{};
+  params.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
+  params.conditional.handle = loop.handle;
+  params.conditional.type = CU_GRAPH_COND_TYPE_WHILE;
+  params.conditional.size = 1;
+  params.conditional.ctx = context;
+  if (CUresult result = driver_->cuGraphAddNode(&loop.node, graph, after.data(), nullptr,
+                                                after.size(), &params);
+      result != CUDA_SUCCESS) {
+    return Error::from_driver("cuGraphAddNode", result).context("begin_while: the WHILE node");
+  }
+  loop.body = params.conditional.phGraph_out[0];
+  if (CUresult result = driver_->cuStreamUpdateCaptureDependencies(
+          stream, &loop.node, nullptr, 1, CU_STREAM_SET_CAPTURE_DEPENDENCIES);
+      result != CUDA_SUCCESS) {
+    return Error::from_driver("cuStreamUpdateCaptureDependencies", result).context("begin_while");
+  }
+  if (CUresult result = driver_->cuStreamBeginCaptureToGraph(body_stream, loop.body, nullptr,
+                                                             nullptr, 0, mode);
+      result != CUDA_SUCCESS) {
+    return Error::from_driver("cuStreamBeginCaptureToGraph", result)
+        .context("begin_while: the loop body");
+  }
+  return loop;
+}
+
+bool CudaGraphDriver::loop_active(CUstream body_stream) {
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  return driver_->cuStreamIsCapturing(body_stream, &status) == CUDA_SUCCESS &&
+         status == CU_STREAM_CAPTURE_STATUS_ACTIVE;
+}
+
+Result<void> CudaGraphDriver::end_loop(CUstream body_stream) {
+  CUgraph body = nullptr;  // the node's own body graph (not the caller's to destroy)
+  if (CUresult result = driver_->cuStreamEndCapture(body_stream, &body); result != CUDA_SUCCESS) {
+    return Error::from_driver("cuStreamEndCapture", result).context("end_while: the loop body");
+  }
+  return {};
+}
+
+Result<GraphReport> CudaGraphDriver::inspect_loop_body(CUgraph body, const GraphReport& recorded) {
+  GraphReport report;
+  if (Result<void> counted = count_nodes(body, recorded, report); !counted) {
+    return std::move(counted).error().context("end_while");
+  }
+  const std::size_t allocs = report.nodes(CU_GRAPH_NODE_TYPE_MEM_ALLOC);
+  const std::size_t frees = report.nodes(CU_GRAPH_NODE_TYPE_MEM_FREE);
+  if (allocs + frees > 0) {
+    return Error(Errc::graph_state,
+                 "end_while: the loop body holds " + std::to_string(allocs + frees) +
+                     " memory node(s) (" + std::to_string(allocs) + " MEM_ALLOC, " +
+                     std::to_string(frees) +
+                     " MEM_FREE), which a conditional node's body may not hold: the driver "
+                     "records them and then refuses the whole graph at instantiate "
+                     "(CUDA_ERROR_INVALID_VALUE); allocate through the device's pools, before "
+                     "the recording");
+  }
+  return report;
+}
+
 }  // namespace graphcap::capture

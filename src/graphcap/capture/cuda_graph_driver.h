@@ -20,6 +20,11 @@ class CudaGraphDriver final : public GraphDriver {
   Result<std::vector<CUgraphNode>> nodes(const CapturedGraph& graph) override;
   bool upload(const Executable& executable, CUstream stream, GraphReport& report) override;
   void dump_dot(const CapturedGraph& graph, const std::string& path) override;
+  Result<LoopNode> begin_loop(CUstream stream, CUstream body_stream, unsigned first,
+                              CUstreamCaptureMode mode) override;
+  bool loop_active(CUstream body_stream) override;
+  Result<void> end_loop(CUstream body_stream) override;
+  Result<GraphReport> inspect_loop_body(CUgraph body, const GraphReport& recorded) override;
 
  private:
   // Node counts by type into `report`; an error when the graph can't be read (the memory-node

@@ -16,6 +16,14 @@
 
 namespace graphcap::capture {
 
+// A WHILE node inserted into a recording (GraphDriver::begin_loop): its conditional handle, the
+// node, and its body graph (owned by the node).
+struct LoopNode {
+  CUgraphConditionalHandle handle = 0;
+  CUgraphNode node = nullptr;
+  CUgraph body = nullptr;
+};
+
 struct Instantiated {
   Executable executable;
   GraphReport report;  // node counts and timings; pinning is filled in by the window
@@ -60,6 +68,22 @@ class GraphDriver {
   // Stage the executable on the device ahead of the first replay. A failure is only a warning
   // (the first replay uploads on demand); returns whether it succeeded.
   virtual bool upload(const Executable& executable, CUstream stream, GraphReport& report) = 0;
+
+  // A WHILE loop inside the recording on `stream` (docs/cuda-driver-facts.md, "Conditional
+  // nodes"): a conditional handle on the graph being recorded, assigned `first` at the start of
+  // every launch; a WHILE node after the stream's current dependencies, on which its later work
+  // depends; and the capture of the node's body opened on `body_stream` (in `mode`). Every step
+  // the driver refuses is an error (what was done before it stays in the recording, which the
+  // caller must refuse).
+  virtual Result<LoopNode> begin_loop(CUstream stream, CUstream body_stream, unsigned first,
+                                      CUstreamCaptureMode mode) = 0;
+  // Whether `body_stream`'s capture is still active (not invalidated).
+  virtual bool loop_active(CUstream body_stream) = 0;
+  // Close the body's capture on `body_stream`.
+  virtual Result<void> end_loop(CUstream body_stream) = 0;
+  // The body graph's node counts; refused when it holds memory nodes (the driver accepts them in
+  // a body and refuses the whole graph at instantiate). `recorded` as for inspect().
+  virtual Result<GraphReport> inspect_loop_body(CUgraph body, const GraphReport& recorded) = 0;
 
   // The driver's own DOT dump of a captured graph (cuGraphDebugDotPrint, verbose) into `path`,
   // for CUDA-level detail; a failure is only a warning.

@@ -76,13 +76,16 @@ struct BufferRoles {
 };
 
 // One operation of a recording as graphcap recorded it (what Graph::dot() draws): the node it
-// added, its label (Operation::label), the stream that recorded it (its index on the device) and
-// the nodes it depends on (the recording stream's frontier when it was recorded).
+// added, its label (Operation::label), the stream that recorded it (its index on the device), the
+// nodes it depends on (the recording stream's frontier when it was recorded), and the loop body
+// it is in.
 struct RecordedNode {
   CUgraphNodeType type = CU_GRAPH_NODE_TYPE_KERNEL;
   std::string label;
   int stream = 0;
   std::vector<std::size_t> depends_on;
+  std::uint64_t loop = 0;  // the WHILE loop whose body holds the node (0: the graph itself)
+  std::uint64_t body = 0;  // a WHILE node: the loop it runs (the `loop` of its body's nodes)
 };
 
 // "KERNEL", "MEMCPY", ... as cuda.h names CUgraphNodeType's values (without the prefix).

@@ -139,7 +139,10 @@ Result<void> Window::begin() {
     last_node_.clear();
     sides_.clear();
     last_label_.clear();
+    loops_.clear();
   }
+  unended_bodies_.clear();
+  loop_target_.store(nullptr, std::memory_order_release);
   begun_ = std::chrono::steady_clock::now();
   if (log_enabled(LogLevel::debug)) {
     log(LogLevel::debug, "recording " + std::to_string(id_) + " begins on stream " +
@@ -174,6 +177,7 @@ Result<Recording> Window::end(bool upload) {
   }
   if (is_side()) return refuse_on_side("end_capture").error();
   if (Result<void> owner = check_owner_thread("end_capture"); !owner) return owner.error();
+  if (std::optional<Error> open = open_loop_refusal()) return *open;
   std::optional<Error> doomed;
   {
     std::lock_guard book(book_);
@@ -190,6 +194,7 @@ Result<Recording> Window::end(bool upload, const Executable& into,
                                                      : "prepare_capture and begin_capture first");
   }
   if (Result<void> owner = check_owner_thread("end_capture"); !owner) return owner.error();
+  if (std::optional<Error> open = open_loop_refusal()) return *open;
   into_source_nodes_ = &into_source_nodes;
   Result<Recording> closed = close(upload, std::exchange(doomed_, std::nullopt), false, &into);
   into_source_nodes_ = nullptr;
@@ -226,8 +231,26 @@ Result<Recording> Window::close(bool upload, std::optional<Error> doomed, bool o
     sides = std::exchange(sides_, {});
     recorded = std::exchange(recorded_, GraphReport{});
   }
+  // Loops left open (an abort, a closing device) and invalidated bodies: their captures end
+  // after the recording's own, innermost first, while its graph (which owns their bodies) is
+  // still alive.
+  std::vector<CUstream> bodies = std::exchange(unended_bodies_, {});
+  {
+    std::lock_guard book(book_);
+    for (auto frame = loops_.rbegin(); frame != loops_.rend(); ++frame) {
+      bodies.push_back(frame->body_stream);
+    }
+    loops_.clear();
+  }
+  loop_target_.store(nullptr, std::memory_order_release);
 
   Result<CapturedGraph> captured = graphs_->end(stream_);
+  for (CUstream body : bodies) {
+    if (Result<void> ended = graphs_->end_loop(body); !ended && log_enabled(LogLevel::debug)) {
+      log(LogLevel::debug, "recording " + std::to_string(id_) + ": closing a loop body: " +
+                               ended.error().message());
+    }
+  }
   // The driver's recording is closed, and with it every side stream's part in it.
   for (Window* side : sides) side->leave();
   // Only now may other threads' unsafe calls go ahead: the driver's recording is closed.
@@ -347,10 +370,19 @@ Result<Recording> Window::make_executable(CapturedGraph& captured, const GraphRe
   }
   if (into != nullptr) {
     report.rerecorded = true;
+    // A param node in a loop body is a node of the body graph, not among the graph's own.
+    const bool in_bodies = std::any_of(
+        recording.param_nodes.begin(), recording.param_nodes.end(), [&](const ParamNode& param) {
+          return std::find(nodes.begin(), nodes.end(), param.node) == nodes.end();
+        });
     const bool addressable = recording.param_nodes.empty() ||
                              (into_source_nodes_ != nullptr &&
-                              into_source_nodes_->size() == nodes.size());
-    if (!addressable) {
+                              into_source_nodes_->size() == nodes.size() && !in_bodies);
+    if (in_bodies) {
+      report.update_refusal =
+          "not updated: per-replay parameters were recorded in a loop body, whose nodes the "
+          "graph's own node list does not name; re-instantiated";
+    } else if (!addressable) {
       report.update_refusal =
           "not updated: the graph's executable was instantiated from a recording without "
           "per-replay parameters (or with another node count), so the new recording's "
@@ -462,20 +494,26 @@ void Window::record_from(const Operation& op, const Error* failure, int stream) 
     return;
   }
   if (op.params != nullptr) param_nodes_.push_back(*op.params);
+  // The recording stream's operations go into the innermost open loop's body (side streams'
+  // never do: loops are the recording stream's): its own counts and frontier.
+  LoopFrame* loop = stream == stream_index_ && !loops_.empty() ? &loops_.back() : nullptr;
+  GraphReport& counts = loop != nullptr ? loop->recorded : recorded_;
   if (op.external) {
-    recorded_.external_work = true;  // the instantiate check reads the graph's nodes instead
+    counts.external_work = true;  // the instantiate check reads the graph's nodes instead
   } else {
-    ++recorded_.nodes_by_type[op.node];
-    ++recorded_.node_count;
+    ++counts.nodes_by_type[op.node];
+    ++counts.node_count;
   }
   RecordedNode node;
   node.type = op.node;
   node.label = op.external && op.label.empty() ? "external work (record_external)" : op.label;
   node.stream = stream;
-  std::vector<std::size_t>& frontier = frontiers_[stream];
+  node.loop = loop != nullptr ? loop->id : 0;
+  const int lane = loop != nullptr ? loop->lane : stream;
+  std::vector<std::size_t>& frontier = frontiers_[lane];
   node.depends_on = std::move(frontier);
   frontier.assign(1, nodes_.size());
-  last_node_[stream] = nodes_.size();
+  last_node_[lane] = nodes_.size();
   nodes_.push_back(std::move(node));
   last_label_ = op.label;
   if (log_enabled(LogLevel::debug)) {
@@ -498,6 +536,143 @@ void Window::doom(const Error& error) {
 
 void Window::doom_locked(const Error& error) {
   if (!doomed_) doomed_ = error;
+}
+
+std::optional<Error> Window::open_loop_refusal() const {
+  std::lock_guard book(book_);
+  if (loops_.empty()) return std::nullopt;
+  return Error(Errc::graph_state,
+               "end_capture: " + std::to_string(loops_.size()) + " WHILE loop(s) still open (the "
+               "innermost begun at node " + std::to_string(loops_.back().node) + "); end_while "
+               "each first, innermost first (the recording stays open)");
+}
+
+Result<std::size_t> Window::check_loop_begin() const {
+  if (CaptureState now = state(); now != CaptureState::capture) {
+    return out_of_order("begin_while", now, "a loop is recorded inside a recording "
+                                            "(begin_capture first)");
+  }
+  if (is_side()) return refuse_on_side("begin_while").error();
+  if (Result<void> owner = check_owner_thread("begin_while"); !owner) return owner.error();
+  std::lock_guard book(book_);
+  if (loops_.size() >= kMaxLoopDepth) {
+    return Error(Errc::graph_state, "begin_while: " + std::to_string(loops_.size()) +
+                                        " loops are open already (at most " +
+                                        std::to_string(kMaxLoopDepth) + " nest)");
+  }
+  return loops_.size();
+}
+
+Result<Window::LoopInfo> Window::begin_loop(CUstream body_stream, unsigned first) {
+  Result<std::size_t> depth = check_loop_begin();
+  if (!depth) return depth.error();
+  const CUstream outer = loops_.empty() ? stream_ : loops_.back().body_stream;
+  Result<LoopNode> inserted = graphs_->begin_loop(outer, body_stream, first, mode_);
+  if (!inserted) {
+    // Whatever of it the driver did stays in the recording (perhaps a WHILE node without a
+    // body, which must never replay): refuse the recording.
+    doom(inserted.error());
+    return inserted.error();
+  }
+  static std::atomic<std::uint64_t> next_loop{1};
+  LoopFrame frame;
+  frame.id = next_loop.fetch_add(1, std::memory_order_relaxed);
+  frame.body_stream = body_stream;
+  frame.body = inserted->body;
+  frame.lane = -1 - static_cast<int>(*depth);
+  {
+    std::lock_guard book(book_);
+    // The WHILE node, recorded where the stream's work goes now (the graph, or the enclosing
+    // body), depending on what the stream recorded last; later work there depends on it.
+    LoopFrame* enclosing = loops_.empty() ? nullptr : &loops_.back();
+    GraphReport& counts = enclosing != nullptr ? enclosing->recorded : recorded_;
+    ++counts.nodes_by_type[CU_GRAPH_NODE_TYPE_CONDITIONAL];
+    ++counts.node_count;
+    const int lane = enclosing != nullptr ? enclosing->lane : stream_index_;
+    RecordedNode node;
+    node.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
+    node.label = "while loop " + std::to_string(frame.id) + " (first " + std::to_string(first) +
+                 ")";
+    node.stream = stream_index_;
+    node.loop = enclosing != nullptr ? enclosing->id : 0;
+    node.body = frame.id;
+    std::vector<std::size_t>& frontier = frontiers_[lane];
+    node.depends_on = std::move(frontier);
+    frontier.assign(1, nodes_.size());
+    last_node_[lane] = nodes_.size();
+    frame.node = nodes_.size();
+    nodes_.push_back(std::move(node));
+    last_label_ = nodes_.back().label;
+    loops_.push_back(frame);
+  }
+  loop_target_.store(body_stream, std::memory_order_release);
+  if (log_enabled(LogLevel::debug)) {
+    log(LogLevel::debug, "recording " + std::to_string(id_) + ": node " +
+                             std::to_string(frame.node) + " CONDITIONAL: while loop " +
+                             std::to_string(frame.id) + " begins (depth " +
+                             std::to_string(*depth + 1) + ")");
+  }
+  return LoopInfo{frame.id, inserted->handle};
+}
+
+Result<void> Window::end_loop(std::uint64_t id) {
+  if (CaptureState now = state(); now != CaptureState::capture) {
+    return out_of_order("end_while", now, "the loop's recording has ended");
+  }
+  if (is_side()) return refuse_on_side("end_while");
+  if (Result<void> owner = check_owner_thread("end_while"); !owner) return owner;
+  LoopFrame frame;
+  {
+    std::lock_guard book(book_);
+    if (loops_.empty() || loops_.back().id != id) {
+      const bool open = std::any_of(loops_.begin(), loops_.end(),
+                                    [&](const LoopFrame& f) { return f.id == id; });
+      return Error(Errc::graph_state,
+                   open ? "end_while: the loop is not the innermost open one (end the loops "
+                          "begun inside it first)"
+                        : "end_while: the loop is not open in this stream's recording (ended "
+                          "already, or begun in another recording)");
+    }
+    frame = loops_.back();
+  }
+  std::optional<Error> failure;
+  if (!graphs_->loop_active(frame.body_stream)) {
+    // Invalidated (by an unsafe call elsewhere, say): don't end the body's capture before the
+    // recording's own, which the driver does not survive; close() ends it after.
+    unended_bodies_.push_back(frame.body_stream);
+    failure = Error(Errc::driver,
+                    "end_while: the loop body's capture was invalidated (" + likely_causes(mode_) +
+                        ")",
+                    CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+  } else if (Result<void> ended = graphs_->end_loop(frame.body_stream); !ended) {
+    failure = ended.error();
+  } else if (Result<GraphReport> body = graphs_->inspect_loop_body(frame.body, frame.recorded);
+             !body) {
+    failure = body.error();
+  }
+  {
+    std::lock_guard book(book_);
+    loops_.pop_back();
+    // The body is closed: its work is joined by construction (the WHILE node runs it).
+    frontiers_.erase(frame.lane);
+    last_node_.erase(frame.lane);
+    if (failure) doom_locked(*failure);
+  }
+  loop_target_.store(loops_.empty() ? nullptr : loops_.back().body_stream,
+                     std::memory_order_release);
+  if (log_enabled(LogLevel::debug)) {
+    log(LogLevel::debug, "recording " + std::to_string(id_) + ": while loop " +
+                             std::to_string(frame.id) + " ends (" +
+                             std::to_string(frame.recorded.node_count) + " nodes in its body)" +
+                             (failure ? ": " + failure->message() : std::string()));
+  }
+  if (failure) return *failure;
+  return {};
+}
+
+bool Window::loop_open(std::uint64_t id) const {
+  std::lock_guard book(book_);
+  return std::any_of(loops_.begin(), loops_.end(), [&](const LoopFrame& f) { return f.id == id; });
 }
 
 Window* Window::origin() noexcept {

@@ -102,6 +102,28 @@ class Window {
   // On the origin: stream `stream` waited on an event marking `nodes`.
   void add_dependencies(int stream, const std::vector<std::size_t>& nodes);
 
+  // ---- WHILE loops inside the recording (docs/capture-lifecycle.md, "Device-side loops") -----
+  // A loop's body is captured on a body stream of its own while the recording stream's later
+  // work depends on the WHILE node. Loops nest; only the stream that began the recording (on its
+  // recording thread, in global and thread_local mode) opens and closes them, innermost first.
+  struct LoopInfo {
+    std::uint64_t id = 0;                // unique in the process
+    CUgraphConditionalHandle handle = 0;  // what a kernel sets
+  };
+  // Whether a loop may begin now (graph_state naming the reason if not): checked before the
+  // caller makes a body stream. The depth the new loop would have.
+  Result<std::size_t> check_loop_begin() const;
+  // Insert a WHILE node whose condition is `first` at the start of every replay; what is
+  // recorded on this stream from now on is its body, captured on `body_stream`. On a failure
+  // the recording is doomed (a WHILE node with no body must never replay).
+  Result<LoopInfo> begin_loop(CUstream body_stream, unsigned first);
+  // Close the innermost loop, which must be `id` (graph_state otherwise, nothing changed).
+  Result<void> end_loop(std::uint64_t id);
+  bool loop_open(std::uint64_t id) const;
+  // Where this stream's operations are issued now: the body stream of the innermost open loop,
+  // or nullptr for the stream itself. Read without the stream's mutex (Stream::handle()).
+  CUstream loop_target() const noexcept { return loop_target_.load(std::memory_order_acquire); }
+
   // Names the stream in messages and the debug log ("stream 1"), and in Graph::dot().
   void set_stream_index(int index) noexcept { stream_index_ = index; }
   // The stream this window belongs to, as buffers know it (who used them).
@@ -109,6 +131,9 @@ class Window {
 
  private:
   Result<void> check_owner_thread(const char* operation) const;
+  // end_capture with loops still open: refused, naming the innermost.
+  std::optional<Error> open_loop_refusal() const;
+  static constexpr std::size_t kMaxLoopDepth = 8;
   // record() on the origin, for an operation of stream `stream` (book_ not held).
   void record_from(const Operation& op, const Error* failure, int stream);
   void doom_locked(const Error& error);
@@ -150,7 +175,7 @@ class Window {
   const memory::SliceOwner* self_ = nullptr;
   // Guards the recording's bookkeeping below and above (pins_, roles_, keep_alive_, recorded_,
   // doomed_) against side streams recording into it.
-  std::mutex book_;
+  mutable std::mutex book_;
   std::vector<RecordedNode> nodes_;             // the recording's operations, in order
   std::map<int, std::vector<std::size_t>> frontiers_;  // per stream: what its next op depends on
   std::map<int, std::size_t> last_node_;        // per stream: its last recorded node
@@ -158,6 +183,20 @@ class Window {
   std::vector<Window*> sides_;                  // the side streams joined into this recording
   std::atomic<Window*> joined_{nullptr};        // on a side stream: the origin
   std::chrono::steady_clock::time_point begun_;  // for the debug log's timings
+  // The open loops, innermost last (book_ held to change), and bodies whose capture was found
+  // invalidated at end_while: they are ended after the recording's own capture, the one order
+  // the driver survives (docs/cuda-driver-facts.md, "Conditional nodes").
+  struct LoopFrame {
+    std::uint64_t id = 0;
+    CUstream body_stream = nullptr;
+    CUgraph body = nullptr;
+    int lane = 0;          // the body's key in frontiers_/last_node_ (below any stream index)
+    std::size_t node = 0;  // the WHILE node in nodes_
+    GraphReport recorded;  // counts of the body's own nodes
+  };
+  std::vector<LoopFrame> loops_;
+  std::vector<CUstream> unended_bodies_;
+  std::atomic<CUstream> loop_target_{nullptr};
 };
 
 }  // namespace graphcap::capture

@@ -49,6 +49,15 @@ class StreamCore final : public memory::SliceOwner,
   }
   std::string name() const { return "stream " + std::to_string(index_); }
   CUstream handle() const noexcept { return handle_; }
+  // Where the stream's operations are issued now: its handle, or, while a WHILE loop of its
+  // recording is open, the body stream of the innermost one.
+  CUstream target() const noexcept {
+    const CUstream body = window_.loop_target();
+    return body != nullptr ? body : handle_;
+  }
+  // The body stream for a loop at `depth` (0: outermost), created on first use and kept until
+  // the stream closes (mutex() held).
+  Result<CUstream> loop_stream(std::size_t depth);
   bool closed() const noexcept { return closed_.load(std::memory_order_acquire); }
   capture::ReplayGate& gate() noexcept { return gate_; }
 
@@ -135,6 +144,7 @@ class StreamCore final : public memory::SliceOwner,
   std::atomic<bool> closed_{false};
   mutable std::mutex order_mutex_;
   std::vector<std::pair<const memory::SliceOwner*, std::uint64_t>> ordered_after_;
+  std::vector<CUstream> loop_streams_;  // by loop depth
 };
 
 template <class Issue, class What, class UseName>

@@ -182,6 +182,43 @@ struct CUgraphEdgeData {
   unsigned char reserved[5];
 };
 
+// Conditional nodes (a WHILE loop recorded inside a capture).
+using CUgraphConditionalHandle = cuuint64_t;
+
+enum CUgraphConditionalNodeType : int {
+  CU_GRAPH_COND_TYPE_IF = 0,
+  CU_GRAPH_COND_TYPE_WHILE = 1,
+  CU_GRAPH_COND_TYPE_SWITCH = 2,
+};
+// cuda.h's CU_GRAPH_COND_ASSIGN_DEFAULT (a macro there): the default value is assigned at the
+// start of every launch of the executable.
+inline constexpr unsigned kGraphCondAssignDefault = 0x1;
+
+enum CUstreamUpdateCaptureDependencies_flags : unsigned {
+  CU_STREAM_ADD_CAPTURE_DEPENDENCIES = 0x0,
+  CU_STREAM_SET_CAPTURE_DEPENDENCIES = 0x1,
+};
+
+struct CUDA_CONDITIONAL_NODE_PARAMS {
+  CUgraphConditionalHandle handle;
+  CUgraphConditionalNodeType type;
+  unsigned int size;
+  CUgraph* phGraph_out;  // written by the driver: the node's body graphs, owned by the node
+  CUcontext ctx;
+};
+
+// cuda.h's CUgraphNodeParams, with the one union member graphcap fills (the rest is padding that
+// must be zero).
+struct CUgraphNodeParams {
+  CUgraphNodeType type;
+  int reserved0[3];
+  union {
+    long long reserved1[29];
+    CUDA_CONDITIONAL_NODE_PARAMS conditional;
+  };
+  long long reserved2;
+};
+
 enum CUdevice_attribute : int {
   CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 1,
   CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X = 2,

@@ -22,6 +22,11 @@ namespace {
                 #name ": value differs from cuda.h")
 
 GRAPHCAP_SAME_VALUE(CUDA_SUCCESS);
+GRAPHCAP_SAME_VALUE(CU_GRAPH_COND_TYPE_IF);
+GRAPHCAP_SAME_VALUE(CU_GRAPH_COND_TYPE_WHILE);
+GRAPHCAP_SAME_VALUE(CU_GRAPH_COND_TYPE_SWITCH);
+GRAPHCAP_SAME_VALUE(CU_STREAM_ADD_CAPTURE_DEPENDENCIES);
+GRAPHCAP_SAME_VALUE(CU_STREAM_SET_CAPTURE_DEPENDENCIES);
 GRAPHCAP_SAME_VALUE(CUDA_ERROR_INVALID_VALUE);
 GRAPHCAP_SAME_VALUE(CUDA_ERROR_OUT_OF_MEMORY);
 GRAPHCAP_SAME_VALUE(CUDA_ERROR_NOT_INITIALIZED);
@@ -154,6 +159,10 @@ GRAPHCAP_SAME_SIZE(CUdriverProcAddressQueryResult);
 GRAPHCAP_SAME_SIZE(CUgraphExecUpdateResultInfo);
 GRAPHCAP_SAME_SIZE(CUgraphEdgeData);
 GRAPHCAP_SAME_SIZE(CUDA_KERNEL_NODE_PARAMS);
+GRAPHCAP_SAME_SIZE(CUgraphConditionalNodeType);
+GRAPHCAP_SAME_SIZE(CUstreamUpdateCaptureDependencies_flags);
+GRAPHCAP_SAME_SIZE(CUDA_CONDITIONAL_NODE_PARAMS);
+GRAPHCAP_SAME_SIZE(CUgraphNodeParams);
 
 #undef GRAPHCAP_SAME_SIZE
 
@@ -174,6 +183,7 @@ static_assert(std::is_same_v<graphcap::CUgraph, ::CUgraph>);
 static_assert(std::is_same_v<graphcap::CUgraphNode, ::CUgraphNode>);
 static_assert(std::is_same_v<graphcap::CUgraphExec, ::CUgraphExec>);
 static_assert(std::is_same_v<graphcap::CUkernel, ::CUkernel>);
+static_assert(std::is_same_v<graphcap::CUgraphConditionalHandle, ::CUgraphConditionalHandle>);
 
 // Structs the driver writes into: same layout, member by member.
 #define GRAPHCAP_SAME_MEMBER(type, member)                                                  \
@@ -191,6 +201,19 @@ static_assert(std::is_same_v<decltype(graphcap::CUgraphExecUpdateResultInfo::err
                              decltype(::CUgraphExecUpdateResultInfo::errorNode)>);
 static_assert(std::is_same_v<decltype(graphcap::CUgraphExecUpdateResultInfo::errorFromNode),
                              decltype(::CUgraphExecUpdateResultInfo::errorFromNode)>);
+
+static_assert(alignof(graphcap::CUDA_CONDITIONAL_NODE_PARAMS) ==
+              alignof(::CUDA_CONDITIONAL_NODE_PARAMS));
+GRAPHCAP_SAME_MEMBER(CUDA_CONDITIONAL_NODE_PARAMS, handle);
+GRAPHCAP_SAME_MEMBER(CUDA_CONDITIONAL_NODE_PARAMS, type);
+GRAPHCAP_SAME_MEMBER(CUDA_CONDITIONAL_NODE_PARAMS, size);
+GRAPHCAP_SAME_MEMBER(CUDA_CONDITIONAL_NODE_PARAMS, phGraph_out);
+GRAPHCAP_SAME_MEMBER(CUDA_CONDITIONAL_NODE_PARAMS, ctx);
+static_assert(alignof(graphcap::CUgraphNodeParams) == alignof(::CUgraphNodeParams));
+GRAPHCAP_SAME_MEMBER(CUgraphNodeParams, type);
+GRAPHCAP_SAME_MEMBER(CUgraphNodeParams, conditional);
+GRAPHCAP_SAME_MEMBER(CUgraphNodeParams, reserved2);
+static_assert(graphcap::kGraphCondAssignDefault == CU_GRAPH_COND_ASSIGN_DEFAULT);
 
 static_assert(alignof(graphcap::CUgraphEdgeData) == alignof(::CUgraphEdgeData));
 GRAPHCAP_SAME_MEMBER(CUgraphEdgeData, from_port);

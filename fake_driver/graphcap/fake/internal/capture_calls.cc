@@ -3,6 +3,8 @@
 // ends. Every rule here is a row of docs/cuda-driver-facts.md unless marked.
 #include <graphcap/fake/internal/fake_state.h>
 
+#include <algorithm>
+
 namespace graphcap::fake {
 
 FakeState::Capture* FakeState::capture_of(const Stream& stream) {
@@ -88,8 +90,12 @@ void FakeState::finish_capture(Capture& capture, bool keep_graph) {
       stream->frontier_handles.clear();
     }
   }
-  if (keep_graph) {
-    graphs_.at(capture.graph).under_capture = false;
+  if (keep_graph || capture.to_graph) {
+    // A graph captured into (cuStreamBeginCaptureToGraph) was the caller's before the capture
+    // and stays theirs, whatever the capture's end.
+    if (auto graph = graphs_.find(capture.graph); graph != graphs_.end()) {
+      graph->second.under_capture = false;
+    }
   } else {
     erase_graph(capture.graph);
   }
@@ -144,6 +150,87 @@ CUresult FakeState::cuStreamBeginCapture(CUstream handle, CUstreamCaptureMode mo
   stream->capture = capture.id;
   stream->frontier.clear();
   captures_.emplace(capture.id, std::move(capture));
+  return CUDA_SUCCESS;
+}
+
+CUresult FakeState::cuStreamBeginCaptureToGraph(CUstream handle, CUgraph graph,
+                                                const CUgraphNode* dependencies,
+                                                const CUgraphEdgeData* edge_data,
+                                                std::size_t dependency_count,
+                                                CUstreamCaptureMode mode) {
+  Context* context = nullptr;
+  if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
+  Stream* stream = nullptr;
+  if (CUresult r = resolve_stream(handle, *context, &stream); r != CUDA_SUCCESS) return r;
+  if (stream->legacy) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  if (mode != CU_STREAM_CAPTURE_MODE_GLOBAL && mode != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
+      mode != CU_STREAM_CAPTURE_MODE_RELAXED) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  // Measured: a stream already capturing (even the one whose graph holds `graph`) is 401, and
+  // its own capture stays valid.
+  if (stream->capture != 0) return CUDA_ERROR_ILLEGAL_STATE;
+  auto target = graphs_.find(graph);
+  if (target == graphs_.end()) return CUDA_ERROR_INVALID_VALUE;       // not measured
+  if (target->second.under_capture) return CUDA_ERROR_ILLEGAL_STATE;  // not measured
+  if (dependency_count > 0 && dependencies == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  std::vector<std::size_t> frontier;
+  for (std::size_t i = 0; i < dependency_count; ++i) {
+    auto found = nodes_.find(dependencies[i]);
+    if (found == nodes_.end() || found->second.first != graph) return CUDA_ERROR_INVALID_VALUE;
+    if (edge_data != nullptr && edge_data[i].type != 0) return CUDA_ERROR_NOT_SUPPORTED;
+    frontier.push_back(found->second.second);
+  }
+  Capture capture;
+  capture.id = next_capture_id_++;
+  capture.mode = mode;
+  capture.thread = std::this_thread::get_id();
+  capture.graph = graph;
+  capture.origin = stream->id;
+  capture.members.insert(stream->id);
+  capture.device = context->device;
+  capture.to_graph = true;
+  target->second.under_capture = true;
+  stream->capture = capture.id;
+  stream->frontier = std::move(frontier);
+  captures_.emplace(capture.id, std::move(capture));
+  return CUDA_SUCCESS;
+}
+
+CUresult FakeState::cuStreamUpdateCaptureDependencies(CUstream handle, CUgraphNode* dependencies,
+                                                      const CUgraphEdgeData* edge_data,
+                                                      std::size_t dependency_count,
+                                                      unsigned flags) {
+  Context* context = nullptr;
+  if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
+  Stream* stream = nullptr;
+  if (CUresult r = resolve_stream(handle, *context, &stream); r != CUDA_SUCCESS) return r;
+  if (flags != CU_STREAM_ADD_CAPTURE_DEPENDENCIES && flags != CU_STREAM_SET_CAPTURE_DEPENDENCIES) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (dependency_count > 0 && dependencies == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  Capture* capture = capture_of(*stream);
+  if (capture == nullptr) return CUDA_ERROR_ILLEGAL_STATE;  // not measured (cuda.h)
+  if (capture->status != CU_STREAM_CAPTURE_STATUS_ACTIVE) {
+    return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+  }
+  // The nodes must be in the capture's graph (not measured: cuda.h says so).
+  std::vector<std::size_t> nodes;
+  for (std::size_t i = 0; i < dependency_count; ++i) {
+    auto found = nodes_.find(dependencies[i]);
+    if (found == nodes_.end() || found->second.first != capture->graph) {
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (edge_data != nullptr && edge_data[i].type != 0) return CUDA_ERROR_NOT_SUPPORTED;
+    nodes.push_back(found->second.second);
+  }
+  if (flags == CU_STREAM_SET_CAPTURE_DEPENDENCIES) stream->frontier.clear();
+  for (std::size_t node : nodes) {
+    if (std::find(stream->frontier.begin(), stream->frontier.end(), node) ==
+        stream->frontier.end()) {
+      stream->frontier.push_back(node);
+    }
+  }
   return CUDA_SUCCESS;
 }
 

@@ -149,6 +149,7 @@ class FakeState {
   std::byte* kernel_buffer(const KernelContext& context, std::size_t param, std::size_t bytes,
                            std::size_t align);
   void kernel_trap(CUresult code);
+  void kernel_set_condition(const KernelContext& context, std::size_t param, unsigned value);
 
  private:
   struct ThreadState {
@@ -221,6 +222,7 @@ class FakeState {
     std::uint64_t origin = 0;
     std::set<std::uint64_t> members;  // stream ids, origin included
     int device = 0;
+    bool to_graph = false;  // cuStreamBeginCaptureToGraph: its graph existed before it
   };
 
   struct Exec {
@@ -313,6 +315,25 @@ class FakeState {
   // ---- graph_calls.cc ---------------------------------------------------------------------------
   void erase_graph(CUgraph handle);
   void erase_exec(CUgraphExec handle);
+  // What an executable of `graph` runs, its conditional nodes' bodies instantiated with it; or the
+  // code instantiate answers (memory nodes in a body: measured CUDA_ERROR_INVALID_VALUE).
+  CUresult instantiate_body(const internal::Graph& graph,
+                            std::shared_ptr<const internal::ExecBody>* body);
+
+  // ---- conditional_nodes.cc ---------------------------------------------------------------------
+  CUresult add_conditional_node(internal::Graph& graph, std::vector<std::size_t> deps,
+                                CUDA_CONDITIONAL_NODE_PARAMS& params, CUgraphNode* node);
+  // Runs an executable's nodes (a launch, or a conditional node's body) in order; false when the
+  // work faulted (running_.trap says how).
+  bool run_graph(const internal::ExecBody& body, CUgraphExec exec, int depth);
+  bool run_conditional(const internal::ConditionalWork& node, CUgraphExec exec,
+                       const std::string& where, int depth);
+  // A copy of `body` (an instantiation of `graph`) with node `index` of `target` (`graph` or a
+  // body graph nested in it) replaced by `work`; nullptr when `target` holds no such kernel node.
+  std::shared_ptr<const internal::ExecBody> with_kernel(const internal::ExecBody& body,
+                                                        CUgraph graph, CUgraph target,
+                                                        std::size_t index,
+                                                        const internal::KernelWork& work);
 
   const std::uint64_t serial_;  // tells this instance's per-thread state from other instances'
   std::unordered_map<std::uint64_t, ThreadState> thread_states_;  // by thread_serial()
@@ -339,6 +360,14 @@ class FakeState {
   std::map<CUgraph, internal::Graph> graphs_;
   std::map<CUgraphNode, std::pair<CUgraph, std::size_t>> nodes_;
   std::map<CUgraphExec, Exec> execs_;
+  std::map<CUgraphConditionalHandle, internal::ConditionDef> conditions_;
+  std::uint64_t next_condition_ = 1;
+  // Each conditional node's body graphs: the array cuGraphAddNode hands out as phGraph_out.
+  std::map<CUgraphNode, std::vector<CUgraph>> node_bodies_;
+  // Conditional values, per executable (a launch assigns the defaults; kernels set them).
+  std::map<std::pair<CUgraphExec, CUgraphConditionalHandle>, unsigned> condition_values_;
+  CUgraphExec running_exec_ = nullptr;  // the executable whose nodes now run, if any
+  const std::vector<internal::ConditionDef>* running_conditions_ = nullptr;
 
   internal::DeviceMemory device_memory_;
   internal::PinnedMemory pinned_memory_;

@@ -15,13 +15,54 @@ using internal::DeviceMemory;
 void FakeState::erase_graph(CUgraph handle) {
   auto it = graphs_.find(handle);
   if (it == graphs_.end()) return;
-  for (CUgraphNode node : it->second.node_handles) nodes_.erase(node);
+  // A conditional node owns its body graphs, and a graph its conditional handles.
+  std::vector<CUgraph> bodies;
+  for (const internal::NodeData& node : it->second.nodes) {
+    if (const auto* conditional = std::get_if<internal::ConditionalWork>(&node.work)) {
+      bodies.insert(bodies.end(), conditional->bodies.begin(), conditional->bodies.end());
+    }
+  }
+  for (CUgraphNode node : it->second.node_handles) {
+    nodes_.erase(node);
+    node_bodies_.erase(node);
+  }
+  for (CUgraphConditionalHandle condition : it->second.conditions) conditions_.erase(condition);
   graphs_.erase(it);
+  for (CUgraph body : bodies) erase_graph(body);
+}
+
+CUresult FakeState::instantiate_body(const internal::Graph& graph,
+                                     std::shared_ptr<const internal::ExecBody>* out) {
+  std::shared_ptr<internal::ExecBody> body = internal::make_exec_body(graph.nodes);
+  for (CUgraphConditionalHandle condition : graph.conditions) {
+    body->conditions.push_back(conditions_.at(condition));
+  }
+  for (internal::NodeData& node : body->nodes) {
+    auto* conditional = std::get_if<internal::ConditionalWork>(&node.work);
+    if (conditional == nullptr) continue;
+    conditional->exec_bodies.clear();
+    for (CUgraph handle : conditional->bodies) {
+      const internal::Graph& inner = graphs_.at(handle);
+      // Measured on the H200: memory nodes in a conditional body are accepted by capture and
+      // refused here, by the outer graph's instantiate.
+      if (inner.has_memory_nodes()) return CUDA_ERROR_INVALID_VALUE;
+      std::shared_ptr<const internal::ExecBody> nested;
+      if (CUresult r = instantiate_body(inner, &nested); r != CUDA_SUCCESS) return r;
+      body->conditions.insert(body->conditions.end(), nested->conditions.begin(),
+                              nested->conditions.end());
+      conditional->exec_bodies.push_back(std::move(nested));
+    }
+  }
+  *out = std::move(body);
+  return CUDA_SUCCESS;
 }
 
 void FakeState::erase_exec(CUgraphExec handle) {
   auto it = execs_.find(handle);
   if (it == execs_.end()) return;
+  for (auto value = condition_values_.begin(); value != condition_values_.end();) {
+    value = value->first.first == handle ? condition_values_.erase(value) : std::next(value);
+  }
   if (auto graph = graphs_.find(it->second.source);
       graph != graphs_.end() && graph->second.live_execs > 0) {
     --graph->second.live_execs;
@@ -81,12 +122,14 @@ CUresult FakeState::cuGraphInstantiateWithFlags(CUgraphExec* exec, CUgraph handl
     return CUDA_ERROR_INVALID_VALUE;
   }
   if (graph.has_memory_nodes() && graph.live_execs > 0) return CUDA_ERROR_NOT_SUPPORTED;
+  std::shared_ptr<const internal::ExecBody> body;
+  if (CUresult r = instantiate_body(graph, &body); r != CUDA_SUCCESS) return r;
   Exec created;
   created.handle = new_handle<CUgraphExec>();
   created.device = context->device;
   created.flags = flags;
   created.source = handle;
-  created.body = internal::make_exec_body(graph.nodes);
+  created.body = std::move(body);
   ++graph.live_execs;
   *exec = created.handle;
   execs_.emplace(created.handle, std::move(created));
@@ -158,14 +201,20 @@ CUresult FakeState::cuGraphExecUpdate(CUgraphExec exec, CUgraph handle,
   auto updated = execs_.find(exec);
   auto graph = graphs_.find(handle);
   if (updated == execs_.end() || graph == graphs_.end()) return CUDA_ERROR_INVALID_HANDLE;
-  const internal::UpdateCheck check =
-      internal::check_exec_update(updated->second.body->nodes, graph->second.nodes);
+  const internal::UpdateCheck check = internal::check_exec_update(
+      updated->second.body->nodes, graph->second.nodes,
+      [&](CUgraph body) -> const std::vector<internal::NodeData>* {
+        auto found = graphs_.find(body);
+        return found == graphs_.end() ? nullptr : &found->second.nodes;
+      });
   info->result = check.result;
   info->errorNode = check.error_node ? graph->second.node_handles[*check.error_node] : nullptr;
   info->errorFromNode = nullptr;
   if (check.result != CU_GRAPH_EXEC_UPDATE_SUCCESS) return CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
   // Launches already queued keep the body they were launched with.
-  updated->second.body = internal::make_exec_body(graph->second.nodes);
+  std::shared_ptr<const internal::ExecBody> body;
+  if (CUresult r = instantiate_body(graph->second, &body); r != CUDA_SUCCESS) return r;
+  updated->second.body = std::move(body);
   return CUDA_SUCCESS;
 }
 
@@ -179,16 +228,19 @@ CUresult FakeState::cuGraphExecKernelNodeSetParams(CUgraphExec exec, CUgraphNode
   // The node is named by its handle in the graph the executable was instantiated from (cuda.h);
   // nodes pair with the executable's by creation order, as exec update pairs them. A node of any
   // other graph, or of a source graph already destroyed, is not one of this executable's.
+  // Measured on the H200: a kernel node of a conditional node's body graph is named the same way
+  // (its handle in that body graph) and takes the new parameters too.
   auto source = graphs_.find(updated->second.source);
   if (source == graphs_.end()) return CUDA_ERROR_INVALID_VALUE;
-  const std::vector<CUgraphNode>& handles = source->second.node_handles;
-  const auto position = std::find(handles.begin(), handles.end(), node);
-  if (node == nullptr || position == handles.end()) return CUDA_ERROR_INVALID_VALUE;
-  const auto index = static_cast<std::size_t>(position - handles.begin());
+  auto named = nodes_.find(node);
+  if (node == nullptr || named == nodes_.end()) return CUDA_ERROR_INVALID_VALUE;
+  const auto [node_graph, index] = named->second;
   const internal::ExecBody& body = *updated->second.body;
-  if (index >= body.nodes.size()) return CUDA_ERROR_INVALID_VALUE;
-  const auto* current = std::get_if<internal::KernelWork>(&body.nodes[index].work);
-  if (current == nullptr) return CUDA_ERROR_INVALID_VALUE;  // not a kernel node
+  if (node_graph == updated->second.source &&
+      (index >= body.nodes.size() ||
+       !std::holds_alternative<internal::KernelWork>(body.nodes[index].work))) {
+    return CUDA_ERROR_INVALID_VALUE;  // not a kernel node
+  }
   // Not measured: the fake takes a function (not a CUkernel) of a loaded module, with a valid
   // shape, as cuLaunchKernel does.
   auto function = functions_.find(params->func);
@@ -216,9 +268,10 @@ CUresult FakeState::cuGraphExecKernelNodeSetParams(CUgraphExec exec, CUgraphNode
     return r;
   }
   // Only later launches see it: launches already queued keep the body they were launched with.
-  std::vector<internal::NodeData> nodes = body.nodes;
-  nodes[index].work = internal::NodeWork{std::move(work)};
-  updated->second.body = internal::make_exec_body(nodes);
+  std::shared_ptr<const internal::ExecBody> changed =
+      with_kernel(body, updated->second.source, node_graph, index, work);
+  if (!changed) return CUDA_ERROR_INVALID_VALUE;  // not a kernel node of this executable
+  updated->second.body = std::move(changed);
   return CUDA_SUCCESS;
 }
 
@@ -226,8 +279,10 @@ CUresult FakeState::cuGraphDestroy(CUgraph handle) {
   if (CUresult r = need_init(); r != CUDA_SUCCESS) return r;
   auto it = graphs_.find(handle);
   if (it == graphs_.end()) return CUDA_ERROR_INVALID_HANDLE;
-  // Not measured: the graph a capture is still building belongs to the capture.
+  // Not measured: the graph a capture is still building belongs to the capture, and a
+  // conditional node's body graph to the node.
   if (it->second.under_capture) return CUDA_ERROR_ILLEGAL_STATE;
+  if (it->second.owner != nullptr) return CUDA_ERROR_INVALID_VALUE;
   // Graph allocations a launch made stay allocated: destroying the graph does not free them.
   erase_graph(handle);
   return CUDA_SUCCESS;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -25,19 +26,32 @@ struct Graph {
   std::vector<CUgraphNode> node_handles;  // parallel to nodes
   bool under_capture = false;             // still owned by a capture sequence
   std::size_t live_execs = 0;             // executables instantiated from it, not destroyed
+  CUgraphNode owner = nullptr;            // a conditional node's body: that node
+  std::vector<CUgraphConditionalHandle> conditions;  // handles created on this graph
   bool has_memory_nodes() const;
+};
+
+// A conditional handle (cuGraphConditionalHandleCreate): the graph it belongs to and the value it
+// takes at the start of every launch when `assign_default`.
+struct ConditionDef {
+  CUgraphConditionalHandle handle = 0;
+  CUgraph graph = nullptr;
+  unsigned default_value = 0;
+  bool assign_default = false;
 };
 
 // What an executable runs: an immutable copy of a graph's nodes, shared with launches still in
 // the queue (an exec update replaces it for later launches only).
 struct ExecBody {
+  // The conditional handles of the graph and of every body graph in it: what a launch resets.
+  std::vector<ConditionDef> conditions;
   std::vector<NodeData> nodes;
   std::vector<std::size_t> order;          // a topological order
   std::vector<CUdeviceptr> kept_allocs;    // MEM_ALLOC ranges the graph does not free itself
   std::vector<CUdeviceptr> outside_frees;  // MEM_FREE of memory the graph did not allocate
 };
 
-std::shared_ptr<const ExecBody> make_exec_body(const std::vector<NodeData>& nodes);
+std::shared_ptr<ExecBody> make_exec_body(const std::vector<NodeData>& nodes);
 
 // Kahn's algorithm, ties broken by creation order.
 std::vector<std::size_t> topological_order(const std::vector<NodeData>& nodes);
@@ -47,9 +61,11 @@ struct UpdateCheck {
   std::optional<std::size_t> error_node;  // index in the new graph
 };
 // Whether an executable of `current` can take `next`'s parameters (nodes pair up by creation
-// order).
-UpdateCheck check_exec_update(const std::vector<NodeData>& current,
-                              const std::vector<NodeData>& next);
+// order). A conditional node's bodies are compared the same way: `body_nodes` gives the nodes of
+// one of `next`'s body graphs (the executable's are instantiated in its ExecBody).
+UpdateCheck check_exec_update(
+    const std::vector<NodeData>& current, const std::vector<NodeData>& next,
+    const std::function<const std::vector<NodeData>*(CUgraph)>& body_nodes);
 
 std::string to_dot(const Graph& graph, bool verbose);
 

@@ -25,6 +25,7 @@ CUgraphNodeType node_type(const NodeWork& work) noexcept {
                         [](const WaitEventWork&) { return CU_GRAPH_NODE_TYPE_WAIT_EVENT; },
                         [](const EmptyWork&) { return CU_GRAPH_NODE_TYPE_EMPTY; },
                         [](const CopyDeviceWork&) { return CU_GRAPH_NODE_TYPE_MEMCPY; },
+                        [](const ConditionalWork&) { return CU_GRAPH_NODE_TYPE_CONDITIONAL; },
                     },
                     work);
 }
@@ -69,6 +70,12 @@ std::string describe(const NodeWork& work) {
           [](const CopyDeviceWork& c) {
             return "device-to-device copy of " + std::to_string(c.bytes) + " bytes from " +
                    hex(c.src) + " to " + hex(c.dst);
+          },
+          [](const ConditionalWork& c) {
+            static constexpr const char* kTypes[] = {"IF", "WHILE", "SWITCH"};
+            const auto type = static_cast<std::size_t>(c.type);
+            return std::string("conditional ") + (type < 3 ? kTypes[type] : "?") +
+                   " node (handle " + std::to_string(c.handle) + ")";
           },
       },
       work);

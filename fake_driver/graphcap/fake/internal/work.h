@@ -88,8 +88,19 @@ struct WaitEventWork {
 
 struct EmptyWork {};
 
+struct ExecBody;
+// A conditional node (cuGraphAddNode, CU_GRAPH_NODE_TYPE_CONDITIONAL): its handle, its kind and
+// its body graphs (owned by the node). In a graph, `bodies` name the body graphs; in an
+// executable, `exec_bodies` are those graphs as instantiated with it.
+struct ConditionalWork {
+  CUgraphConditionalHandle handle = 0;
+  CUgraphConditionalNodeType type = CU_GRAPH_COND_TYPE_WHILE;
+  std::vector<CUgraph> bodies;
+  std::vector<std::shared_ptr<const ExecBody>> exec_bodies;
+};
+
 using NodeWork = std::variant<KernelWork, CopyToDeviceWork, CopyToHostWork, MemsetWork, AllocWork,
-                              FreeWork, WaitEventWork, EmptyWork, CopyDeviceWork>;
+                              FreeWork, WaitEventWork, EmptyWork, CopyDeviceWork, ConditionalWork>;
 
 CUgraphNodeType node_type(const NodeWork& work) noexcept;
 // "KERNEL", "MEMCPY", ...

@@ -69,17 +69,17 @@ void FakeState::execute(Op& op) {
                    }
                  },
                  [&](const GraphLaunchWork& launch) {
-                   for (std::size_t index : launch.body->order) {
-                     tick();
-                     const std::string where =
-                         "cuGraphLaunch of exec " +
-                         internal::hex(reinterpret_cast<std::uintptr_t>(launch.exec)) + " (node " +
-                         std::to_string(index) + ")";
-                     if (!execute_node(launch.body->nodes[index].work, where)) {
-                       fault = running_.trap;  // a faulted graph does not run its other nodes
-                       return;
-                     }
+                   // Every launch starts from the defaults of the handles that assign them; the
+                   // others keep their value (0 until a kernel sets one).
+                   for (const internal::ConditionDef& condition : launch.body->conditions) {
+                     unsigned& value = condition_values_[{launch.exec, condition.handle}];
+                     if (condition.assign_default) value = condition.default_value;
                    }
+                   running_exec_ = launch.exec;
+                   running_conditions_ = &launch.body->conditions;
+                   if (!run_graph(*launch.body, launch.exec, 0)) fault = running_.trap;
+                   running_exec_ = nullptr;
+                   running_conditions_ = nullptr;
                  },
              },
              op.work);
@@ -176,6 +176,7 @@ bool FakeState::execute_node(const internal::NodeWork& work, const std::string& 
           },
           [&](const internal::WaitEventWork&) {},  // the global order already satisfies it
           [&](const internal::EmptyWork&) {},
+          [&](const internal::ConditionalWork&) {},  // only in graphs: run_graph runs it
       },
       work);
   return !running_.trap.has_value();

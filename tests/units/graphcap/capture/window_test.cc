@@ -44,6 +44,11 @@ class MockGraphDriver : public GraphDriver {
     ON_CALL(*this, update).WillByDefault(Invoke(&real_, &CudaGraphDriver::update));
     ON_CALL(*this, nodes).WillByDefault(Invoke(&real_, &CudaGraphDriver::nodes));
     ON_CALL(*this, dump_dot).WillByDefault(Invoke(&real_, &CudaGraphDriver::dump_dot));
+    ON_CALL(*this, begin_loop).WillByDefault(Invoke(&real_, &CudaGraphDriver::begin_loop));
+    ON_CALL(*this, loop_active).WillByDefault(Invoke(&real_, &CudaGraphDriver::loop_active));
+    ON_CALL(*this, end_loop).WillByDefault(Invoke(&real_, &CudaGraphDriver::end_loop));
+    ON_CALL(*this, inspect_loop_body)
+        .WillByDefault(Invoke(&real_, &CudaGraphDriver::inspect_loop_body));
   }
   MOCK_METHOD(Result<void>, begin, (CUstream, CUstreamCaptureMode), (override));
   MOCK_METHOD(Result<CapturedGraph>, end, (CUstream), (override));
@@ -57,6 +62,11 @@ class MockGraphDriver : public GraphDriver {
   MOCK_METHOD(bool, update, (const Executable&, const CapturedGraph&, GraphReport&), (override));
   MOCK_METHOD(Result<std::vector<CUgraphNode>>, nodes, (const CapturedGraph&), (override));
   MOCK_METHOD(void, dump_dot, (const CapturedGraph&, const std::string&), (override));
+  MOCK_METHOD(Result<LoopNode>, begin_loop, (CUstream, CUstream, unsigned, CUstreamCaptureMode),
+              (override));
+  MOCK_METHOD(bool, loop_active, (CUstream), (override));
+  MOCK_METHOD(Result<void>, end_loop, (CUstream), (override));
+  MOCK_METHOD(Result<GraphReport>, inspect_loop_body, (CUgraph, const GraphReport&), (override));
 
  private:
   CudaGraphDriver real_;

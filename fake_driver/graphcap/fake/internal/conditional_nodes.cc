@@ -1,0 +1,214 @@
+// Conditional nodes: handles (cuGraphConditionalHandleCreate), the node and its body graphs
+// (cuGraphAddNode), and how a launch runs them: defaults assigned at the start of every launch,
+// bodies run while (WHILE), if (IF) or as selected by (SWITCH) the value kernels set through
+// KernelContext::set_condition. Each rule is a row of docs/cuda-driver-facts.md ("Conditional
+// nodes"), measured on the H200, unless marked.
+#include <graphcap/fake/internal/fake_state.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace graphcap::fake {
+
+CUresult FakeState::cuGraphConditionalHandleCreate(CUgraphConditionalHandle* handle, CUgraph graph,
+                                                   CUcontext context, unsigned default_value,
+                                                   unsigned flags) {
+  if (CUresult r = need_init(); r != CUDA_SUCCESS) return r;
+  if (context == nullptr || find_context(context) == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+  // Flags: CU_GRAPH_COND_ASSIGN_DEFAULT or 0; 2 is CUDA_ERROR_INVALID_VALUE.
+  if (handle == nullptr || (flags & ~kGraphCondAssignDefault) != 0) return CUDA_ERROR_INVALID_VALUE;
+  auto it = graphs_.find(graph);
+  if (it == graphs_.end()) return CUDA_ERROR_INVALID_VALUE;  // not measured
+  internal::ConditionDef condition;
+  condition.handle = next_condition_++;
+  condition.graph = graph;
+  condition.default_value = default_value;  // any value (5 is accepted), not only 0 and 1
+  condition.assign_default = (flags & kGraphCondAssignDefault) != 0;
+  it->second.conditions.push_back(condition.handle);
+  conditions_.emplace(condition.handle, condition);
+  *handle = condition.handle;
+  return CUDA_SUCCESS;
+}
+
+CUresult FakeState::cuGraphAddNode(CUgraphNode* node, CUgraph graph,
+                                   const CUgraphNode* dependencies,
+                                   const CUgraphEdgeData* edge_data, std::size_t dependency_count,
+                                   CUgraphNodeParams* params) {
+  if (CUresult r = need_init(); r != CUDA_SUCCESS) return r;
+  if (node == nullptr || params == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (dependency_count > 0 && dependencies == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  auto it = graphs_.find(graph);
+  if (it == graphs_.end()) return CUDA_ERROR_INVALID_VALUE;
+  // Not modelled: edges other than default ones, and node types other than conditional nodes
+  // (graphcap adds only those; its other nodes come from stream capture).
+  for (std::size_t i = 0; edge_data != nullptr && i < dependency_count; ++i) {
+    if (edge_data[i].type != 0 || edge_data[i].from_port != 0 || edge_data[i].to_port != 0) {
+      return CUDA_ERROR_NOT_SUPPORTED;
+    }
+  }
+  if (params->type != CU_GRAPH_NODE_TYPE_CONDITIONAL) return CUDA_ERROR_NOT_SUPPORTED;
+  std::vector<std::size_t> deps;
+  for (std::size_t i = 0; i < dependency_count; ++i) {
+    auto found = nodes_.find(dependencies[i]);
+    if (found == nodes_.end() || found->second.first != graph) return CUDA_ERROR_INVALID_VALUE;
+    deps.push_back(found->second.second);
+  }
+  return add_conditional_node(it->second, std::move(deps), params->conditional, node);
+}
+
+CUresult FakeState::add_conditional_node(internal::Graph& graph, std::vector<std::size_t> deps,
+                                         CUDA_CONDITIONAL_NODE_PARAMS& params, CUgraphNode* node) {
+  // The handle must be one created on this graph (a handle of another graph: INVALID_VALUE).
+  if (std::find(graph.conditions.begin(), graph.conditions.end(), params.handle) ==
+      graph.conditions.end()) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  // Sizes as cuda.h allows them: WHILE 1 (2 is INVALID_VALUE), IF 1 or 2, SWITCH any above 0.
+  switch (params.type) {
+    case CU_GRAPH_COND_TYPE_WHILE:
+      if (params.size != 1) return CUDA_ERROR_INVALID_VALUE;
+      break;
+    case CU_GRAPH_COND_TYPE_IF:
+      if (params.size != 1 && params.size != 2) return CUDA_ERROR_INVALID_VALUE;
+      break;
+    case CU_GRAPH_COND_TYPE_SWITCH:
+      if (params.size == 0) return CUDA_ERROR_INVALID_VALUE;
+      break;
+    default:
+      return CUDA_ERROR_INVALID_VALUE;
+  }
+  // Not measured: the node's context must be the graph's.
+  if (params.ctx == nullptr || find_context(params.ctx) == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  internal::ConditionalWork work;
+  work.handle = params.handle;
+  work.type = params.type;
+  const CUgraph parent = graph.handle;
+  const CUcontext context = params.ctx;
+  const auto handle = new_handle<CUgraphNode>();
+  for (unsigned i = 0; i < params.size; ++i) {
+    internal::Graph body;
+    body.handle = new_handle<CUgraph>();
+    body.context = context;
+    body.owner = handle;
+    work.bodies.push_back(body.handle);
+    graphs_.emplace(body.handle, std::move(body));
+  }
+  internal::Graph& owner = graphs_.at(parent);  // emplace may not move it, but look it up again
+  const std::size_t index = owner.nodes.size();
+  owner.nodes.push_back(internal::NodeData{internal::NodeWork{work}, std::move(deps)});
+  owner.node_handles.push_back(handle);
+  nodes_.emplace(handle, std::make_pair(parent, index));
+  std::vector<CUgraph>& bodies = node_bodies_[handle];
+  bodies = work.bodies;
+  params.phGraph_out = bodies.data();  // owned by the node, valid for its lifetime
+  *node = handle;
+  return CUDA_SUCCESS;
+}
+
+bool FakeState::run_graph(const internal::ExecBody& body, CUgraphExec exec, int depth) {
+  for (std::size_t index : body.order) {
+    tick();
+    const internal::NodeWork& work = body.nodes[index].work;
+    const std::string where = "cuGraphLaunch of exec " +
+                              internal::hex(reinterpret_cast<std::uintptr_t>(exec)) + " (node " +
+                              std::to_string(index) +
+                              (depth > 0 ? " of a conditional body, depth " + std::to_string(depth)
+                                         : std::string()) +
+                              ")";
+    if (const auto* conditional = std::get_if<internal::ConditionalWork>(&work)) {
+      if (!run_conditional(*conditional, exec, where, depth)) return false;
+      continue;
+    }
+    if (!execute_node(work, where)) return false;  // a faulted graph does not run its other nodes
+  }
+  return true;
+}
+
+bool FakeState::run_conditional(const internal::ConditionalWork& node, CUgraphExec exec,
+                                const std::string& where, int depth) {
+  const auto value = [&] { return condition_values_[{exec, node.handle}]; };
+  switch (node.type) {
+    case CU_GRAPH_COND_TYPE_WHILE: {
+      // The condition is checked before every iteration, the first included (default 0: the
+      // body never runs).
+      std::size_t iterations = 0;
+      while (value() != 0) {
+        if (iterations == options_.max_loop_iterations) {
+          violation(where + ": " + internal::describe(internal::NodeWork{node}) + " ran its body " +
+                    std::to_string(iterations) +
+                    " times without the condition becoming 0: on a GPU this loop would not end "
+                    "(FakeDriverOptions::max_loop_iterations)");
+          running_.trap = CUDA_ERROR_LAUNCH_TIMEOUT;
+          return false;
+        }
+        ++iterations;
+        if (!run_graph(*node.exec_bodies[0], exec, depth + 1)) return false;
+      }
+      return true;
+    }
+    case CU_GRAPH_COND_TYPE_IF:  // not measured
+      if (value() != 0) return run_graph(*node.exec_bodies[0], exec, depth + 1);
+      if (node.exec_bodies.size() == 2) return run_graph(*node.exec_bodies[1], exec, depth + 1);
+      return true;
+    case CU_GRAPH_COND_TYPE_SWITCH: {  // not measured
+      const unsigned selected = value();
+      if (selected < node.exec_bodies.size()) {
+        return run_graph(*node.exec_bodies[selected], exec, depth + 1);
+      }
+      return true;
+    }
+  }
+  return true;
+}
+
+std::shared_ptr<const internal::ExecBody> FakeState::with_kernel(
+    const internal::ExecBody& body, CUgraph graph, CUgraph target, std::size_t index,
+    const internal::KernelWork& work) {
+  if (graph == target) {
+    if (index >= body.nodes.size() ||
+        !std::holds_alternative<internal::KernelWork>(body.nodes[index].work)) {
+      return nullptr;
+    }
+    auto copy = std::make_shared<internal::ExecBody>(body);
+    copy->nodes[index].work = internal::NodeWork{work};
+    return copy;
+  }
+  for (std::size_t i = 0; i < body.nodes.size(); ++i) {
+    const auto* conditional = std::get_if<internal::ConditionalWork>(&body.nodes[i].work);
+    if (conditional == nullptr) continue;
+    for (std::size_t b = 0; b < conditional->bodies.size(); ++b) {
+      auto nested =
+          with_kernel(*conditional->exec_bodies[b], conditional->bodies[b], target, index, work);
+      if (!nested) continue;
+      auto copy = std::make_shared<internal::ExecBody>(body);
+      std::get<internal::ConditionalWork>(copy->nodes[i].work).exec_bodies[b] = std::move(nested);
+      return copy;
+    }
+  }
+  return nullptr;
+}
+
+void FakeState::kernel_set_condition(const KernelContext& context, std::size_t param,
+                                     unsigned value) {
+  const std::byte* raw = kernel_param(context, param, sizeof(CUgraphConditionalHandle));
+  if (raw == nullptr) return;  // kernel_param recorded the violation
+  CUgraphConditionalHandle handle = 0;
+  std::memcpy(&handle, raw, sizeof handle);
+  const std::string who = running_.where + ": kernel '" + std::string(context.name_) + "'";
+  if (running_exec_ == nullptr || running_conditions_ == nullptr) {
+    violation(who + " sets conditional handle " + std::to_string(handle) +
+              " outside a graph launch (cudaGraphSetConditional is for kernels of the graph "
+              "that created the handle)");
+    return;
+  }
+  const bool known = std::any_of(running_conditions_->begin(), running_conditions_->end(),
+                                 [&](const internal::ConditionDef& c) { return c.handle == handle; });
+  if (!known) {
+    violation(who + " sets conditional handle " + std::to_string(handle) +
+              ", which the running graph did not create");
+    return;
+  }
+  condition_values_[{running_exec_, handle}] = value;
+}
+
+}  // namespace graphcap::fake
