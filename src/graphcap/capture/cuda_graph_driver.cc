@@ -202,4 +202,12 @@ void CudaGraphDriver::dump_dot(const CapturedGraph& graph, const std::string& pa
   }
 }
 
+std::string CudaGraphDriver::invalidation_account(CUstream stream) {
+  try {
+    return driver_->capture_invalidation(stream);
+  } catch (...) {
+    return {};  // a diagnostic: never a reason to fail the refusal it words
+  }
+}
+
 }  // namespace graphcap::capture

@@ -20,6 +20,7 @@ class CudaGraphDriver final : public GraphDriver {
   Result<std::vector<CUgraphNode>> nodes(const CapturedGraph& graph) override;
   bool upload(const Executable& executable, CUstream stream, GraphReport& report) override;
   void dump_dot(const CapturedGraph& graph, const std::string& path) override;
+  std::string invalidation_account(CUstream stream) override;
 
  private:
   // Node counts by type into `report`; an error when the graph can't be read (the memory-node
