@@ -153,6 +153,7 @@ class Window {
   // doomed_) against side streams recording into it.
   std::mutex book_;
   std::vector<RecordedNode> nodes_;             // the recording's operations, in order
+  std::size_t node_hint_ = 0;                   // how many the last recording made
   std::map<int, std::vector<std::size_t>> frontiers_;  // per stream: what its next op depends on
   std::map<int, std::size_t> last_node_;        // per stream: its last recorded node
   std::vector<Window*> sides_;                  // the side streams joined into this recording
