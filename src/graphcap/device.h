@@ -179,8 +179,7 @@ class Device {
                             bool writes) const;
   Result<void> check_external(const Buffer& buffer, Stream& s, bool writes) const;
   Result<void> fill_with(const Buffer& dst, std::size_t offset, std::size_t bytes,
-                         unsigned element_size, std::uint32_t value, const char* shown,
-                         Stream& s);
+                         unsigned element_size, std::uint32_t value, Stream& s);
 
   std::shared_ptr<detail::DeviceCore> core_;
   mutable std::mutex streams_mutex_;

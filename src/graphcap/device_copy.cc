@@ -30,10 +30,26 @@ Result<void> check_span(const Buffer& buffer, std::size_t offset, std::size_t co
   return {};
 }
 
-std::string hex32(std::uint32_t value) {
-  char text[16];
-  std::snprintf(text, sizeof text, "0x%08x", value);
-  return text;
+// A recorded copy's label; numbers: bytes, source offset and size, destination offset and size.
+std::string copy_label(const capture::OperationLabel& label) {
+  const auto& n = label.numbers;
+  return "memcpy " + std::to_string(n[0]) + " B device to device\nfrom +" + std::to_string(n[1]) +
+         " of " + std::to_string(n[2]) + " B\nto +" + std::to_string(n[3]) + " of " +
+         std::to_string(n[4]) + " B";
+}
+
+// A recorded fill's label; numbers: bytes, element size (1 or 4), value, offset, buffer size.
+std::string fill_label(const capture::OperationLabel& label) {
+  const auto& n = label.numbers;
+  char shown[16];
+  if (n[1] == 4) {
+    std::snprintf(shown, sizeof shown, "0x%08x", static_cast<unsigned>(n[2]));
+  } else {
+    std::snprintf(shown, sizeof shown, "0x%02x", static_cast<unsigned>(n[2]));
+  }
+  return "memset " + std::to_string(n[0]) + " B to " + shown +
+         (n[1] == 4 ? " (32-bit words)" : "") + "\nat +" + std::to_string(n[3]) + " of " +
+         std::to_string(n[4]) + " B";
 }
 
 }  // namespace
@@ -84,9 +100,8 @@ Result<void> Device::copy(const Buffer& dst, std::size_t dst_offset, const Buffe
   Result<void> done = [&] {
     std::lock_guard lock(stream.mutex());
     if (stream.window().recording() || log_enabled(LogLevel::debug)) {
-      op.label = "memcpy " + std::to_string(bytes) + " B device to device\nfrom +" +
-                 std::to_string(src_offset) + " of " + std::to_string(src.size()) + " B\nto +" +
-                 std::to_string(dst_offset) + " of " + std::to_string(dst.size()) + " B";
+      op.label = capture::OperationLabel(&copy_label);
+      op.label.numbers = {bytes, src_offset, src.size(), dst_offset, dst.size()};
     }
     return stream.run(
         op,
@@ -119,9 +134,7 @@ Result<void> Device::fill(const Buffer& dst, std::size_t offset, std::size_t cou
   }
   GRAPHCAP_TRY(check_span(dst, offset, count, "fill", "the destination"));
   if (count == 0) return {};
-  char value[8];
-  std::snprintf(value, sizeof value, "0x%02x", static_cast<unsigned>(byte));
-  return fill_with(dst, offset, count, 1, byte, value, s);
+  return fill_with(dst, offset, count, 1, byte, s);
 }
 
 Result<void> Device::fill(const Buffer& dst, std::uint32_t word, Stream& s) {
@@ -134,12 +147,11 @@ Result<void> Device::fill(const Buffer& dst, std::uint32_t word, Stream& s) {
                  "fill: a 32-bit fill needs a destination of whole, 4-byte aligned words; this "
                  "buffer has " + std::to_string(dst.size()) + " bytes (fill bytes instead)");
   }
-  return fill_with(dst, 0, dst.size(), 4, word, hex32(word).c_str(), s);
+  return fill_with(dst, 0, dst.size(), 4, word, s);
 }
 
 Result<void> Device::fill_with(const Buffer& dst, std::size_t offset, std::size_t bytes,
-                               unsigned element_size, std::uint32_t value, const char* shown,
-                               Stream& s) {
+                               unsigned element_size, std::uint32_t value, Stream& s) {
   GRAPHCAP_TRY(core_->bind_thread());
   StreamCore& stream = HandleAccess::core(s);
   const bool whole = offset == 0 && bytes == dst.size();
@@ -151,9 +163,8 @@ Result<void> Device::fill_with(const Buffer& dst, std::size_t offset, std::size_
   Result<void> done = [&] {
     std::lock_guard lock(stream.mutex());
     if (stream.window().recording() || log_enabled(LogLevel::debug)) {
-      op.label = "memset " + std::to_string(bytes) + " B to " + shown +
-                 (element_size == 4 ? " (32-bit words)" : "") + "\nat +" + std::to_string(offset) +
-                 " of " + std::to_string(dst.size()) + " B";
+      op.label = capture::OperationLabel(&fill_label);
+      op.label.numbers = {bytes, element_size, value, offset, dst.size()};
     }
     return stream.run(
         op,

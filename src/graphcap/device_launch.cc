@@ -108,17 +108,31 @@ const char* access_name(Arg::Access access) noexcept {
   return "value";
 }
 
-// What a recorded launch shows in Graph::dot() and the debug log: one line per fact.
-std::string launch_label(const std::string& name, const LaunchDims& dims,
-                         std::initializer_list<Arg> args) {
-  std::string label = "kernel " + name + "\ngrid " + dim_text(dims.grid) + " block " +
-                      dim_text(dims.block);
-  if (dims.shared_bytes != 0) label += " shared " + std::to_string(dims.shared_bytes);
-  std::size_t index = 0;
+// What a recorded launch shows in Graph::dot(), the debug log and messages: one line per fact,
+// rendered from the compact record launch_label keeps (only when something asks for the text).
+std::string render_launch(const capture::OperationLabel& label) {
+  std::string text = "kernel " + *label.name + "\ngrid " + dim_text(label.dims.grid) + " block " +
+                     dim_text(label.dims.block);
+  if (label.dims.shared_bytes != 0) text += " shared " + std::to_string(label.dims.shared_bytes);
+  for (const capture::OperationLabel::BufferArg& arg : label.buffer_args()) {
+    text += "\narg " + std::to_string(arg.index) + ": " +
+            access_name(static_cast<Arg::Access>(arg.access)) + " " + std::to_string(arg.bytes) +
+            " B";
+  }
+  return text;
+}
+
+// The record of a launch its label is rendered from: no text is built here (the hot path of a
+// recorded launch).
+capture::OperationLabel launch_label(const std::shared_ptr<detail::KernelState>& state,
+                                     const LaunchDims& dims, std::initializer_list<Arg> args) {
+  capture::OperationLabel label(&render_launch);
+  label.name = std::shared_ptr<const std::string>(state, &state->name());
+  label.dims = dims;
+  std::uint32_t index = 0;
   for (const Arg& arg : args) {
     if (const Buffer* buffer = arg.buffer()) {
-      label += "\narg " + std::to_string(index) + ": " + access_name(arg.access()) + " " +
-               std::to_string(buffer->size()) + " B";
+      label.add_buffer_arg({buffer->size(), index, static_cast<std::uint8_t>(arg.access())});
     }
     ++index;
   }
@@ -228,9 +242,9 @@ Result<void> Device::launch(Stream& s, const Kernel& kernel, LaunchDims dims,
   }
   if (recording) {
     op.keep_alive = state;  // a replay needs its module loaded
-    op.label = launch_label(state->name(), dims, args);
+    op.label = launch_label(state, dims, args);
   } else if (log_enabled(LogLevel::debug)) {
-    op.label = launch_label(state->name(), dims, args);
+    op.label = launch_label(state, dims, args);
   }
   // A recorded launch that takes params: what Graph::set needs to set its node again.
   capture::ParamNode param_node;

@@ -27,6 +27,11 @@ Result<void> check_range(const Buffer& buffer, std::size_t offset, std::size_t c
   return {};
 }
 
+// A recorded write's label: "write of N bytes from the host".
+std::string write_label(const capture::OperationLabel& label) {
+  return "write of " + std::to_string(label.numbers[0]) + " bytes from the host";
+}
+
 }  // namespace
 
 Result<Buffer> Device::alloc(std::size_t bytes, Stream& s) {
@@ -82,7 +87,8 @@ Result<void> Device::write(const Buffer& dst, std::size_t offset, std::span<cons
   op.node = CU_GRAPH_NODE_TYPE_MEMCPY;
   op.uses = {&use, 1};
   if (stream.window().recording() || log_enabled(LogLevel::debug)) {
-    op.label = "write of " + std::to_string(bytes.size()) + " bytes from the host";
+    op.label = capture::OperationLabel(&write_label);
+    op.label.numbers[0] = bytes.size();
   }
   Result<void> done = [&] {
   std::lock_guard lock(stream.mutex());

@@ -269,5 +269,98 @@ TEST_F(CaptureDiagnosticsTest, AnInvalidationNoOperationSawIsExplainedAtEnd) {
   EXPECT_THAT(read_u32(x), Each(1u));
 }
 
+// ---- the driver's own account of an invalidation (DriverApi::capture_invalidation) ---------
+
+// The number of the call `entry` from `thread` that got `result`, in the fake's call log (1-based),
+// or 0 if it is not there.
+std::size_t call_number(const std::vector<fake::CallRecord>& calls, const char* entry,
+                        std::thread::id thread, CUresult result) {
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    if (calls[i].entry_point == entry && calls[i].thread == thread && calls[i].result == result) {
+      return i + 1;
+    }
+  }
+  return 0;
+}
+
+TEST_F(CaptureDiagnosticsTest, AnInvalidatedRecordingQuotesTheFakesCallLogForTheOffendingCall) {
+  Buffer x = upload_u32(iota_u32(64));
+  ASSERT_THAT(device_->prepare_capture(stream()), IsOk());
+  ASSERT_THAT(device_->begin_capture(stream()), IsOk());
+  ASSERT_THAT(fill(x, 3, 64), IsOk());
+  // Outside graphcap, on the recording thread: a wait for the recording stream (900).
+  EXPECT_EQ(device_->driver().cuStreamSynchronize(stream().handle()),
+            CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+  EXPECT_THAT(add_one(x, x, 64), StatusIs(Errc::driver, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED));
+  Result<Graph> graph = device_->end_capture(stream());
+  // graphcap's own account, on every driver.
+  ASSERT_THAT(graph, StatusIs(Errc::doomed, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED,
+                              AllOf(HasSubstr("launch of add_one"),
+                                    HasSubstr("the one before it was kernel fill"),
+                                    HasSubstr("thread_local"))));
+  if (on_fake()) {
+    const std::size_t n = call_number(fake()->calls(), "cuStreamSynchronize",
+                                      std::this_thread::get_id(),
+                                      CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    ASSERT_NE(n, 0u);
+    EXPECT_THAT(graph.error().message(),
+                HasSubstr("(CaptureOptions::mode); the driver's account: the fake's call log: "
+                          "call " + std::to_string(n) + " (cuStreamSynchronize, from the "
+                          "recording's own thread 1) returned "
+                          "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidated the capture)"));
+  } else {
+    // libcuda keeps no call log: graphcap's account stands alone.
+    EXPECT_THAT(graph.error().message(), ::testing::Not(HasSubstr("the driver's account")));
+  }
+  EXPECT_EQ(stream().capture_state(), CaptureState::no_capture);
+}
+
+TEST_F(CaptureDiagnosticsTest, AnInvalidationByAnotherThreadIsNamedWithItsThread) {
+  Buffer x = upload_u32(iota_u32(64));
+  CUcontext context = nullptr;
+  ASSERT_EQ(device_->driver().cuCtxGetCurrent(&context), CUDA_SUCCESS);
+  ASSERT_THAT(device_->prepare_capture(stream()), IsOk());  // global mode (the default)
+  ASSERT_THAT(device_->begin_capture(stream()), IsOk());
+  ASSERT_THAT(fill(x, 3, 64), IsOk());
+  // Another thread allocates from the driver directly, around graphcap's checks: in global mode
+  // that is prohibited (900) and invalidates the recording; no graphcap operation sees it.
+  CUresult allocated = CUDA_SUCCESS;
+  std::thread::id other;
+  std::thread worker([&] {
+    other = std::this_thread::get_id();
+    if (device_->driver().cuCtxSetCurrent(context) != CUDA_SUCCESS) return;
+    CUdeviceptr pointer = 0;
+    allocated = device_->driver().cuMemAlloc(&pointer, 256);
+    if (allocated == CUDA_SUCCESS) (void)device_->driver().cuMemFree(pointer);
+  });
+  worker.join();
+  ASSERT_EQ(allocated, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+  Result<Graph> graph = device_->end_capture(stream());
+  ASSERT_THAT(graph, StatusIs(Errc::driver, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED,
+                              AllOf(HasSubstr("no graphcap operation saw the invalidation"),
+                                    HasSubstr("the last one recorded was kernel fill"),
+                                    HasSubstr("in global mode"))));
+  if (on_fake()) {
+    const std::size_t n = call_number(fake()->calls(), "cuMemAlloc", other,
+                                      CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    ASSERT_NE(n, 0u);
+    EXPECT_THAT(graph.error().message(),
+                HasSubstr("; the driver's account: the fake's call log: call " +
+                          std::to_string(n) + " (cuMemAlloc, from thread 2; the recording began "
+                          "on thread 1) returned CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and "
+                          "invalidated the capture)"));
+  } else {
+    EXPECT_THAT(graph.error().message(), ::testing::Not(HasSubstr("the driver's account")));
+  }
+  // The stream records again, and the account of the old recording is gone with it.
+  ASSERT_THAT(device_->prepare_capture(stream()), IsOk());
+  ASSERT_THAT(device_->begin_capture(stream()), IsOk());
+  if (on_fake()) {
+    EXPECT_EQ(fake()->capture_invalidation(stream().handle()), "");
+  }
+  ASSERT_THAT(fill(x, 4, 64), IsOk());
+  ASSERT_THAT(device_->end_capture(stream()), IsOk());
+}
+
 }  // namespace
 }  // namespace graphcap::testing

@@ -3,6 +3,8 @@
 // graphcap makes, and the memory of a lent buffer that is dropped while the borrowing stream may
 // still use it.
 #include <cstdint>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include <gmock/gmock.h>
@@ -95,9 +97,18 @@ TEST_F(CopyEventFaultsTest, ABorrowedUseWhoseFenceCantBeCreatedIsRefusedBeforeIt
 TEST_F(CopyEventFaultsTest, ABorrowedUseWhoseFenceCantBeRecordedWaitsInstead) {
   Buffer x = upload_u32(iota_u32(16));
   order_side_after_main();
+  std::vector<std::string> warnings;
+  LogSink previous = set_log_sink([&](LogLevel level, std::string_view message) {
+    if (level <= LogLevel::warn) warnings.emplace_back(message);
+  });
   faults().fail_call("cuEventRecord", CUDA_ERROR_INVALID_HANDLE);
   ASSERT_THAT(device_->fill(x, std::uint32_t{9}, *side_), IsOk());
+  set_log_sink(previous);
   EXPECT_GE(faults().call_count("cuStreamSynchronize"), 1u);
+  // Recovered, and said so: the driver's failure is named in a warning.
+  EXPECT_THAT(warnings, ::testing::ElementsAre(AllOf(HasSubstr("cuEventRecord"),
+                                                     HasSubstr("CUDA_ERROR_INVALID_HANDLE"),
+                                                     HasSubstr("waited for the stream instead"))));
   EXPECT_THAT(read_u32(x), Each(9u));
 }
 

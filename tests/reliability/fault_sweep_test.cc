@@ -42,6 +42,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
 #include <functional>
 #include <map>
 #include <optional>
@@ -122,6 +123,7 @@ std::optional<CUresult> injected_code(std::string_view entry) {
       {"cuMemcpyDtoDAsync", CUDA_ERROR_INVALID_VALUE},
       {"cuMemsetD8Async", CUDA_ERROR_INVALID_VALUE},
       {"cuMemsetD32Async", CUDA_ERROR_INVALID_VALUE},
+      {"cuStreamWaitEvent", CUDA_ERROR_INVALID_HANDLE},
   };
   auto it = codes.find(entry);
   if (it == codes.end()) return std::nullopt;
@@ -252,6 +254,7 @@ class Session {
   // The device closes (the scenario's own step).
   void close() {
     graphs.clear();
+    events.clear();
     device.reset();
   }
 
@@ -378,6 +381,7 @@ class Session {
   std::map<std::string, Shadow> shadows;
   std::vector<std::string> claims;  // of the recording now open
   std::vector<Graph> graphs;
+  std::deque<Event> events;  // stable addresses: steps hold references
   std::vector<Error> errors;
   std::vector<std::string> warnings;
 
@@ -395,6 +399,13 @@ Values plus(const Values& values, std::uint32_t k) {
   return out;
 }
 
+// An eager use of another stream's buffer whose hand-back event can't be created is refused before
+// anything is enqueued (docs/capture-lifecycle.md, "Buffers on several streams"): like a refused
+// argument, it marks nothing.
+bool refused_before_issue(const Error& error) {
+  return error.message().find("ordering a buffer of another stream") != std::string::npos;
+}
+
 // dst = src + 1 over n elements, on the device and, when it ran eagerly, in the shadow. A
 // recorded launch (`eager` false) changes nothing now: it claims dst.
 bool add_one(Session& s, const std::string& src, const std::string& dst, std::uint32_t n,
@@ -407,7 +418,7 @@ bool add_one(Session& s, const std::string& src, const std::string& dst, std::ui
     return s.ok(launched);
   }
   if (!launched) {
-    s.fail(dst);  // a failed launch marks its output
+    if (!refused_before_issue(launched.error())) s.fail(dst);  // a failed launch marks its output
     return s.ok(launched);
   }
   s.shadow_of(dst);
@@ -523,7 +534,7 @@ bool copy(Session& s, const std::string& src, const std::string& dst, Stream& st
     return s.ok(copied);
   }
   if (!copied) {
-    s.fail(dst);
+    if (!refused_before_issue(copied.error())) s.fail(dst);
     return s.ok(copied);
   }
   s.set(dst, s.values(src));
@@ -540,7 +551,7 @@ bool fill_words(Session& s, const std::string& dst, std::uint32_t word, Stream& 
     return s.ok(filled);
   }
   if (!filled) {
-    s.fail(dst);
+    if (!refused_before_issue(filled.error())) s.fail(dst);
     return s.ok(filled);
   }
   s.set(dst, Values(s.buffers.at(dst).size() / 4, word));
@@ -916,6 +927,101 @@ bool graph_pool(Session& s) {
          s.read("y2 after the pool's replays", "y2", s.main(), 0, kN / 2);
 }
 
+
+// ---- events and fork/join (issue 12) --------------------------------------------------------------
+
+// A step that must name its graphcap operation when it fails (besides the entry point: checked
+// for every injection by outcome_of).
+template <class T>
+bool named_step(Session& s, const Result<T>& result, const char* operation) {
+  if (!result) {
+    EXPECT_THAT(result.error().message(), ::testing::HasSubstr(operation))
+        << "a failed " << operation << " does not name the operation";
+  }
+  return s.ok(result);
+}
+
+// Device::create_event, kept by the session (dropped before the device closes).
+Event* new_event(Session& s) {
+  Result<Event> event = s.dev().create_event();
+  if (!named_step(s, event, "create_event")) return nullptr;
+  s.events.push_back(std::move(*event));
+  return &s.events.back();
+}
+
+Stream* new_stream(Session& s) {
+  Result<Stream*> made = s.dev().create_stream();
+  if (!s.ok(made)) return nullptr;
+  s.streams.push_back(*made);
+  return *made;
+}
+
+// `to` is ordered after everything enqueued on `from` so far: record an event there, wait for it.
+bool order(Session& s, Event& event, Stream& from, Stream& to) {
+  return named_step(s, s.dev().record(event, from), "record") &&
+         named_step(s, s.dev().wait(to, event), "wait");
+}
+
+// Eager work on two streams ordered by events: x (main) -> y (side) on the side stream, after
+// the side stream waits for the upload; y -> x by copy on the main stream after it waits for the
+// side stream; then both streams use what the other wrote (each read ordered by an event).
+bool events_across_streams(Session& s) {
+  Stream* side = new_stream(s);
+  if (side == nullptr) return false;
+  if (!upload(s, "x", iota_u32(kN), s.main()) || !alloc(s, "y", kN, *side)) return false;
+  Event* forward = new_event(s);
+  if (forward == nullptr) return false;
+  Event* back = new_event(s);
+  if (back == nullptr) return false;
+  if (!order(s, *forward, s.main(), *side)) return false;
+  if (!add_one(s, "x", "y", kN, *side, true)) return false;           // borrows x from main
+  if (!order(s, *back, *side, s.main())) return false;
+  if (!copy(s, "y", "x", s.main(), true)) return false;               // borrows y from side
+  if (!s.read("x after the round trip", "x", s.main())) return false;
+  if (!s.read("y on the main stream", "y", s.main())) return false;
+  // Once more the other way, reusing both events (each wait takes the last record).
+  if (!order(s, *forward, s.main(), *side)) return false;
+  if (!fill_words(s, "x", 9u, *side, true)) return false;              // writes main's buffer
+  if (!order(s, *back, *side, s.main())) return false;
+  if (!add_one(s, "x", "x", kN, s.main(), true)) return false;
+  return s.read("x after the second round", "x", s.main());
+}
+
+// A recording on the main stream that forks a side stream (it waits on an event recorded in the
+// recording), launches there beside a fill on the main stream, and joins back; warmed up eagerly
+// with the same steps, then replayed twice.
+bool fork_join_recording(Session& s) {
+  Stream* side = new_stream(s);
+  if (side == nullptr) return false;
+  if (!upload(s, "x", iota_u32(kN), s.main()) || !alloc(s, "y", kN, s.main()) ||
+      !alloc(s, "z", kN, s.main())) {
+    return false;
+  }
+  Event* fork = new_event(s);
+  if (fork == nullptr) return false;
+  Event* join = new_event(s);
+  if (join == nullptr) return false;
+  auto pass = [&](bool eager) {
+    return order(s, *fork, s.main(), *side) &&
+           add_one(s, "x", "y", kN, *side, eager) &&      // side: y = x + 1
+           fill_words(s, "z", 3u, s.main(), eager) &&     // beside it on main: z = 3
+           order(s, *join, *side, s.main()) &&
+           add_one(s, "y", "y", kN, s.main(), eager);     // joined: y = x + 2
+  };
+  if (!capture(s, s.main(), pass)) return false;
+  if (side->capture_state() != CaptureState::no_capture) {
+    ADD_FAILURE() << "the side stream is still in the recording after end_capture";
+    return false;
+  }
+  auto effect = [&] {
+    s.set("y", plus(s.values("x"), 2));
+    s.set("z", Values(kN, 3u));
+  };
+  if (!write(s, "x", iota_u32(kN, 1000), s.main())) return false;
+  if (!replay(s, effect) || !replay(s, effect)) return false;
+  return s.read("y after the replays", "y", s.main()) && s.read("z after the replays", "z", s.main());
+}
+
 const std::vector<Scenario>& scenarios() {
   static const std::vector<Scenario> all = {
       {"capture_replay", open_device, capture_replay},
@@ -935,6 +1041,8 @@ const std::vector<Scenario>& scenarios() {
       {"param_set", open_device, param_set},
       {"graph_pool", open_device, graph_pool},
       {"copies_and_fills", open_device, copies_and_fills},
+      {"events_across_streams", open_device, events_across_streams},
+      {"fork_join_recording", open_device, fork_join_recording},
   };
   return all;
 }
@@ -1005,6 +1113,7 @@ void check_open_device(Session& s) {
 // Drop everything, close, and count the handles the run left.
 void close_and_count(Session& s, const Injection* injection) {
   s.graphs.clear();
+  s.events.clear();
   s.buffers.clear();
   s.add_one = s.fill = s.copy = Kernel{};
   s.module = Module{};

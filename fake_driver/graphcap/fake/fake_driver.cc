@@ -61,6 +61,9 @@ std::size_t FakeDriver::pending_operations(CUstream stream) const {
   return state_->pending_operations(stream);
 }
 void FakeDriver::run_pending() { state_->run_pending(); }
+std::string FakeDriver::capture_invalidation(CUstream stream) {
+  return state_->capture_invalidation(stream);
+}
 void FakeDriver::set_device_paused(bool paused) { state_->set_device_paused(paused); }
 bool FakeDriver::read_device(CUdeviceptr address, std::span<std::byte> out) const {
   return state_->read_device(address, out);

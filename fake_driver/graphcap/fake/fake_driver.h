@@ -198,6 +198,14 @@ class FakeDriver : public DriverApi {
 
   // ---- DriverApi ----------------------------------------------------------------------------
   const char* name() const noexcept override { return "fake"; }
+  // From the call log: the call that invalidated the capture sequence last begun on `stream`,
+  // its number in the log (1-based, as calls() counts since the last clear_calls), its thread
+  // (numbered in the order threads first called this fake: thread 1 is the first) and the
+  // recording's own thread, and what it returned: "the fake's call log: call 12 (cuMemAlloc,
+  // from thread 2; the recording began on thread 1) returned
+  // CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidated the capture". Empty when that capture
+  // was not invalidated (or `stream` is unknown). Kept until the stream begins another capture.
+  std::string capture_invalidation(CUstream stream) override;
 
   // One override per line of entry_points.def, named and typed as the entry point.
 #define GRAPHCAP_DRIVER_ENTRY(name, version, versioned, params) \

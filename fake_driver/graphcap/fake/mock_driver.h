@@ -31,6 +31,10 @@ class MockDriver : public DriverApi {
   const FakeDriver& fake() const noexcept { return fake_; }
 
   MOCK_METHOD(const char*, name, (), (const, noexcept, override));
+  // Not mocked: the fake's account, from its call log.
+  std::string capture_invalidation(CUstream stream) override {
+    return fake_.capture_invalidation(stream);
+  }
 
   // One mock method per line of entry_points.def.
 #define GRAPHCAP_DRIVER_ENTRY(name, version, versioned, params) \

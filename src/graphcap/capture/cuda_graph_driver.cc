@@ -294,4 +294,12 @@ Result<GraphReport> CudaGraphDriver::inspect_loop_body(CUgraph body, const Graph
   return report;
 }
 
+std::string CudaGraphDriver::invalidation_account(CUstream stream) {
+  try {
+    return driver_->capture_invalidation(stream);
+  } catch (...) {
+    return {};  // a diagnostic: never a reason to fail the refusal it words
+  }
+}
+
 }  // namespace graphcap::capture

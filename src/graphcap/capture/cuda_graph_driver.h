@@ -25,6 +25,7 @@ class CudaGraphDriver final : public GraphDriver {
   bool loop_active(CUstream body_stream) override;
   Result<void> end_loop(CUstream body_stream) override;
   Result<GraphReport> inspect_loop_body(CUgraph body, const GraphReport& recorded) override;
+  std::string invalidation_account(CUstream stream) override;
 
  private:
   // Node counts by type into `report`; an error when the graph can't be read (the memory-node

@@ -88,6 +88,13 @@ class GraphDriver {
   // The driver's own DOT dump of a captured graph (cuGraphDebugDotPrint, verbose) into `path`,
   // for CUDA-level detail; a failure is only a warning.
   virtual void dump_dot(const CapturedGraph& graph, const std::string& path) = 0;
+
+  // The driver's own account of what invalidated the recording last begun on `stream`
+  // (DriverApi::capture_invalidation), or empty when it keeps none. For refusal messages only.
+  virtual std::string invalidation_account(CUstream stream) {
+    (void)stream;
+    return {};
+  }
 };
 
 }  // namespace graphcap::capture

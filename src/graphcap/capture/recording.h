@@ -11,6 +11,7 @@
 #include <graphcap/capture/captured_graph.h>
 #include <graphcap/capture/executable.h>
 #include <graphcap/capture/graph_report.h>
+#include <graphcap/capture/operation_label.h>
 #include <graphcap/driver/cuda_types.h>
 #include <graphcap/driver/launch_dims.h>
 #include <graphcap/memory/allocation.h>
@@ -63,8 +64,9 @@ struct Operation {
   CUevent borrowed_fence = nullptr;
   std::uint64_t borrowed_at = 0;  // the operation's sequence number on its stream
   // For diagnostics (debug log, Graph::dot, refusals): what the operation is, e.g. the kernel's
-  // name and launch shape. Empty when not asked for.
-  std::string label;
+  // name and launch shape, as a compact record rendered to text only when asked. Empty when not
+  // asked for (eager operations).
+  OperationLabel label;
 };
 
 // The buffers a recording uses, by role. Held weakly: a graph must not keep a buffer's failure
@@ -81,7 +83,7 @@ struct BufferRoles {
 // it is in.
 struct RecordedNode {
   CUgraphNodeType type = CU_GRAPH_NODE_TYPE_KERNEL;
-  std::string label;
+  OperationLabel label;
   int stream = 0;
   std::vector<std::size_t> depends_on;
   std::uint64_t loop = 0;  // the WHILE loop whose body holds the node (0: the graph itself)

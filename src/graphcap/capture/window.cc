@@ -22,6 +22,13 @@ const char* mode_name(CUstreamCaptureMode mode) {
 }
 
 // What usually invalidates a recording in `mode`, for the message that refuses it.
+// The driver's own account of the invalidation (the fake names the offending call and thread
+// from its call log), appended to graphcap's; nothing where the driver keeps none (libcuda).
+std::string driver_account(GraphDriver& graphs, CUstream stream) {
+  std::string account = graphs.invalidation_account(stream);
+  return account.empty() ? account : "; the driver's account: " + account;
+}
+
 std::string likely_causes(CUstreamCaptureMode mode) {
   switch (mode) {
     case CU_STREAM_CAPTURE_MODE_GLOBAL:
@@ -36,11 +43,6 @@ std::string likely_causes(CUstreamCaptureMode mode) {
       return "a call made outside graphcap on the recording stream (a synchronization or query "
              "of it, or a failed captured call) invalidates it";
   }
-}
-
-std::string first_line(const std::string& label) {
-  const std::size_t end = label.find('\n');
-  return end == std::string::npos ? label : label.substr(0, end);
 }
 
 Error out_of_order(const char* operation, CaptureState state, const char* hint) {
@@ -135,10 +137,12 @@ Result<void> Window::begin() {
   {
     std::lock_guard book(book_);
     nodes_.clear();
+    // The graph took the last recording's node list: a re-recording of the same step records as
+    // many nodes, so reserve them once instead of growing (and moving every node) 8 times.
+    nodes_.reserve(node_hint_);
     frontiers_.clear();
     last_node_.clear();
     sides_.clear();
-    last_label_.clear();
     loops_.clear();
   }
   unended_bodies_.clear();
@@ -220,6 +224,7 @@ Result<Recording> Window::close(bool upload, std::optional<Error> doomed, bool o
     recording.pins = std::move(pins_);
     recording.buffers = std::exchange(roles_, BufferRoles{});
     recording.keep_alive = std::move(keep_alive_);
+    node_hint_ = nodes_.size();
     recording.nodes = std::move(nodes_);
     recording.param_nodes = std::move(param_nodes_);
     pins_.clear();
@@ -279,8 +284,9 @@ Result<Recording> Window::close(bool upload, std::optional<Error> doomed, bool o
       refusal = Error(refusal->code(),
                       refusal->message() + " (no graphcap operation saw the invalidation; the "
                       "last one recorded was " +
-                          (last_label_.empty() ? std::string("none") : first_line(last_label_)) +
-                          "; " + likely_causes(mode_) + ")",
+                          (recording.nodes.empty() ? std::string("none")
+                                                   : recording.nodes.back().label.first_line()) +
+                          "; " + likely_causes(mode_) + driver_account(*graphs_, stream_) + ")",
                       refusal->driver_code());
     }
   } else {
@@ -454,12 +460,12 @@ void Window::force_close() noexcept {
   }
 }
 
-void Window::record(const Operation& op, const Error* failure) {
+void Window::record(Operation& op, const Error* failure) {
   Window* origin = joined_.load(std::memory_order_acquire);
   (origin != nullptr ? origin : this)->record_from(op, failure, stream_index_);
 }
 
-void Window::record_from(const Operation& op, const Error* failure, int stream) {
+void Window::record_from(Operation& op, const Error* failure, int stream) {
   std::lock_guard book(book_);
   for (const BufferUse& use : op.uses) {
     const std::shared_ptr<memory::BufferState>& buffer = *use.buffer;
@@ -480,15 +486,15 @@ void Window::record_from(const Operation& op, const Error* failure, int stream) 
       doom_locked(Error(failure->code(),
                  failure->message() + " (the first graphcap operation to see the recording "
                  "invalidated; the one before it was " +
-                     (last_label_.empty() ? std::string("none: the recording had just begun")
-                                          : first_line(last_label_)) +
-                     "; " + likely_causes(mode_) + ")",
+                     (nodes_.empty() ? std::string("none: the recording had just begun")
+                                     : nodes_.back().label.first_line()) +
+                     "; " + likely_causes(mode_) + driver_account(*graphs_, stream_) + ")",
                  failure->driver_code()));
     } else {
       doom_locked(*failure);
     }
     if (log_enabled(LogLevel::debug)) {
-      log(LogLevel::debug, "recording " + std::to_string(id_) + ": " + first_line(op.label) +
+      log(LogLevel::debug, "recording " + std::to_string(id_) + ": " + op.label.first_line() +
                                " failed: " + failure->message());
     }
     return;
@@ -506,7 +512,9 @@ void Window::record_from(const Operation& op, const Error* failure, int stream) 
   }
   RecordedNode node;
   node.type = op.node;
-  node.label = op.external && op.label.empty() ? "external work (record_external)" : op.label;
+  node.label = op.external && op.label.empty()
+                   ? OperationLabel::of_text("external work (record_external)")
+                   : std::move(op.label);
   node.stream = stream;
   node.loop = loop != nullptr ? loop->id : 0;
   const int lane = loop != nullptr ? loop->lane : stream;
@@ -515,9 +523,8 @@ void Window::record_from(const Operation& op, const Error* failure, int stream) 
   frontier.assign(1, nodes_.size());
   last_node_[lane] = nodes_.size();
   nodes_.push_back(std::move(node));
-  last_label_ = op.label;
   if (log_enabled(LogLevel::debug)) {
-    std::string text = op.label;
+    std::string text = nodes_.back().label.text();
     for (char& c : text) {
       if (c == '\n') c = ' ';
     }
@@ -591,8 +598,8 @@ Result<Window::LoopInfo> Window::begin_loop(CUstream body_stream, unsigned first
     const int lane = enclosing != nullptr ? enclosing->lane : stream_index_;
     RecordedNode node;
     node.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
-    node.label = "while loop " + std::to_string(frame.id) + " (first " + std::to_string(first) +
-                 ")";
+    node.label = OperationLabel::of_text("while loop " + std::to_string(frame.id) + " (first " +
+                                         std::to_string(first) + ")");
     node.stream = stream_index_;
     node.loop = enclosing != nullptr ? enclosing->id : 0;
     node.body = frame.id;
@@ -602,7 +609,6 @@ Result<Window::LoopInfo> Window::begin_loop(CUstream body_stream, unsigned first
     last_node_[lane] = nodes_.size();
     frame.node = nodes_.size();
     nodes_.push_back(std::move(node));
-    last_label_ = nodes_.back().label;
     loops_.push_back(frame);
   }
   loop_target_.store(body_stream, std::memory_order_release);
@@ -746,7 +752,7 @@ std::optional<Error> Window::unjoined_locked() const {
                  "end_capture: stream " + std::to_string(stream) + " was forked into the "
                  "recording and its work is not joined back into stream " +
                      std::to_string(stream_index_) + ": its last unjoined operation is " +
-                     first_line(nodes_[last].label) + " (node " + std::to_string(last) +
+                     nodes_[last].label.first_line() + " (node " + std::to_string(last) +
                      "); record an event on stream " + std::to_string(stream) +
                      " after it and wait for it on stream " + std::to_string(stream_index_) +
                      " before end_capture (the driver would refuse the recording with "

@@ -77,8 +77,9 @@ class Window {
 
   // An operation on the stream while recording: pin its memory, note what it reads and writes,
   // keep alive what its replay needs. `failure` set: the operation failed or was skipped, so
-  // the recording is doomed (it is missing an operation) and what it writes is claimed.
-  void record(const Operation& op, const Error* failure);
+  // the recording is doomed (it is missing an operation) and what it writes is claimed. The
+  // operation's label is moved into the recording (the caller's is left empty).
+  void record(Operation& op, const Error* failure);
   // Doom the recording with the first error inside it.
   void doom(const Error& error);
 
@@ -135,7 +136,7 @@ class Window {
   std::optional<Error> open_loop_refusal() const;
   static constexpr std::size_t kMaxLoopDepth = 8;
   // record() on the origin, for an operation of stream `stream` (book_ not held).
-  void record_from(const Operation& op, const Error* failure, int stream);
+  void record_from(Operation& op, const Error* failure, int stream);
   void doom_locked(const Error& error);
   // The work of side streams the origin's frontier does not depend on (book_ held).
   std::optional<Error> unjoined_locked() const;
@@ -177,9 +178,9 @@ class Window {
   // doomed_) against side streams recording into it.
   mutable std::mutex book_;
   std::vector<RecordedNode> nodes_;             // the recording's operations, in order
+  std::size_t node_hint_ = 0;                   // how many the last recording made
   std::map<int, std::vector<std::size_t>> frontiers_;  // per stream: what its next op depends on
   std::map<int, std::size_t> last_node_;        // per stream: its last recorded node
-  std::string last_label_;                      // the last operation recorded (for messages)
   std::vector<Window*> sides_;                  // the side streams joined into this recording
   std::atomic<Window*> joined_{nullptr};        // on a side stream: the origin
   std::chrono::steady_clock::time_point begun_;  // for the debug log's timings

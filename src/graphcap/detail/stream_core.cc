@@ -205,7 +205,7 @@ bool StreamCore::ordered_after(const memory::SliceOwner* stream, std::uint64_t s
 
 void StreamCore::lost_order(capture::Operation& op, const Error& why) noexcept {
   try {
-    (void)device_->driver().cuEventDestroy(std::exchange(op.borrowed_fence, nullptr));
+    destroy_fence(std::exchange(op.borrowed_fence, nullptr));
     // Without the fence the owners can't be ordered after this use: wait for it here instead.
     if (Result<void> waited = synchronize("handing a buffer back to its stream"); !waited) {
       log(LogLevel::error, why.context("handing a buffer back to its stream").message() +
@@ -213,6 +213,10 @@ void StreamCore::lost_order(capture::Operation& op, const Error& why) noexcept {
                                "): its memory may be reused before this stream is done with it");
       return;
     }
+    // Recovered, but the driver's failure must not go unseen (it may be the first sign of a
+    // faulting device).
+    log(LogLevel::warn, why.context("handing a buffer back to its stream").message() +
+                            "; waited for the stream instead");
     // The use is complete: every owner is ordered after it.
     OrderPoint point;
     point.stream = this;
@@ -262,7 +266,18 @@ void StreamCore::return_borrowed(capture::Operation& op) noexcept {
   } catch (...) {
     log(LogLevel::error, "handing a buffer back to its stream failed unexpectedly");
   }
-  (void)device_->driver().cuEventDestroy(fence);
+  destroy_fence(fence);
+}
+
+void StreamCore::destroy_fence(CUevent fence) noexcept {
+  if (CUresult result = device_->driver().cuEventDestroy(fence); result != CUDA_SUCCESS) {
+    try {
+      log(LogLevel::warn, Error::from_driver("cuEventDestroy", result)
+                              .context("handing a buffer back to its stream: destroying its event")
+                              .message());
+    } catch (...) {
+    }
+  }
 }
 
 }  // namespace graphcap::detail

@@ -125,6 +125,8 @@ class StreamCore final : public memory::SliceOwner,
   DriverApi& device_driver() const noexcept;
   // A borrowed use could not be handed back: wait for this stream instead (or warn).
   void lost_order(capture::Operation& op, const Error& why) noexcept;
+  // The hand-back's event is destroyed; a failure is a warning (the use itself went through).
+  void destroy_fence(CUevent fence) noexcept;
 
   capture::ReplayGate gate_;
   std::shared_ptr<DeviceCore> device_;

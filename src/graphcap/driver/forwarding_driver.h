@@ -28,6 +28,9 @@ class ForwardingDriver : public DriverApi {
   DriverApi& inner() const noexcept { return *inner_; }
 
   const char* name() const noexcept override { return inner_->name(); }
+  std::string capture_invalidation(CUstream stream) override {
+    return inner_->capture_invalidation(stream);
+  }
 
 #define GRAPHCAP_DRIVER_ENTRY(name, version, versioned, params) \
   CUresult name(GRAPHCAP_PARAMS(params)) override { return inner_->name(GRAPHCAP_ARGS(params)); }

@@ -4,6 +4,11 @@
 #include <graphcap/fake/internal/fake_state.h>
 
 #include <algorithm>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <graphcap/driver/error_names.h>
 
 namespace graphcap::fake {
 
@@ -16,8 +21,50 @@ FakeState::Capture* FakeState::capture_of(const Stream& stream) {
 CUresult FakeState::refuse(Capture& capture, CUresult code) {
   if (capture.status == CU_STREAM_CAPTURE_STATUS_ACTIVE) {
     capture.status = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
+    note_invalidation(capture, code);
   }
   return code;
+}
+
+// Not a CUDA rule: the fake's account of an invalidation, from its call log (the call in
+// progress is the one that invalidates; it is logged right after, with this number). Threads are
+// numbered in the order they first appear in the log.
+void FakeState::note_invalidation(const Capture& capture, CUresult code) {
+  if (current_entry_.empty()) return;
+  const std::thread::id me = std::this_thread::get_id();
+  std::vector<std::thread::id> seen;
+  for (const CallRecord& record : log_.records()) {
+    if (std::find(seen.begin(), seen.end(), record.thread) == seen.end()) {
+      seen.push_back(record.thread);
+    }
+  }
+  auto number = [&](std::thread::id id) -> std::size_t {
+    auto at = std::find(seen.begin(), seen.end(), id);
+    if (at != seen.end()) return static_cast<std::size_t>(at - seen.begin()) + 1;
+    if (id == me) return seen.size() + 1;  // its first call is this one
+    return 0;
+  };
+  const std::size_t caller = number(me);
+  const std::size_t recorder = number(capture.thread);
+  std::string text = "the fake's call log: call " + std::to_string(log_.total() + 1) + " (" +
+                     std::string(current_entry_) + ", from ";
+  if (me == capture.thread) {
+    text += "the recording's own thread " + std::to_string(caller);
+  } else {
+    text += "thread " + std::to_string(caller) + "; the recording began on " +
+            (recorder != 0 ? "thread " + std::to_string(recorder)
+                           : std::string("a thread not in the log"));
+  }
+  text += ") returned " + std::string(cu_result_name(code)) + " and invalidated the capture";
+  invalidations_[capture.origin] = std::move(text);
+}
+
+std::string FakeState::capture_invalidation(CUstream handle) {
+  std::lock_guard<std::mutex> guard(mutex_);
+  const Stream* stream = find_stream(handle);
+  if (stream == nullptr) return {};
+  auto found = invalidations_.find(stream->id);
+  return found == invalidations_.end() ? std::string() : found->second;
 }
 
 CUresult FakeState::refuse(Stream& stream, CUresult code) {
@@ -149,6 +196,7 @@ CUresult FakeState::cuStreamBeginCapture(CUstream handle, CUstreamCaptureMode mo
   graphs_.emplace(graph.handle, std::move(graph));
   stream->capture = capture.id;
   stream->frontier.clear();
+  invalidations_.erase(stream->id);  // the account is of the capture last begun
   captures_.emplace(capture.id, std::move(capture));
   return CUDA_SUCCESS;
 }

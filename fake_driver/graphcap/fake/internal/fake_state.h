@@ -52,6 +52,7 @@ class FakeState {
   CUresult call(std::string_view entry_point, CUstream stream, Run&& run,
                 OnInjected&& on_injected) {
     std::lock_guard<std::mutex> guard(mutex_);
+    current_entry_ = entry_point;  // a literal: names the call that invalidates a capture
     CUresult result = CUDA_SUCCESS;
     const std::optional<CUresult> injected = faults_.next(entry_point, stream);
     if (injected) {
@@ -84,6 +85,7 @@ class FakeState {
   void clear_violations();
   std::size_t pending_operations(CUstream stream);
   void run_pending();
+  std::string capture_invalidation(CUstream stream);  // FakeDriver::capture_invalidation
   void set_device_paused(bool paused);
   bool read_device(CUdeviceptr address, std::span<std::byte> out);
   bool write_device(CUdeviceptr address, std::span<const std::byte> bytes);
@@ -285,9 +287,11 @@ class FakeState {
   CUresult route(Stream& stream, bool* captured);
   // The common start of every stream-ordered call: a current context, the stream, its route.
   CUresult enter_stream_call(CUstream handle, Context** context, Stream** stream, bool* captured);
-  // A captured operation that fails invalidates the capture it was on.
+  // A captured operation that fails invalidates the capture it was on (and the call that did it
+  // is noted from the call log: note_invalidation).
   CUresult refuse(Stream& stream, CUresult code);
   CUresult refuse(Capture& capture, CUresult code);
+  void note_invalidation(const Capture& capture, CUresult code);
   // A potentially unsafe call (CUDA's capture-mode rule): 900, invalidating the captures that
   // prohibit it, or CUDA_SUCCESS.
   CUresult check_unsafe_call();
@@ -376,6 +380,9 @@ class FakeState {
 
   internal::FaultPlan faults_;
   internal::CallLog log_;
+  std::string_view current_entry_;  // the entry point of the call in progress (under mutex_)
+  // Per origin stream id: what invalidated the capture it last began (capture_invalidation).
+  std::map<std::uint64_t, std::string> invalidations_;
   std::vector<std::string> violations_;
   std::size_t reclaimed_ = 0;
 };

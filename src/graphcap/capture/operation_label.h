@@ -1,0 +1,88 @@
+// OperationLabel: what a recorded operation is, for diagnostics (Graph::dot(), the debug log,
+// refusal messages). Recording keeps only a compact record of it (the kernel's name by shared
+// reference, the launch shape, one entry per buffer argument, a few numbers) and no text: the
+// text is rendered only when something asks for it, by the operation's own formatter (`render`,
+// defined next to the operation in device_launch.cc, device_copy.cc, ...). Building the text on
+// every recorded launch was a third of graphcap's capture overhead (docs/performance.md).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <graphcap/driver/launch_dims.h>
+
+namespace graphcap::capture {
+
+class OperationLabel {
+ public:
+  // One buffer argument of a kernel launch: its position, its access (a code the renderer
+  // defines) and the buffer's size.
+  struct BufferArg {
+    std::uint64_t bytes = 0;
+    std::uint32_t index = 0;
+    std::uint8_t access = 0;
+  };
+  using Render = std::string (*)(const OperationLabel&);
+
+  OperationLabel() = default;
+  OperationLabel(const OperationLabel&) = default;
+  OperationLabel& operator=(const OperationLabel&) = default;
+  // A moved-from label is empty (it renders nothing rather than a name it no longer holds).
+  OperationLabel(OperationLabel&& other) noexcept { *this = std::move(other); }
+  OperationLabel& operator=(OperationLabel&& other) noexcept {
+    name = std::move(other.name);
+    dims = other.dims;
+    numbers = other.numbers;
+    render_ = std::exchange(other.render_, nullptr);
+    text_ = std::move(other.text_);
+    other.text_.clear();
+    arg_count_ = std::exchange(other.arg_count_, 0);
+    inline_args_ = other.inline_args_;
+    more_args_ = std::move(other.more_args_);
+    other.more_args_.clear();
+    return *this;
+  }
+  // A label rendered by `render` from what the operation stores below.
+  explicit OperationLabel(Render render) noexcept : render_(render) {}
+  // A label given as text (rare paths: a write from the host, external work).
+  static OperationLabel of_text(std::string text) {
+    OperationLabel label;
+    label.text_ = std::move(text);
+    return label;
+  }
+
+  bool empty() const noexcept { return render_ == nullptr && text_.empty(); }
+  // The full text, one line per fact (e.g. "kernel add_one\ngrid (1, 1, 1) block (256, 1, 1)
+  // \narg 0: in 256 B"); empty for an empty label.
+  std::string text() const;
+  // Its first line (e.g. "kernel add_one"): what messages name the operation by.
+  std::string first_line() const;
+
+  // What the renderer reads (set by the operation that makes the label).
+  std::shared_ptr<const std::string> name;  // e.g. the kernel's name (kept alive with the label)
+  LaunchDims dims{};
+  std::array<std::uint64_t, 5> numbers{};  // e.g. a copy's bytes, offsets and sizes
+
+  void add_buffer_arg(const BufferArg& arg);
+  std::span<const BufferArg> buffer_args() const noexcept {
+    return more_args_.empty() ? std::span<const BufferArg>(inline_args_.data(), arg_count_)
+                              : std::span<const BufferArg>(more_args_);
+  }
+
+ private:
+  static constexpr std::size_t kInlineArgs = 8;
+
+  Render render_ = nullptr;
+  std::string text_;
+  std::uint32_t arg_count_ = 0;
+  std::array<BufferArg, kInlineArgs> inline_args_{};
+  std::vector<BufferArg> more_args_;  // every argument, once there are more than kInlineArgs
+};
+
+}  // namespace graphcap::capture
