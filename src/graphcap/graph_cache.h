@@ -48,7 +48,7 @@ struct GraphCacheOptions {
 };
 
 struct GraphCacheStats {
-  std::size_t hits = 0;       // runs that replayed
+  std::size_t hits = 0;       // runs that replayed (a replay that failed is not counted)
   std::size_t captures = 0;   // graphs instantiated (first recordings, and re-recordings whose
                               // update the driver refused)
   std::size_t updates = 0;    // re-recordings applied by exec update
@@ -76,8 +76,9 @@ class GraphCache {
       lru_.splice(lru_.begin(), lru_, found->second);  // most recently used first
       Entry& entry = lru_.front();
       if (entry.graph && !entry.stale) {
-        ++stats_.hits;
-        return entry.graph.replay();
+        Result<void> replayed = entry.graph.replay();
+        if (replayed) [[likely]] ++stats_.hits;
+        return replayed;
       }
       if (entry.gave_up) {
         ++stats_.fallbacks;
@@ -109,6 +110,10 @@ class GraphCache {
     stats.bytes = bytes_;
     return stats;
   }
+  // Why the cache's last refused recording was refused (the run fell back to the warm-up's
+  // result, so run() returned success): the error end_capture, begin_capture or the recorded step
+  // returned, naming the operation and the driver's error. nullptr while no recording was refused.
+  const Error* last_refusal() const noexcept { return last_refusal_ ? &*last_refusal_ : nullptr; }
   std::size_t size() const noexcept { return index_.size(); }
   bool contains(const Key& key) const { return index_.find(key) != index_.end(); }
   // Whether the key has a graph to replay.
@@ -196,6 +201,7 @@ class GraphCache {
   // A refused recording: the warm-up already ran the step, so the run succeeded eagerly.
   Result<void> refused(Entry& entry, const Error& why) {
     ++stats_.fallbacks;
+    last_refusal_ = why;
     if (++entry.refusals >= options_.give_up_after && !entry.gave_up) {
       entry.gave_up = true;
       log(LogLevel::warn, "GraphCache: a key's recording was refused " +
@@ -235,6 +241,7 @@ class GraphCache {
   std::unordered_map<Key, typename Lru::iterator, Hash, KeyEqual> index_;
   std::optional<GraphPool> pool_;
   GraphCacheStats stats_;
+  std::optional<Error> last_refusal_;
   std::size_t bytes_ = 0;
 };
 

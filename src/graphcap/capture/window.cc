@@ -500,6 +500,11 @@ void Window::doom_locked(const Error& error) {
   if (!doomed_) doomed_ = error;
 }
 
+bool Window::marks_failed_writes() noexcept {
+  Window* recording_into = origin();
+  return recording_into == nullptr || recording_into->claim_on_refusal_;
+}
+
 Window* Window::origin() noexcept {
   if (Window* origin = joined_.load(std::memory_order_acquire)) return origin;
   return recording() ? this : nullptr;
