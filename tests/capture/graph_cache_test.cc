@@ -3,6 +3,7 @@
 // through exec update, eviction by count and by bytes.
 #include <graphcap/graph_cache.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <future>
 #include <string>
@@ -248,6 +249,64 @@ TEST_F(GraphCacheTest, RunningOnAStreamInsideTheCallersOwnWindowIsRefusedAndRuns
   EXPECT_FALSE(cache.recorded(9));
   ASSERT_THAT(cache.run(2, [&] { return step(2); }), IsOk());
   EXPECT_THAT(state(), ElementsAreArray(all(2)));
+}
+
+// A hash that sends every key to one of two values: keys probe past each other in the cache's
+// table, and an eviction's gap must not hide the keys placed after it.
+struct CollidingHash {
+  std::size_t operator()(int key) const noexcept { return static_cast<std::size_t>(key % 2); }
+};
+
+TEST_F(GraphCacheTest, KeysWithCollidingHashesStayFindableThroughGrowthAndEviction) {
+  GraphCacheOptions options;
+  options.max_graphs = 6;
+  GraphCache<int, CollidingHash> cache(*device_, stream(), options);
+  std::vector<int> recency;  // the model: least recently used first
+  std::size_t misses = 0;
+  auto in_model = [&](int key) {
+    return std::find(recency.begin(), recency.end(), key) != recency.end();
+  };
+  std::vector<int> order;
+  for (int key = 0; key < 20; ++key) order.push_back(key);
+  for (int key : {3, 17, 18, 19, 2, 16, 15, 19, 0, 1, 2, 3, 4, 18}) order.push_back(key);
+  for (int key : order) {
+    SCOPED_TRACE("key " + std::to_string(key));
+    if (in_model(key)) {
+      recency.erase(std::find(recency.begin(), recency.end(), key));
+    } else {
+      ++misses;
+    }
+    recency.push_back(key);
+    if (recency.size() > options.max_graphs) recency.erase(recency.begin());
+    ASSERT_THAT(cache.run(key, [&] { return add_one(state_, state_, kN); }), IsOk());
+    for (int other = 0; other < 20; ++other) {
+      ASSERT_EQ(cache.contains(other), in_model(other)) << "key " << other;
+      ASSERT_EQ(cache.recorded(other), in_model(other)) << "key " << other;
+    }
+    ASSERT_EQ(cache.size(), recency.size());
+  }
+  EXPECT_EQ(cache.stats().captures, misses);
+  EXPECT_EQ(cache.stats().hits, order.size() - misses);
+  EXPECT_EQ(cache.stats().evictions, misses - options.max_graphs);
+  EXPECT_THAT(state(), ElementsAreArray(all(static_cast<std::uint32_t>(order.size()))));
+}
+
+TEST_F(GraphCacheTest, ManyKeysGrowTheTableAndAllReplay) {
+  GraphCache<std::string> cache(*device_, stream());
+  for (int round = 0; round < 2; ++round) {
+    for (int key = 0; key < 40; ++key) {
+      ASSERT_THAT(cache.run("bucket " + std::to_string(key),
+                            [&] { return add_one(state_, state_, kN); }),
+                  IsOk());
+    }
+  }
+  EXPECT_EQ(cache.size(), 40u);
+  EXPECT_EQ(cache.stats().captures, 40u);
+  EXPECT_EQ(cache.stats().hits, 40u);
+  EXPECT_TRUE(cache.recorded("bucket 0"));
+  EXPECT_TRUE(cache.recorded("bucket 39"));
+  EXPECT_FALSE(cache.contains("bucket 40"));
+  EXPECT_THAT(state(), ElementsAreArray(all(80)));
 }
 
 // ---- a key recorded while another stream of the device has its own recording open ----------
