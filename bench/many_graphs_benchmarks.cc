@@ -512,7 +512,8 @@ Result<StartupTimes> serving_run(BenchEnv& env, int touched, bool up_front) {
                                                : std::string("?")));
     }
     times.buckets = static_cast<double>(stats.captures);
-    times.pool_bytes = cache.pool() != nullptr ? static_cast<double>(cache.pool()->bytes_held()) : 0;
+    times.pool_bytes =
+        cache.pool() != nullptr ? static_cast<double>(cache.pool()->bytes_held()) : 0.0;
   }  // the cache's graphs go here, untimed
   if (Result<void> synced = env.sync(); !synced) return synced.error();
   return times;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <future>
 #include <string>
 #include <thread>
@@ -365,6 +366,30 @@ class GraphCacheNextToARecordingTest : public GraphCacheTest {
     ASSERT_THAT(graph->replay(), IsOk());
     EXPECT_THAT(read_u32(other_, *side_), ElementsAreArray(std::vector<std::uint32_t>(64, 2)));
   }
+  // Another thread opens the other recording in `mode` and holds it open while this thread runs
+  // `meanwhile`; then it ends it. What its open and its end returned.
+  struct OtherThreadsRecording {
+    Result<void> open = Error(Errc::driver, "not run");
+    Result<Graph> graph = Error(Errc::driver, "not run");
+  };
+  OtherThreadsRecording while_another_thread_records(CUstreamCaptureMode mode,
+                                                     const std::function<void()>& meanwhile) {
+    OtherThreadsRecording result;
+    std::promise<void> opened, served;
+    std::future<void> served_future = served.get_future();
+    std::thread owner([&] {
+      OtherRecording recording(*device_, *side_, add_one_, mode);
+      result.open = recording.open(other_);
+      opened.set_value();
+      served_future.wait();
+      result.graph = recording.end();
+    });
+    opened.get_future().wait();
+    meanwhile();
+    served.set_value();
+    owner.join();
+    return result;
+  }
   Buffer scratch_;
   Stream* side_ = nullptr;
   Buffer other_;
@@ -401,7 +426,7 @@ TEST_F(GraphCacheNextToARecordingTest, AMissWhileThisThreadRecordsGlobalFallsBac
   EXPECT_THAT(state(), ElementsAreArray(all(4)));
 }
 
-TEST_F(GraphCacheNextToARecordingTest, AMissThatMustAllocateWhileThisThreadRecordsGlobalFailsAsEager) {
+TEST_F(GraphCacheNextToARecordingTest, AMissThatMustAllocateWhileThisThreadRecordsGlobalFails) {
   OtherRecording recording(*device_, *side_, add_one_, CU_STREAM_CAPTURE_MODE_GLOBAL);
   ASSERT_THAT(recording.open(other_), IsOk());
   GraphCache<int> cache(*device_, stream());
@@ -426,24 +451,15 @@ TEST_F(GraphCacheNextToARecordingTest, AMissThatMustAllocateWhileThisThreadRecor
 }
 
 TEST_F(GraphCacheNextToARecordingTest, AKeyIsRecordedWhileAnotherThreadRecordsThreadLocal) {
-  std::promise<void> opened, served;
-  std::future<void> served_future = served.get_future();
-  Result<void> open = Error(Errc::driver, "not run");
-  Result<Graph> other = Error(Errc::driver, "not run");
-  std::thread owner([&] {
-    OtherRecording recording(*device_, *side_, add_one_, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
-    open = recording.open(other_);
-    opened.set_value();
-    served_future.wait();
-    other = recording.end();
-  });
-  opened.get_future().wait();
   GraphCache<int> cache(*device_, stream());
-  Result<void> miss = cache.run(8, [&] { return step(8); });
-  Result<void> hit = cache.run(8, [&] { return step(8); });
-  served.set_value();
-  owner.join();
-  ASSERT_THAT(open, IsOk());
+  Result<void> miss = Error(Errc::driver, "not run");
+  Result<void> hit = Error(Errc::driver, "not run");
+  OtherThreadsRecording other =
+      while_another_thread_records(CU_STREAM_CAPTURE_MODE_THREAD_LOCAL, [&] {
+        miss = cache.run(8, [&] { return step(8); });
+        hit = cache.run(8, [&] { return step(8); });
+      });
+  ASSERT_THAT(other.open, IsOk());
   // A THREAD_LOCAL recording forbids nothing to other threads: the miss allocates, records.
   EXPECT_THAT(miss, IsOk());
   EXPECT_THAT(hit, IsOk());
@@ -451,30 +467,20 @@ TEST_F(GraphCacheNextToARecordingTest, AKeyIsRecordedWhileAnotherThreadRecordsTh
   EXPECT_EQ(cache.stats().hits, 1u);
   EXPECT_EQ(cache.stats().fallbacks, 0u);
   EXPECT_THAT(state(), ElementsAreArray(all(2)));
-  expect_other_recording_replays(other);
+  expect_other_recording_replays(other.graph);
 }
 
 // A GLOBAL recording open on another thread forbids this thread's allocations from the driver
 // and the drain of begin_capture, as one on this thread does.
 TEST_F(GraphCacheNextToARecordingTest, AMissWhileAnotherThreadRecordsGlobalFailsOrFallsBack) {
-  std::promise<void> opened, served;
-  std::future<void> served_future = served.get_future();
-  Result<void> open = Error(Errc::driver, "not run");
-  Result<Graph> other = Error(Errc::driver, "not run");
-  std::thread owner([&] {
-    OtherRecording recording(*device_, *side_, add_one_, CU_STREAM_CAPTURE_MODE_GLOBAL);
-    open = recording.open(other_);
-    opened.set_value();
-    served_future.wait();
-    other = recording.end();
-  });
-  opened.get_future().wait();
   GraphCache<int> cache(*device_, stream());
-  Result<void> allocating = cache.run(8, [&] { return step(8); });
-  Result<void> preallocated = cache.run(1, [&] { return preallocated_step(); });
-  served.set_value();
-  owner.join();
-  ASSERT_THAT(open, IsOk());
+  Result<void> allocating = Error(Errc::driver, "not run");
+  Result<void> preallocated = Error(Errc::driver, "not run");
+  OtherThreadsRecording other = while_another_thread_records(CU_STREAM_CAPTURE_MODE_GLOBAL, [&] {
+    allocating = cache.run(8, [&] { return step(8); });
+    preallocated = cache.run(1, [&] { return preallocated_step(); });
+  });
+  ASSERT_THAT(other.open, IsOk());
   EXPECT_THAT(allocating, StatusIs(Errc::out_of_memory, CUDA_SUCCESS, HasSubstr("record")))
       << "the warm-up's intermediate: the step failed eagerly, as without the cache";
   EXPECT_THAT(preallocated, IsOk()) << "its warm-up ran; its recording fell back";
@@ -486,7 +492,7 @@ TEST_F(GraphCacheNextToARecordingTest, AMissWhileAnotherThreadRecordsGlobalFails
   EXPECT_FALSE(cache.recorded(1));
   EXPECT_FALSE(cache.recorded(8));
   EXPECT_THAT(state(), ElementsAreArray(all(1)));
-  expect_other_recording_replays(other);
+  expect_other_recording_replays(other.graph);
   ASSERT_THAT(cache.run(8, [&] { return step(8); }), IsOk());  // the recording closed: recorded
   EXPECT_TRUE(cache.recorded(8));
   EXPECT_THAT(state(), ElementsAreArray(all(2)));

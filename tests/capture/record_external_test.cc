@@ -159,9 +159,8 @@ TEST_F(RecordExternalTest, ABufferDroppedAfterTheRecordingStaysPinnedWhileTheGra
 TEST_F(RecordExternalTest, AFailedInputInARecordingIsRefusedAndDoomsIt) {
   Buffer in = upload_u32(iota_u32(16));
   Buffer out = upload_u32(iota_u32(16));
-  ASSERT_THAT(device_->record_external(stream(), {Arg::out(in)},
-                                       Error(Errc::driver, "cublasSgemm: CUBLAS_STATUS_EXECUTION_FAILED")),
-              StatusIs(Errc::driver));
+  const Error failed(Errc::driver, "cublasSgemm: CUBLAS_STATUS_EXECUTION_FAILED");
+  ASSERT_THAT(device_->record_external(stream(), {Arg::out(in)}, failed), StatusIs(Errc::driver));
   ASSERT_THAT(device_->prepare_capture(stream()), IsOk());
   ASSERT_THAT(device_->begin_capture(stream()), IsOk());
   EXPECT_THAT(device_->record_external(stream(), {Arg::in(in), Arg::out(out)}),

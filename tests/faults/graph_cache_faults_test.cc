@@ -49,7 +49,8 @@ TEST_F(GraphCacheFaultsTest, ARecordedLaunchThatFailsFallsBackAndLeavesTheWarmUp
   EXPECT_FALSE(cache.recorded(1));
   ASSERT_NE(cache.last_refusal(), nullptr);
   EXPECT_THAT(*cache.last_refusal(),
-              StatusIs(Errc::driver, CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, HasSubstr("cuLaunchKernel")));
+              StatusIs(Errc::driver, CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES,
+                       HasSubstr("cuLaunchKernel")));
   EXPECT_FALSE(y_.failure().has_value()) << "the warm-up wrote y; the failed recording did not";
   EXPECT_THAT(read_u32(y_), ElementsAreArray(iota_u32(kN, 1)));
   EXPECT_THAT(read_u32(x_), ElementsAreArray(iota_u32(kN, 2)));
