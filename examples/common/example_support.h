@@ -71,6 +71,7 @@ class DecodeDriver {
       return;
     }
 #if EXAMPLE_DECODE_CUDA_KERNELS
+    (void)program;  // named only in the error of a build without CUDA kernels
     cuda_ = check(graphcap::load_cuda_driver(), "--driver=cuda");
 #else
     fail("--driver=cuda: this " + std::string(program) +
