@@ -24,6 +24,8 @@ void register_benchmarks(BenchEnv& env, const BenchPlan& plan);
 //   ParamSet/n, RawKernelNodeSetParams/n, ParamWrite/n   changing a scalar taken by n nodes:
 //       Graph::set / n raw cuGraphExecKernelNodeSetParams / one Device::write of the value
 //   PoolMemory/8   intermediate bytes of 8 graphs at batch sizes 128..1, with and without a pool
+//   ServingStartupLazy/t, ServingStartupUpFront/t   a serving run's start-up through a GraphCache:
+//       lazy recording against recording all 8 buckets up front, 64 requests touching t buckets
 void register_many_graphs_benchmarks(BenchEnv& env, const BenchPlan& plan);
 
 }  // namespace graphcap::bench

@@ -26,6 +26,19 @@
 // intermediate, without and then with a graph pool. Counters: pooled_bytes (the pool's
 // bytes_held), unpooled_bytes (the sum of the intermediates), largest_bytes, pooled_vs_largest
 // (goal: <= 1.1).
+//
+// ServingStartupLazy/t, ServingStartupUpFront/t: a serving run's start-up (issue 11). 8 batch
+// buckets (1, 2, 4, ..., 128); a bucket's step is an intermediate of bucket * 4 KiB from the
+// stream's pool (zeroed by Device::fill) and 20 launches of `empty`. A stream of 64 requests touches only t of the 8
+// buckets (request r uses bucket 2^(r % t)). Lazy: every request goes through a fresh GraphCache,
+// which records a bucket on its first request. Up front: the same cache first runs every one of
+// the 8 buckets once (recording them all, as a server capturing every size at start does), then
+// serves the same requests (all hits). Both sides are measured in every iteration (the order
+// alternates); each is timed from the cache's creation to the first request's result synced
+// (first_response) and to the last one's (total); destroying the cache is untimed. Counters:
+// lazy_buckets, upfront_buckets (graphs recorded), lazy_first_us, upfront_first_us,
+// lazy_total_us, upfront_total_us, first_upfront_vs_lazy, total_upfront_vs_lazy, and the graph
+// pool's bytes on each side (lazy_pool_bytes, upfront_pool_bytes).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -35,6 +48,8 @@
 #include <vector>
 
 #include <benchmark/benchmark.h>
+
+#include <graphcap/graph_cache.h>
 
 #include "benchmarks.h"
 #include "bench_env.h"
@@ -442,6 +457,112 @@ void pool_memory(benchmark::State& state, BenchEnv& env) {
   state.counters["pooled_vs_largest"] = largest > 0 ? pooled / largest : 0.0;
 }
 
+// ---- ServingStartupLazy / ServingStartupUpFront -------------------------------------------------
+
+constexpr std::uint32_t kServingBuckets = 8;  // 1, 2, 4, ..., 128
+constexpr int kServingRequests = 64;
+constexpr int kServingLaunches = 20;
+
+struct StartupTimes {
+  double first_ns = 0;
+  double total_ns = 0;
+  double buckets = 0;
+  double pool_bytes = 0;
+};
+
+// One serving run from a cold cache: `up_front` records every bucket before the first request.
+Result<StartupTimes> serving_run(BenchEnv& env, int touched, bool up_front) {
+  Device& device = env.device();
+  Stream& s = env.stream();
+  StartupTimes times;
+  {
+    GraphCache<std::uint32_t> cache(device, s);
+    auto step = [&](std::uint32_t bucket) -> Result<void> {
+      Result<Buffer> intermediate = device.alloc(std::size_t{bucket} * 4096, s);
+      if (!intermediate) return intermediate.error();
+      if (Result<void> r = device.fill(*intermediate, std::uint8_t{0}, s); !r) return r;
+      for (int i = 0; i < kServingLaunches; ++i) {
+        if (Result<void> r = env.launch_empty(); !r) return r;
+      }
+      return {};
+    };
+    auto serve = [&](std::uint32_t bucket) {
+      return cache.run(bucket, [&, bucket] { return step(bucket); });
+    };
+    const Clock::time_point start = Clock::now();
+    if (up_front) {
+      for (std::uint32_t b = 0; b < kServingBuckets; ++b) {
+        if (Result<void> r = serve(1u << b); !r) return r.error();
+      }
+    }
+    for (int r = 0; r < kServingRequests; ++r) {
+      if (Result<void> served = serve(1u << (r % touched)); !served) return served.error();
+      if (r == 0) {
+        if (Result<void> synced = env.sync(); !synced) return synced.error();
+        times.first_ns = ns_between(start, Clock::now());
+      }
+    }
+    if (Result<void> synced = env.sync(); !synced) return synced.error();
+    times.total_ns = ns_between(start, Clock::now());
+    const GraphCacheStats stats = cache.stats();
+    if (stats.fallbacks != 0) {
+      return Error(Errc::graph_state, "ServingStartup: a recording fell back: " +
+                                          (cache.last_refusal() != nullptr
+                                               ? cache.last_refusal()->message()
+                                               : std::string("?")));
+    }
+    times.buckets = static_cast<double>(stats.captures);
+    times.pool_bytes =
+        cache.pool() != nullptr ? static_cast<double>(cache.pool()->bytes_held()) : 0.0;
+  }  // the cache's graphs go here, untimed
+  if (Result<void> synced = env.sync(); !synced) return synced.error();
+  return times;
+}
+
+void serving_startup(benchmark::State& state, BenchEnv& env, bool up_front_is_primary) {
+  const int touched = static_cast<int>(state.range(0));
+  std::vector<StartupTimes> sides[2];  // 0: lazy, 1: up front
+  int rotation = 0;
+  for (auto _ : state) {
+    StartupTimes times[2];
+    for (int k = 0; k < 2; ++k) {
+      const int side = (rotation + k) % 2;
+      Result<StartupTimes> measured = serving_run(env, touched, side == 1);
+      if (!measured) {
+        skip(state, measured.error());
+        break;
+      }
+      times[side] = *measured;
+    }
+    if (state.error_occurred()) break;
+    rotation ^= 1;
+    state.SetIterationTime(times[up_front_is_primary ? 1 : 0].total_ns * 1e-9);
+    for (int side = 0; side < 2; ++side) sides[side].push_back(times[side]);
+  }
+  if (state.error_occurred()) return;
+  auto med = [&](int side, double StartupTimes::*field) {
+    std::vector<double> v;
+    for (const StartupTimes& t : sides[side]) v.push_back(t.*field);
+    return median(v);
+  };
+  const double lazy_first = med(0, &StartupTimes::first_ns) / 1000.0;
+  const double upfront_first = med(1, &StartupTimes::first_ns) / 1000.0;
+  const double lazy_total = med(0, &StartupTimes::total_ns) / 1000.0;
+  const double upfront_total = med(1, &StartupTimes::total_ns) / 1000.0;
+  state.counters["buckets_touched"] = touched;
+  state.counters["requests"] = kServingRequests;
+  state.counters["lazy_buckets"] = med(0, &StartupTimes::buckets);
+  state.counters["upfront_buckets"] = med(1, &StartupTimes::buckets);
+  state.counters["lazy_first_us"] = lazy_first;
+  state.counters["upfront_first_us"] = upfront_first;
+  state.counters["lazy_total_us"] = lazy_total;
+  state.counters["upfront_total_us"] = upfront_total;
+  state.counters["first_upfront_vs_lazy"] = lazy_first > 0 ? upfront_first / lazy_first : 0.0;
+  state.counters["total_upfront_vs_lazy"] = lazy_total > 0 ? upfront_total / lazy_total : 0.0;
+  state.counters["lazy_pool_bytes"] = med(0, &StartupTimes::pool_bytes);
+  state.counters["upfront_pool_bytes"] = med(1, &StartupTimes::pool_bytes);
+}
+
 std::int64_t scaled(std::int64_t count, double scale) {
   return std::max<std::int64_t>(1, static_cast<std::int64_t>(std::llround(count * scale)));
 }
@@ -471,7 +592,18 @@ void register_many_graphs_benchmarks(BenchEnv& env, const BenchPlan& plan) {
   static const char* const kParam[3] = {"ParamSet", "RawKernelNodeSetParams", "ParamWrite"};
   register_triple(env, plan, kRerecord, rerecord_sides, rerecord_iterations);
   register_triple(env, plan, kParam, param_sides, param_iterations);
-  (void)plan;
+  for (const bool up_front : {false, true}) {
+    for (const int touched : {1, 3, 8}) {
+      benchmark::RegisterBenchmark(up_front ? "ServingStartupUpFront" : "ServingStartupLazy",
+                                   [&env, up_front](benchmark::State& state) {
+                                     serving_startup(state, env, up_front);
+                                   })
+          ->Arg(touched)
+          ->Iterations(scaled(10, plan.scale))
+          ->UseManualTime()
+          ->Unit(benchmark::kMicrosecond);
+    }
+  }
   benchmark::RegisterBenchmark("PoolMemory", [&env](benchmark::State& state) {
     pool_memory(state, env);
   })

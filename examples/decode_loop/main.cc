@@ -28,14 +28,10 @@
 #include <utility>
 #include <vector>
 
-#include <graphcap/fake/fake_driver.h>
 #include <graphcap/graphcap.h>
 
 #include "decode_kernels.h"
-
-#if DECODE_LOOP_CUDA_KERNELS
-#include <graphcap/embedded/decode_loop_kernels_fatbin.h>
-#endif
+#include "example_support.h"
 
 namespace {
 
@@ -56,22 +52,8 @@ struct Options {
   std::uint32_t layers = 16;
 };
 
-// A failure: what the program was doing, and why. Printed once by main.
-struct Failure {
-  std::string message;
-};
-
-[[noreturn]] void fail(const std::string& message) { throw Failure{message}; }
-
-template <class T>
-T check(Result<T> result, const char* what) {
-  if (!result) fail(std::string(what) + ": " + graphcap::to_string(result.error()));
-  return std::move(result).value();
-}
-
-void check(Result<void> result, const char* what) {
-  if (!result) fail(std::string(what) + ": " + graphcap::to_string(result.error()));
-}
+using example::check;
+using example::fail;
 
 bool parse_count(std::string_view text, std::string_view name, std::uint32_t min,
                  std::uint32_t max, std::uint32_t& out) {
@@ -259,32 +241,12 @@ std::uint32_t checksum(const std::vector<std::uint32_t>& words) {
 
 int run(const Options& options) {
   // The driver: the fake (with the kernels' fake bodies) or libcuda (with the embedded fatbin).
-  std::unique_ptr<graphcap::fake::FakeDriver> fake;
-  std::unique_ptr<graphcap::DriverApi> cuda;
-  std::vector<std::byte> fake_image;
-  std::span<const std::byte> image;
-  graphcap::DriverApi* driver = nullptr;
-  if (!options.cuda) {
-    graphcap::fake::FakeDriverOptions fake_options;
-    fake_options.record_calls = false;
-    fake = std::make_unique<graphcap::fake::FakeDriver>(fake_options);
-    decode::register_fake_kernels(*fake);
-    fake_image = fake->module_image({"embed", "mix", "axpy", "copy"});
-    image = fake_image;
-    driver = fake.get();
-  } else {
-#if DECODE_LOOP_CUDA_KERNELS
-    cuda = check(graphcap::load_cuda_driver(), "--driver=cuda");
-    image = graphcap::embedded::decode_loop_kernels_fatbin();
-    driver = cuda.get();
-#else
-    fail("--driver=cuda: this decode_loop was built without GRAPHCAP_GPU, so it holds no CUDA "
-         "kernels; configure with -DGRAPHCAP_GPU=ON (the gpu preset) and run it on a GPU");
-#endif
-  }
-
+  example::DecodeDriver decode_driver(options.cuda, "decode_loop");
+  graphcap::DriverApi* driver = &decode_driver.api();
+  graphcap::fake::FakeDriver* fake = decode_driver.fake();
   std::unique_ptr<Device> device = check(Device::open(*driver), "opening the device");
-  graphcap::Module module = check(device->load_module(image), "loading the kernels");
+  graphcap::Module module =
+      check(device->load_module(decode_driver.image()), "loading the kernels");
   DecodeLoop loop(*device, module, options);
 
   // Eager: one untimed step first (the pools reach their working set), then the timed run.
@@ -379,13 +341,5 @@ int run(const Options& options) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return run(parse(argc, argv));
-  } catch (const Failure& failure) {
-    std::fprintf(stderr, "decode_loop: %s\n", failure.message.c_str());
-    return 1;
-  } catch (const std::exception& error) {
-    std::fprintf(stderr, "decode_loop: %s\n", error.what());
-    return 1;
-  }
+  return example::run_main("decode_loop", [&] { return run(parse(argc, argv)); });
 }

@@ -18,15 +18,11 @@
 #include <string_view>
 #include <vector>
 
-#include <graphcap/fake/fake_driver.h>
 #include <graphcap/graph_cache.h>
 #include <graphcap/graphcap.h>
 
 #include "decode_kernels.h"
-
-#if SERVING_LOOP_CUDA_KERNELS
-#include <graphcap/embedded/decode_loop_kernels_fatbin.h>
-#endif
+#include "example_support.h"
 
 namespace {
 
@@ -48,18 +44,8 @@ struct Options {
 constexpr std::uint32_t kLargestBucket = 64;
 constexpr std::uint32_t kLargestBatch = 96;
 
-[[noreturn]] void fail(const std::string& what) {
-  std::fprintf(stderr, "serving_loop: %s\n", what.c_str());
-  std::exit(1);
-}
-template <class T>
-T check(Result<T> result, const char* what) {
-  if (!result) fail(std::string(what) + ": " + result.error().message());
-  return std::move(*result);
-}
-void check(Result<void> result, const char* what) {
-  if (!result) fail(std::string(what) + ": " + result.error().message());
-}
+using example::check;
+using example::fail;
 
 bool parse(std::string_view arg, std::string_view name, std::uint32_t& out) {
   if (!arg.starts_with(name)) return false;
@@ -188,34 +174,13 @@ class Lane {
   Buffer state_, token_;
 };
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int serve(int argc, char** argv) {
   const Options o = parse_options(argc, argv);
-  std::unique_ptr<graphcap::fake::FakeDriver> fake;
-  std::unique_ptr<graphcap::DriverApi> cuda;
-  std::vector<std::byte> fake_image;
-  std::span<const std::byte> image;
-  graphcap::DriverApi* driver = nullptr;
-  if (!o.cuda) {
-    graphcap::fake::FakeDriverOptions fake_options;
-    fake_options.record_calls = false;
-    fake = std::make_unique<graphcap::fake::FakeDriver>(fake_options);
-    decode::register_fake_kernels(*fake);
-    fake_image = fake->module_image({"embed", "mix", "axpy", "copy"});
-    image = fake_image;
-    driver = fake.get();
-  } else {
-#if SERVING_LOOP_CUDA_KERNELS
-    cuda = check(graphcap::load_cuda_driver(), "--driver=cuda");
-    image = graphcap::embedded::decode_loop_kernels_fatbin();
-    driver = cuda.get();
-#else
-    fail("--driver=cuda: built without GRAPHCAP_GPU (use the gpu preset on a GPU)");
-#endif
-  }
+  example::DecodeDriver decode_driver(o.cuda, "serving_loop");
+  graphcap::DriverApi* driver = &decode_driver.api();
   std::unique_ptr<Device> device = check(Device::open(*driver), "opening the device");
-  const graphcap::Module module = check(device->load_module(image), "loading the kernels");
+  const graphcap::Module module =
+      check(device->load_module(decode_driver.image()), "loading the kernels");
 
   graphcap::GraphCacheOptions cache_options;
   cache_options.max_graphs = o.max_graphs;
@@ -275,4 +240,10 @@ int main(int argc, char** argv) {
   if (mismatches != 0) return 1;
   std::printf("every lane's state equals the host reference\n");
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return example::run_main("serving_loop", [&] { return serve(argc, argv); });
 }

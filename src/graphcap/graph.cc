@@ -37,6 +37,12 @@ Error replay_failed(detail::GraphState& state, Error error) {
   return error;
 }
 
+// cuGraphLaunch failed: kept out of Graph::replay, so that building the error costs the hot path
+// nothing (no registers saved for it, no inlined string handling).
+[[gnu::cold, gnu::noinline]] Error launch_failed(detail::GraphState& state, CUresult result) {
+  return replay_failed(state, Error::from_driver("cuGraphLaunch", result).context("replay"));
+}
+
 // Off the hot path: the gate is not clear, or this thread is not bound to the device yet.
 Result<void> replay_slow(detail::GraphState* state) {
   if (state == nullptr) {
@@ -69,7 +75,7 @@ Result<void> replay_slow(detail::GraphState* state) {
   if (Result<void> bound = state->stream().device().bind_thread(); !bound) return bound;
   if (const CUresult result = hot.driver->cuGraphLaunch(hot.exec, hot.stream);
       result != CUDA_SUCCESS) {
-    return replay_failed(*state, Error::from_driver("cuGraphLaunch", result).context("replay"));
+    return launch_failed(*state, result);
   }
   // Enqueued: what the graph produces whole replaces whatever those buffers carried.
   for (const auto& weak : state->buffers().produces) {
@@ -90,7 +96,7 @@ Result<void> Graph::replay() {
   }
   if (const CUresult result = hot.driver->cuGraphLaunch(hot.exec, hot.stream);
       result != CUDA_SUCCESS) [[unlikely]] {
-    return replay_failed(*state_, Error::from_driver("cuGraphLaunch", result).context("replay"));
+    return launch_failed(*state_, result);
   }
   return {};
 }

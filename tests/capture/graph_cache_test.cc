@@ -3,8 +3,12 @@
 // through exec update, eviction by count and by bytes.
 #include <graphcap/graph_cache.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <functional>
+#include <future>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gmock/gmock.h>
@@ -173,6 +177,325 @@ TEST_F(GraphCacheTest, TheByteBudgetEvictsToFit) {
   EXPECT_LE(cache.stats().bytes, options.byte_budget);
   EXPECT_FALSE(cache.contains(1));
   EXPECT_THAT(state(), ElementsAreArray(all(3)));
+}
+
+TEST_F(GraphCacheTest, InvalidateWithAnotherTopologyReInstantiatesIntoTheSameKey) {
+  GraphCache<int> cache(*device_, stream());
+  ASSERT_THAT(cache.run(3, [&] { return step(4); }), IsOk());
+  ASSERT_THAT(cache.invalidate(3), IsOk());
+  // The step now launches once more: the update is refused, a new executable is instantiated.
+  auto longer = [&]() -> Result<void> {
+    if (Result<void> ok = step(4); !ok) return ok;
+    return add_one(state_, state_, kN);
+  };
+  ASSERT_THAT(cache.run(3, longer), IsOk());
+  ASSERT_THAT(cache.run(3, longer), IsOk());  // a hit of the new graph
+  EXPECT_THAT(state(), ElementsAreArray(all(1 + 2 + 2)));
+  EXPECT_EQ(cache.stats().captures, 2u);
+  EXPECT_EQ(cache.stats().updates, 0u);
+  EXPECT_EQ(cache.stats().hits, 1u);
+  ASSERT_NE(cache.graph(3), nullptr);
+  EXPECT_FALSE(cache.graph(3)->report().updated);
+  EXPECT_FALSE(cache.graph(3)->report().update_refusal.empty());
+  EXPECT_EQ(cache.stats().bytes, cache.graph(3)->report().pinned_bytes);
+}
+
+TEST_F(GraphCacheTest, InvalidateOfAKeyGivenUpTriesToRecordItAgain) {
+  GraphCacheOptions options;
+  options.give_up_after = 1;
+  GraphCache<int> cache(*device_, stream(), options);
+  bool shifty = true;
+  int calls = 0;
+  auto maybe_shifty = [&]() -> Result<void> {
+    if (shifty && ++calls % 2 == 0) {  // the recording asks for memory the warm-up did not
+      Result<Buffer> extra = device_->alloc(1 << 20, stream());
+      if (!extra) return extra.error();
+    }
+    return step(1);
+  };
+  ASSERT_THAT(cache.run(5, maybe_shifty), IsOk());  // refused once: given up
+  ASSERT_NE(cache.last_refusal(), nullptr);
+  EXPECT_EQ(cache.last_refusal()->code(), Errc::out_of_memory);
+  EXPECT_EQ(warnings_.size(), 1u);
+  ASSERT_THAT(cache.run(5, maybe_shifty), IsOk());  // eager
+  EXPECT_FALSE(cache.recorded(5));
+  shifty = false;
+  ASSERT_THAT(cache.invalidate(5), IsOk());
+  ASSERT_THAT(cache.run(5, maybe_shifty), IsOk());  // recorded now
+  ASSERT_THAT(cache.run(5, maybe_shifty), IsOk());  // a hit
+  EXPECT_TRUE(cache.recorded(5));
+  EXPECT_THAT(state(), ElementsAreArray(all(4)));
+  EXPECT_EQ(cache.stats().fallbacks, 2u);
+  EXPECT_EQ(cache.stats().captures, 1u);
+  EXPECT_EQ(cache.stats().hits, 1u);
+}
+
+TEST_F(GraphCacheTest, RunningOnAStreamInsideTheCallersOwnWindowIsRefusedAndRunsNothing) {
+  GraphCache<int> cache(*device_, stream());
+  ASSERT_THAT(cache.run(2, [&] { return step(2); }), IsOk());  // recorded
+  const int executed = executions_;
+  // The caller's own window on the cache's stream: a miss can't open one, a hit can't replay.
+  ASSERT_THAT(device_->prepare_capture(stream()), IsOk());
+  EXPECT_THAT(cache.run(9, [&] { return step(9); }),
+              StatusIs(Errc::graph_state, CUDA_SUCCESS, HasSubstr("GraphCache")));
+  ASSERT_THAT(device_->begin_capture(stream()), IsOk());
+  EXPECT_THAT(cache.run(9, [&] { return step(9); }), StatusIs(Errc::graph_state));
+  EXPECT_THAT(cache.run(2, [&] { return step(2); }),
+              StatusIs(Errc::graph_state, CUDA_SUCCESS, HasSubstr("recording")));
+  EXPECT_EQ(executions_, executed) << "no step ran";
+  ASSERT_THAT(device_->abort_capture(stream()), IsOk());
+  EXPECT_EQ(cache.stats().hits, 0u) << "a refused replay is no hit";
+  EXPECT_EQ(cache.stats().fallbacks, 0u);
+  EXPECT_EQ(cache.stats().captures, 1u);
+  EXPECT_FALSE(cache.recorded(9));
+  ASSERT_THAT(cache.run(2, [&] { return step(2); }), IsOk());
+  EXPECT_THAT(state(), ElementsAreArray(all(2)));
+}
+
+// A hash that sends every key to one of two values: keys probe past each other in the cache's
+// table, and an eviction's gap must not hide the keys placed after it.
+struct CollidingHash {
+  std::size_t operator()(int key) const noexcept { return static_cast<std::size_t>(key % 2); }
+};
+
+TEST_F(GraphCacheTest, KeysWithCollidingHashesStayFindableThroughGrowthAndEviction) {
+  GraphCacheOptions options;
+  options.max_graphs = 6;
+  GraphCache<int, CollidingHash> cache(*device_, stream(), options);
+  std::vector<int> recency;  // the model: least recently used first
+  std::size_t misses = 0;
+  auto in_model = [&](int key) {
+    return std::find(recency.begin(), recency.end(), key) != recency.end();
+  };
+  std::vector<int> order;
+  for (int key = 0; key < 20; ++key) order.push_back(key);
+  for (int key : {3, 17, 18, 19, 2, 16, 15, 19, 0, 1, 2, 3, 4, 18}) order.push_back(key);
+  for (int key : order) {
+    SCOPED_TRACE("key " + std::to_string(key));
+    if (in_model(key)) {
+      recency.erase(std::find(recency.begin(), recency.end(), key));
+    } else {
+      ++misses;
+    }
+    recency.push_back(key);
+    if (recency.size() > options.max_graphs) recency.erase(recency.begin());
+    ASSERT_THAT(cache.run(key, [&] { return add_one(state_, state_, kN); }), IsOk());
+    for (int other = 0; other < 20; ++other) {
+      ASSERT_EQ(cache.contains(other), in_model(other)) << "key " << other;
+      ASSERT_EQ(cache.recorded(other), in_model(other)) << "key " << other;
+    }
+    ASSERT_EQ(cache.size(), recency.size());
+  }
+  EXPECT_EQ(cache.stats().captures, misses);
+  EXPECT_EQ(cache.stats().hits, order.size() - misses);
+  EXPECT_EQ(cache.stats().evictions, misses - options.max_graphs);
+  EXPECT_THAT(state(), ElementsAreArray(all(static_cast<std::uint32_t>(order.size()))));
+}
+
+TEST_F(GraphCacheTest, ManyKeysGrowTheTableAndAllReplay) {
+  GraphCache<std::string> cache(*device_, stream());
+  for (int round = 0; round < 2; ++round) {
+    for (int key = 0; key < 40; ++key) {
+      ASSERT_THAT(cache.run("bucket " + std::to_string(key),
+                            [&] { return add_one(state_, state_, kN); }),
+                  IsOk());
+    }
+  }
+  EXPECT_EQ(cache.size(), 40u);
+  EXPECT_EQ(cache.stats().captures, 40u);
+  EXPECT_EQ(cache.stats().hits, 40u);
+  EXPECT_TRUE(cache.recorded("bucket 0"));
+  EXPECT_TRUE(cache.recorded("bucket 39"));
+  EXPECT_FALSE(cache.contains("bucket 40"));
+  EXPECT_THAT(state(), ElementsAreArray(all(80)));
+}
+
+// ---- a key recorded while another stream of the device has its own recording open ----------
+
+// Another stream's recording, open around the cache's runs: prepare + warm-up + begin + one
+// recorded launch (other = other + 1), closed by end(), replayed once. Its buffer is read back.
+class OtherRecording {
+ public:
+  OtherRecording(Device& device, Stream& stream, Kernel add_one, CUstreamCaptureMode mode)
+      : device_(device), stream_(stream), add_one_(add_one), mode_(mode) {}
+  Result<void> open(Buffer& other) {
+    other_ = other;
+    CaptureOptions options;
+    options.mode = mode_;
+    if (Result<void> r = device_.prepare_capture(stream_, options); !r) return r;
+    if (Result<void> r = launch(); !r) return r;  // the warm-up: other = 1
+    if (Result<void> r = device_.begin_capture(stream_); !r) return r;
+    return launch();  // recorded
+  }
+  Result<Graph> end() { return device_.end_capture(stream_); }
+
+ private:
+  Result<void> launch() {
+    const std::uint32_t n = 64;
+    return device_.launch(stream_, add_one_, dims_for(n),
+                          {Arg::in(other_), Arg::out(other_), Arg::value(n)});
+  }
+  Device& device_;
+  Stream& stream_;
+  Kernel add_one_;
+  CUstreamCaptureMode mode_;
+  Buffer other_;
+};
+
+// The cache's step with no allocation of its own: state += 1 through a scratch buffer allocated
+// before (so the key's miss makes no call CUDA forbids while a GLOBAL recording is open).
+class GraphCacheNextToARecordingTest : public GraphCacheTest {
+ protected:
+  void SetUp() override {
+    GraphCacheTest::SetUp();
+    if (HasFatalFailure()) return;
+    scratch_ = upload_u32(std::vector<std::uint32_t>(kN, 0));
+    side_ = add_stream();
+    ASSERT_NE(side_, nullptr);
+    other_ = upload_u32(std::vector<std::uint32_t>(64, 0), *side_);
+  }
+  Result<void> preallocated_step() {
+    ++executions_;
+    if (Result<void> ok = add_one(state_, scratch_, kN); !ok) return ok;
+    return device_->launch(stream(), copy_, dims_for(kN),
+                           {Arg::in(scratch_), Arg::out(state_), Arg::value(kN)});
+  }
+  // The other recording ended, replayed once: its buffer went 0 -> 1 (warm-up) -> 2 (replay).
+  void expect_other_recording_replays(Result<Graph>& graph) {
+    ASSERT_THAT(graph, IsOk());
+    ASSERT_THAT(graph->replay(), IsOk());
+    EXPECT_THAT(read_u32(other_, *side_), ElementsAreArray(std::vector<std::uint32_t>(64, 2)));
+  }
+  // Another thread opens the other recording in `mode` and holds it open while this thread runs
+  // `meanwhile`; then it ends it. What its open and its end returned.
+  struct OtherThreadsRecording {
+    Result<void> open = Error(Errc::driver, "not run");
+    Result<Graph> graph = Error(Errc::driver, "not run");
+  };
+  OtherThreadsRecording while_another_thread_records(CUstreamCaptureMode mode,
+                                                     const std::function<void()>& meanwhile) {
+    OtherThreadsRecording result;
+    std::promise<void> opened, served;
+    std::future<void> served_future = served.get_future();
+    std::thread owner([&] {
+      OtherRecording recording(*device_, *side_, add_one_, mode);
+      result.open = recording.open(other_);
+      opened.set_value();
+      served_future.wait();
+      result.graph = recording.end();
+    });
+    opened.get_future().wait();
+    meanwhile();
+    served.set_value();
+    owner.join();
+    return result;
+  }
+  Buffer scratch_;
+  Stream* side_ = nullptr;
+  Buffer other_;
+};
+
+// A GLOBAL recording open on this thread: the cache's warm-up runs (launches on another stream
+// are safe), but its recording may not begin (begin_capture drains the drop queue, which would
+// invalidate the open recording): each miss falls back, with the warm-up as its one execution.
+TEST_F(GraphCacheNextToARecordingTest, AMissWhileThisThreadRecordsGlobalFallsBackUntilItEnds) {
+  OtherRecording recording(*device_, *side_, add_one_, CU_STREAM_CAPTURE_MODE_GLOBAL);
+  ASSERT_THAT(recording.open(other_), IsOk());
+  GraphCache<int> cache(*device_, stream());
+  ASSERT_THAT(cache.run(1, [&] { return preallocated_step(); }), IsOk());
+  ASSERT_THAT(cache.run(1, [&] { return preallocated_step(); }), IsOk());
+  EXPECT_EQ(cache.stats().captures, 0u);
+  EXPECT_EQ(cache.stats().hits, 0u);
+  EXPECT_EQ(cache.stats().fallbacks, 2u);
+  EXPECT_EQ(executions_, 2) << "each run's warm-up, once";
+  ASSERT_NE(cache.last_refusal(), nullptr);
+  EXPECT_THAT(*cache.last_refusal(), StatusIs(Errc::graph_state, CUDA_SUCCESS,
+                                              HasSubstr("another recording is open")));
+  EXPECT_FALSE(cache.recorded(1));
+  EXPECT_EQ(stream().capture_state(), CaptureState::no_capture);
+  EXPECT_EQ(side_->capture_state(), CaptureState::capture) << "the other recording is still open";
+  Result<Graph> other = recording.end();
+  expect_other_recording_replays(other);
+  EXPECT_THAT(state(), ElementsAreArray(all(2)));
+  // Not given up (2 refusals of 4): the key records now, and replays.
+  ASSERT_THAT(cache.run(1, [&] { return preallocated_step(); }), IsOk());
+  ASSERT_THAT(cache.run(1, [&] { return preallocated_step(); }), IsOk());
+  EXPECT_EQ(cache.stats().captures, 1u);
+  EXPECT_EQ(cache.stats().hits, 1u);
+  EXPECT_EQ(executions_, 4);
+  EXPECT_THAT(state(), ElementsAreArray(all(4)));
+}
+
+TEST_F(GraphCacheNextToARecordingTest, AMissThatMustAllocateWhileThisThreadRecordsGlobalFails) {
+  OtherRecording recording(*device_, *side_, add_one_, CU_STREAM_CAPTURE_MODE_GLOBAL);
+  ASSERT_THAT(recording.open(other_), IsOk());
+  GraphCache<int> cache(*device_, stream());
+  // The warm-up's intermediate needs memory from the driver, which CUDA forbids while a GLOBAL
+  // recording is open: the step fails eagerly, as it would without the cache.
+  Result<void> ran = cache.run(8, [&] { return step(8); });
+  EXPECT_THAT(ran, StatusIs(Errc::out_of_memory, CUDA_SUCCESS, HasSubstr("record")));
+  EXPECT_EQ(executions_, 1);
+  EXPECT_EQ(cache.stats().captures, 0u);
+  EXPECT_EQ(cache.stats().fallbacks, 0u);
+  EXPECT_FALSE(cache.recorded(8));
+  EXPECT_EQ(stream().capture_state(), CaptureState::no_capture);
+  // The other recording was not disturbed; once it is closed the key records.
+  Result<Graph> other = recording.end();
+  expect_other_recording_replays(other);
+  EXPECT_THAT(state(), ElementsAreArray(all(0))) << "the failed step changed nothing";
+  ASSERT_THAT(cache.run(8, [&] { return step(8); }), IsOk());
+  ASSERT_THAT(cache.run(8, [&] { return step(8); }), IsOk());
+  EXPECT_THAT(state(), ElementsAreArray(all(2)));
+  EXPECT_EQ(cache.stats().captures, 1u);
+  EXPECT_EQ(cache.stats().hits, 1u);
+}
+
+TEST_F(GraphCacheNextToARecordingTest, AKeyIsRecordedWhileAnotherThreadRecordsThreadLocal) {
+  GraphCache<int> cache(*device_, stream());
+  Result<void> miss = Error(Errc::driver, "not run");
+  Result<void> hit = Error(Errc::driver, "not run");
+  OtherThreadsRecording other =
+      while_another_thread_records(CU_STREAM_CAPTURE_MODE_THREAD_LOCAL, [&] {
+        miss = cache.run(8, [&] { return step(8); });
+        hit = cache.run(8, [&] { return step(8); });
+      });
+  ASSERT_THAT(other.open, IsOk());
+  // A THREAD_LOCAL recording forbids nothing to other threads: the miss allocates, records.
+  EXPECT_THAT(miss, IsOk());
+  EXPECT_THAT(hit, IsOk());
+  EXPECT_EQ(cache.stats().captures, 1u);
+  EXPECT_EQ(cache.stats().hits, 1u);
+  EXPECT_EQ(cache.stats().fallbacks, 0u);
+  EXPECT_THAT(state(), ElementsAreArray(all(2)));
+  expect_other_recording_replays(other.graph);
+}
+
+// A GLOBAL recording open on another thread forbids this thread's allocations from the driver
+// and the drain of begin_capture, as one on this thread does.
+TEST_F(GraphCacheNextToARecordingTest, AMissWhileAnotherThreadRecordsGlobalFailsOrFallsBack) {
+  GraphCache<int> cache(*device_, stream());
+  Result<void> allocating = Error(Errc::driver, "not run");
+  Result<void> preallocated = Error(Errc::driver, "not run");
+  OtherThreadsRecording other = while_another_thread_records(CU_STREAM_CAPTURE_MODE_GLOBAL, [&] {
+    allocating = cache.run(8, [&] { return step(8); });
+    preallocated = cache.run(1, [&] { return preallocated_step(); });
+  });
+  ASSERT_THAT(other.open, IsOk());
+  EXPECT_THAT(allocating, StatusIs(Errc::out_of_memory, CUDA_SUCCESS, HasSubstr("record")))
+      << "the warm-up's intermediate: the step failed eagerly, as without the cache";
+  EXPECT_THAT(preallocated, IsOk()) << "its warm-up ran; its recording fell back";
+  EXPECT_EQ(cache.stats().captures, 0u);
+  EXPECT_EQ(cache.stats().fallbacks, 1u);
+  ASSERT_NE(cache.last_refusal(), nullptr);
+  EXPECT_THAT(*cache.last_refusal(), StatusIs(Errc::graph_state, CUDA_SUCCESS,
+                                              HasSubstr("another recording is open")));
+  EXPECT_FALSE(cache.recorded(1));
+  EXPECT_FALSE(cache.recorded(8));
+  EXPECT_THAT(state(), ElementsAreArray(all(1)));
+  expect_other_recording_replays(other.graph);
+  ASSERT_THAT(cache.run(8, [&] { return step(8); }), IsOk());  // the recording closed: recorded
+  EXPECT_TRUE(cache.recorded(8));
+  EXPECT_THAT(state(), ElementsAreArray(all(2)));
 }
 
 }  // namespace

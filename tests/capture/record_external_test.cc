@@ -2,6 +2,7 @@
 // on Stream::handle(), as cuBLAS or NCCL would enqueue) declares its buffers, and gets a launch's
 // bookkeeping: checked inputs, pinned while recorded, claimed on refusal, marked on failure.
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include <gmock/gmock.h>
@@ -121,6 +122,55 @@ TEST_F(RecordExternalTest, ARefusedRecordingClaimsTheExternalOutputs) {
   Buffer fresh = upload_u32(iota_u32(16));
   ASSERT_THAT(add_one(fresh, out, 16), IsOk());
   EXPECT_THAT(read_u32(out), ElementsAreArray(iota_u32(16, 1)));
+}
+
+TEST_F(RecordExternalTest, ABufferDroppedAfterTheRecordingStaysPinnedWhileTheGraphWritesIt) {
+  Buffer in = upload_u32(iota_u32(256));
+  std::optional<Buffer> out = upload_u32(std::vector<std::uint32_t>(256, 0));
+  auto step = [&]() -> Result<void> {
+    if (Result<void> ok = device_->record_external(stream(), {Arg::in(in), Arg::out(*out)}); !ok) {
+      return ok;
+    }
+    EXPECT_EQ(raw_add_one(in, *out, 256), CUDA_SUCCESS);
+    return {};
+  };
+  ASSERT_THAT(device_->prepare_capture(stream()), IsOk());
+  ASSERT_THAT(step(), IsOk());
+  ASSERT_THAT(device_->begin_capture(stream()), IsOk());
+  ASSERT_THAT(step(), IsOk());
+  Result<Graph> graph = device_->end_capture(stream());
+  ASSERT_THAT(graph, IsOk());
+  EXPECT_EQ(graph->report().pinned_slices, 2u) << "in and out";
+  // The caller drops the buffer the external work writes; the graph still writes its memory on
+  // every replay, so a buffer of the same size allocated now must get other memory.
+  const CUdeviceptr dropped = out->device_ptr();
+  out.reset();
+  Buffer next = upload_u32(std::vector<std::uint32_t>(256, 7));
+  EXPECT_NE(next.device_ptr(), dropped) << "the pinned memory of the dropped buffer was reused";
+  ASSERT_THAT(graph->replay(), IsOk());
+  ASSERT_THAT(device_->sync(stream()), IsOk());
+  EXPECT_THAT(read_u32(next), ElementsAreArray(std::vector<std::uint32_t>(256, 7)));
+  // Once the graph goes, the memory is the pool's again.
+  ASSERT_THAT(graph->destroy(), IsOk());
+  Buffer after = upload_u32(std::vector<std::uint32_t>(256, 9));
+  EXPECT_THAT(read_u32(after), ElementsAreArray(std::vector<std::uint32_t>(256, 9)));
+}
+
+TEST_F(RecordExternalTest, AFailedInputInARecordingIsRefusedAndDoomsIt) {
+  Buffer in = upload_u32(iota_u32(16));
+  Buffer out = upload_u32(iota_u32(16));
+  const Error failed(Errc::driver, "cublasSgemm: CUBLAS_STATUS_EXECUTION_FAILED");
+  ASSERT_THAT(device_->record_external(stream(), {Arg::out(in)}, failed), StatusIs(Errc::driver));
+  ASSERT_THAT(device_->prepare_capture(stream()), IsOk());
+  ASSERT_THAT(device_->begin_capture(stream()), IsOk());
+  EXPECT_THAT(device_->record_external(stream(), {Arg::in(in), Arg::out(out)}),
+              StatusIs(Errc::failed_buffer, CUDA_SUCCESS, HasSubstr("buffer 0 carries an error")));
+  EXPECT_THAT(device_->end_capture(stream()),
+              StatusIs(Errc::doomed, CUDA_SUCCESS, HasSubstr("CUBLAS_STATUS_EXECUTION_FAILED")));
+  ASSERT_TRUE(out.failure().has_value()) << "what the refused work would have written";
+  EXPECT_THAT(device_->read(out, stream()),
+              StatusIs(Errc::doomed, CUDA_SUCCESS, HasSubstr("CUBLAS_STATUS_EXECUTION_FAILED")));
+  EXPECT_EQ(stream().capture_state(), CaptureState::no_capture);
 }
 
 }  // namespace

@@ -59,6 +59,7 @@
 #include <graphcap/driver/error_names.h>
 #include <graphcap/fake/fake_driver.h>
 #include <graphcap/fake/fault_injecting_driver.h>
+#include <graphcap/graph_cache.h>
 #include <graphcap/graphcap.h>
 
 #include "device_fixture.h"
@@ -1022,6 +1023,110 @@ bool fork_join_recording(Session& s) {
   return s.read("y after the replays", "y", s.main()) && s.read("z after the replays", "z", s.main());
 }
 
+// GraphCache (issue 11): one key's miss (prepare, the warm-up, begin, the recording, end:
+// instantiate and upload, into the cache's graph pool) and then its hit, then the cache goes (its
+// graph and pool destroyed inside the window). The step: tmp = x + 1, y = tmp + 1, x = y + 1,
+// with tmp an intermediate dropped inside the step. After each run the cache's invariants hold:
+//   - a hit replayed (hits + 1) and did not call the step; a miss called the step eagerly exactly
+//     once (the warm-up; a fallback does not run it again) and then either kept a graph
+//     (captures + 1, recorded, its pinned bytes in stats().bytes), fell back (fallbacks + 1, no
+//     graph, last_refusal() names why: surfaced like an error), or returned the error of the
+//     step's warm-up or of prepare_capture (no counter moved, no graph);
+//   - a run that reported success left no failure on what the step wrote (a refused recording
+//     keeps the warm-up's results), and every later read is exactly the shadow's bytes.
+bool graph_cache(Session& s) {
+  if (!upload(s, "x", iota_u32(kN), s.main()) || !alloc(s, "y", kN, s.main())) return false;
+  constexpr int kKey = 7;
+  int eager_calls = 0;
+  int recorded_calls = 0;
+  auto step = [&]() -> Result<void> {
+    const bool eager = s.main().capture_state() != CaptureState::capture;
+    ++(eager ? eager_calls : recorded_calls);
+    Result<Buffer> tmp = s.dev().alloc(kN * 4, s.main());
+    if (!s.ok(tmp)) return tmp.error();
+    s.keep("tmp", *tmp, s.main());
+    const bool ran = add_one(s, "x", "tmp", kN, s.main(), eager) &&
+                     add_one(s, "tmp", "y", kN, s.main(), eager) &&
+                     add_one(s, "y", "x", kN, s.main(), eager);
+    s.buffers.erase("tmp");  // dropped inside the step: an intermediate
+    s.owners.erase("tmp");
+    s.shadows.erase("tmp");
+    if (!ran) return s.errors.back();
+    return {};
+  };
+  GraphCache<int> cache(s.dev(), s.main());
+  bool every_run_succeeded = true;
+  auto run = [&]() -> bool {
+    const GraphCacheStats before = cache.stats();
+    const bool hit = cache.recorded(kKey);
+    eager_calls = recorded_calls = 0;
+    Result<void> ran = cache.run(kKey, step);
+    s.claims.clear();  // the cache's windows don't claim: the warm-up produced those bytes
+    const GraphCacheStats after = cache.stats();
+    EXPECT_EQ(after.updates, 0u);
+    EXPECT_EQ(after.evictions, 0u);
+    if (hit) {
+      EXPECT_EQ(after.hits, before.hits + (ran ? 1 : 0)) << "a replay that failed is no hit";
+      EXPECT_EQ(after.captures, before.captures);
+      EXPECT_EQ(after.fallbacks, before.fallbacks);
+      EXPECT_EQ(eager_calls + recorded_calls, 0) << "a hit calls no step";
+      if (ran) {
+        s.set("y", plus(s.values("x"), 2));
+        s.set("x", plus(s.values("x"), 3));
+      }
+    } else {
+      EXPECT_EQ(after.hits, before.hits);
+      EXPECT_LE(eager_calls, 1) << "a miss runs the step eagerly at most once";
+      EXPECT_LE(recorded_calls, 1);
+      const bool captured = after.captures == before.captures + 1;
+      const bool fell_back = after.fallbacks == before.fallbacks + 1;
+      EXPECT_FALSE(captured && fell_back);
+      if (ran) {
+        EXPECT_TRUE(captured || fell_back) << "a miss that succeeded recorded or fell back";
+        EXPECT_EQ(eager_calls, 1) << "the warm-up was the run's execution, exactly once";
+      } else {
+        EXPECT_FALSE(captured || fell_back) << "a run that failed counts no capture or fallback";
+      }
+      EXPECT_EQ(cache.recorded(kKey), captured);
+      if (fell_back) {
+        // The fallback hides the refusal from run()'s result; the cache keeps it to be asked.
+        if (cache.last_refusal() == nullptr) {
+          ADD_FAILURE() << "a fallback with no last_refusal()";
+        } else {
+          s.errors.push_back(*cache.last_refusal());
+        }
+      }
+    }
+    std::size_t pinned = 0;
+    if (const Graph* graph = cache.graph(kKey)) pinned = graph->report().pinned_bytes;
+    EXPECT_EQ(after.bytes, pinned) << "stats().bytes is the cached graph's pinned bytes";
+    EXPECT_EQ(cache.size(), 1u);
+    if (!ran) {
+      s.errors.push_back(ran.error());
+      every_run_succeeded = false;
+      return false;
+    }
+    for (const char* name : {"x", "y"}) {
+      EXPECT_FALSE(s.buffers.at(name).failure().has_value())
+          << "the run reported success but " << name << " carries a failure: "
+          << to_string(*s.buffers.at(name).failure());
+    }
+    return true;
+  };
+  if (!run() || !run()) return false;  // the miss, then the hit (or, after a fallback, a miss)
+  if (!s.ok(s.dev().sync(s.main()))) return false;
+  if (!s.read("x after the cache's runs", "x", s.main()) ||
+      !s.read("y after the cache's runs", "y", s.main())) {
+    return false;
+  }
+  if (every_run_succeeded && !cache.recorded(kKey)) {
+    // Both runs fell back (each refusal was surfaced above): the key was tried again.
+    EXPECT_EQ(cache.stats().fallbacks, 2u);
+  }
+  cache.clear();  // the graph waits for its replay and goes; then the pool
+  return s.ok(s.dev().sync(s.main()));
+}
+
 const std::vector<Scenario>& scenarios() {
   static const std::vector<Scenario> all = {
       {"capture_replay", open_device, capture_replay},
@@ -1043,6 +1148,7 @@ const std::vector<Scenario>& scenarios() {
       {"copies_and_fills", open_device, copies_and_fills},
       {"events_across_streams", open_device, events_across_streams},
       {"fork_join_recording", open_device, fork_join_recording},
+      {"graph_cache", open_device, graph_cache},
   };
   return all;
 }

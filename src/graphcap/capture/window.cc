@@ -681,6 +681,11 @@ bool Window::loop_open(std::uint64_t id) const {
   return std::any_of(loops_.begin(), loops_.end(), [&](const LoopFrame& f) { return f.id == id; });
 }
 
+bool Window::marks_failed_writes() noexcept {
+  Window* recording_into = origin();
+  return recording_into == nullptr || recording_into->claim_on_refusal_;
+}
+
 Window* Window::origin() noexcept {
   if (Window* origin = joined_.load(std::memory_order_acquire)) return origin;
   return recording() ? this : nullptr;

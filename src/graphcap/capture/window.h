@@ -82,6 +82,10 @@ class Window {
   void record(Operation& op, const Error* failure);
   // Doom the recording with the first error inside it.
   void doom(const Error& error);
+  // Whether a failed operation of the open recording marks what it writes: false in a window
+  // prepared with claim_on_refusal false (its warm-up produced those bytes, and the operation
+  // that failed to be recorded did not touch them), true otherwise.
+  bool marks_failed_writes() noexcept;
 
   // ---- Several streams in one recording (fork/join) ----------------------------------------
   // A side stream joins a recording when it waits on an event recorded inside it (a fork): its

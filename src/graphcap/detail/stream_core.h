@@ -163,7 +163,7 @@ Result<void> StreamCore::run(capture::Operation& op, Issue&& issue, What&& what,
                   what() + ": " + use_name(i) +
                       " carries an error, so the operation was skipped: " + failure->message(),
                   failure->driver_code());
-      fail_writes(op, error);
+      if (!recording || window_.marks_failed_writes()) fail_writes(op, error);
       if (recording) window_.record(op, &error);
       return error;
     }
@@ -200,7 +200,7 @@ Result<void> StreamCore::run(capture::Operation& op, Issue&& issue, What&& what,
   }
   if (!issued) {
     Error error = std::move(issued).error().context(what());
-    fail_writes(op, error);
+    if (!recording || window_.marks_failed_writes()) fail_writes(op, error);
     if (recording) window_.record(op, &error);
     return error;
   }
