@@ -1,4 +1,6 @@
-// Device::copy and Device::fill: device-to-device copies (cuMemcpyDtoDAsync) and memsets
+// Device::copy and Device::fill: device-to-device copies (cuMemcpyDtoDAsync; between devices too,
+// as peer copies: unified addressing makes a pointer name its device, so the same call and the same
+// MEMCPY node carry them) and memsets
 // (cuMemsetD8Async, cuMemsetD32Async), eager or recorded (a MEMCPY or MEMSET node), under the
 // rules of launches: ranges checked before the driver sees them, a source carrying a failure
 // skips the copy and the destination carries it, a recorded write is claimed and its memory
@@ -36,6 +38,17 @@ std::string hex32(std::uint32_t value) {
   return text;
 }
 
+// "device to device", or for a peer copy "device 1 to device 0".
+std::string copy_direction(const Buffer& src, const Buffer& dst, const detail::DeviceCore& here) {
+  auto device_of = [](const Buffer& buffer) -> const detail::DeviceCore& {
+    return static_cast<const StreamCore&>(HandleAccess::state(buffer)->owner()).device();
+  };
+  const detail::DeviceCore& from = device_of(src);
+  const detail::DeviceCore& to = device_of(dst);
+  if (&from == &here && &to == &here) return "device to device";
+  return from.name() + " to " + to.name();
+}
+
 }  // namespace
 
 Result<void> Device::copy(const Buffer& dst, const Buffer& src, Stream& s) {
@@ -53,8 +66,11 @@ Result<void> Device::copy(const Buffer& dst, const Buffer& src, Stream& s) {
 Result<void> Device::copy(const Buffer& dst, std::size_t dst_offset, const Buffer& src,
                           std::size_t src_offset, std::size_t bytes, Stream& s) {
   GRAPHCAP_TRY(check_stream(s, "copy"));
-  if (Result<void> ok = check_buffer(src, s, "the source", false); !ok) return ok.error().context("copy");
-  if (Result<void> ok = check_buffer(dst, s, "the destination", true); !ok) {
+  // check_copy_buffer: a buffer of another device is a peer copy (needs peer access).
+  if (Result<void> ok = check_copy_buffer(src, s, "the source", false); !ok) {
+    return ok.error().context("copy");
+  }
+  if (Result<void> ok = check_copy_buffer(dst, s, "the destination", true); !ok) {
     return ok.error().context("copy");
   }
   GRAPHCAP_TRY(check_span(src, src_offset, bytes, "copy", "the source"));
@@ -84,7 +100,8 @@ Result<void> Device::copy(const Buffer& dst, std::size_t dst_offset, const Buffe
   Result<void> done = [&] {
     std::lock_guard lock(stream.mutex());
     if (stream.window().recording() || log_enabled(LogLevel::debug)) {
-      op.label = "memcpy " + std::to_string(bytes) + " B device to device\nfrom +" +
+      op.label = "memcpy " + std::to_string(bytes) + " B " + copy_direction(src, dst, *core_) +
+                 "\nfrom +" +
                  std::to_string(src_offset) + " of " + std::to_string(src.size()) + " B\nto +" +
                  std::to_string(dst_offset) + " of " + std::to_string(dst.size()) + " B";
     }

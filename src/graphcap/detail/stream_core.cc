@@ -227,6 +227,13 @@ void StreamCore::return_borrowed(capture::Operation& op) noexcept {
                             "before dropping the buffer");
         continue;
       }
+      if (&owner.device() != device_.get()) {
+        // A peer copy's buffer: its stream waits in its own device's context.
+        if (Result<void> bound = owner.device().bind_thread(); !bound) {
+          log(LogLevel::error, bound.error().context("handing a buffer back to its device's stream").message());
+          continue;
+        }
+      }
       if (CUresult result = device_->driver().cuStreamWaitEvent(owner.handle(), fence, 0);
           result != CUDA_SUCCESS) {
         log(LogLevel::error, Error::from_driver("cuStreamWaitEvent", result)
@@ -241,6 +248,9 @@ void StreamCore::return_borrowed(capture::Operation& op) noexcept {
     }
   } catch (...) {
     log(LogLevel::error, "handing a buffer back to its stream failed unexpectedly");
+  }
+  if (Result<void> bound = device_->bind_thread(); !bound) {
+    log(LogLevel::error, bound.error().context("destroying a copy's fence").message());
   }
   (void)device_->driver().cuEventDestroy(fence);
 }
