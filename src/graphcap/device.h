@@ -102,8 +102,8 @@ class Device {
   Result<void> copy(const Buffer& dst, const Buffer& src, Stream& s);
   // `bytes` from byte `src_offset` of `src` to byte `dst_offset` of `dst`. Overlapping ranges of
   // one buffer are Errc::invalid_argument (CUDA's copies may not overlap).
-  // A peer copy: `src` or `dst` (not both) may be a buffer of another device when this device has
-  // peer access to it (enable_peer_access; otherwise Errc::invalid_argument saying so). It runs on
+  // A peer copy: `src`, `dst` or both may be buffers of other devices when this device has peer
+  // access to them (enable_peer_access; otherwise Errc::invalid_argument saying so). It runs on
   // `s` (this device's stream) as a unified-addressing cuMemcpyDtoDAsync, eager or recorded (a
   // MEMCPY node of this device's graph), under the same rules, including the order between
   // streams: the other device's buffer must be ordered onto `s` first (record an event on its
