@@ -23,6 +23,7 @@ Result<std::unique_ptr<BenchEnv>> BenchEnv::open(DriverKind kind) {
   if (kind == DriverKind::fake) {
     fake::FakeDriverOptions options;
     options.record_calls = false;  // the call log is a test aid; it would cost every call
+    options.device_count = 2;      // PeerCopy's second device; the rest use device 0
     env->fake_ = std::make_unique<fake::FakeDriver>(options);
     register_bench_kernels(*env->fake_);
     env->fake_image_ = env->fake_->module_image({kEmptyKernel, kValuesKernel, kSinkKernel});
@@ -83,6 +84,7 @@ BenchEnv::~BenchEnv() {
   values_ = Kernel();
   sink_ = Kernel();
   module_ = Module();
+  peer_.reset();
   device_.reset();
   observer_.reset();
   cuda_.reset();
@@ -94,6 +96,24 @@ const char* BenchEnv::driver_name() const noexcept {
 }
 
 DriverApi& BenchEnv::driver() noexcept { return *observer_; }
+
+Result<Device*> BenchEnv::peer_device() {
+  if (peer_) return peer_.get();
+  int count = 0;
+  if (CUresult result = driver().cuDeviceGetCount(&count); result != CUDA_SUCCESS) {
+    return Error::from_driver("cuDeviceGetCount", result).context("peer_device");
+  }
+  if (count < 2) {
+    return Error(Errc::invalid_argument, "needs 2 devices, the driver has " +
+                                             std::to_string(count) + " (run on a 2-GPU machine)");
+  }
+  DeviceOptions options;
+  options.ordinal = 1;
+  Result<std::unique_ptr<Device>> device = Device::open(*observer_, options);
+  if (!device) return device.error().context("opening device 1");
+  peer_ = std::move(*device);
+  return peer_.get();
+}
 
 Result<void> BenchEnv::launch_empty() {
   return device_->launch(stream(), empty_, kEmptyDims, {});

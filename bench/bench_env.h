@@ -67,6 +67,10 @@ class BenchEnv {
   // n launches, end), checked to hold n kernel nodes.
   Result<CapturedGraph*> graph(int n);
 
+  // Device 1 on the same driver (peer copies, issue 14): opened on first use; an error when the
+  // driver has one device (the fake bench driver has 2).
+  Result<Device*> peer_device();
+
   // Everything queued on the stream has run; a queued error surfaces here.
   Result<void> sync() { return device_->sync(stream()); }
 
@@ -78,6 +82,7 @@ class BenchEnv {
   std::unique_ptr<DriverApi> cuda_;
   std::unique_ptr<ObservingDriver> observer_;
   std::unique_ptr<Device> device_;
+  std::unique_ptr<Device> peer_;
   std::vector<std::byte> fake_image_;
   Module module_;
   Kernel empty_;

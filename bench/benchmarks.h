@@ -28,4 +28,11 @@ void register_benchmarks(BenchEnv& env, const BenchPlan& plan);
 //       lazy recording against recording all 8 buckets up front, 64 requests touching t buckets
 void register_many_graphs_benchmarks(BenchEnv& env, const BenchPlan& plan);
 
+// Peer copies (peer_copy_benchmarks.cc, issue 14), needs 2 devices (skipped otherwise):
+//   PeerCopy/bytes   device 1's buffer into device 0's: Device::copy + sync (eager) against raw
+//                    cuMemcpyDtoDAsync + cuStreamSynchronize of the same pointers, and the copy
+//                    recorded and replayed + sync; counters eager_us, raw_us, replay_us,
+//                    eager_vs_raw
+void register_peer_copy_benchmarks(BenchEnv& env, const BenchPlan& plan);
+
 }  // namespace graphcap::bench

@@ -60,25 +60,20 @@ MemoryStats Device::memory_stats(Stream& s) const {
 
 Result<void> Device::check_stream(const Stream& s, const char* operation) const {
   GRAPHCAP_TRY(core_->check_open(operation));
-  if (&HandleAccess::core(s).device() != core_.get()) {
+  if (const DeviceCore& other = HandleAccess::core(s).device(); &other != core_.get()) {
     return Error(Errc::invalid_argument,
-                 std::string(operation) + ": the stream belongs to another device");
+                 std::string(operation) + ": the stream belongs to " + core_->another_device(other));
   }
   return {};
 }
 
-Result<void> Device::check_buffer(const Buffer& buffer, const Stream& s, const char* what,
-                                  bool writes) const {
-  // Messages are built only on failure: this runs for every buffer of every launch.
-  if (!buffer) return Error(Errc::invalid_argument, std::string(what) + " is an empty Buffer");
-  // Every slice owner is a stream (StreamCore is the one memory::SliceOwner).
-  const auto& owner = static_cast<const StreamCore&>(HandleAccess::state(buffer)->owner());
-  if (&owner.device() != core_.get()) {
-    return Error(Errc::invalid_argument, std::string(what) + " is a buffer of another device");
-  }
-  StreamCore& stream = HandleAccess::core(s);
-  // The rule of docs/capture-lifecycle.md, "Buffers on several streams": a read must come after
-  // the last write on another stream; a write after every use on other streams since that write.
+namespace {
+
+// The rule of docs/capture-lifecycle.md, "Buffers on several streams", for `buffer` (owned by
+// `owner`, of this device or, for a peer copy, of another) used on `stream`: a read must come after
+// the last write on another stream; a write after every use on other streams since that write.
+Result<void> check_order(const Buffer& buffer, const StreamCore& owner, StreamCore& stream,
+                         const char* what, bool writes) {
   const memory::BufferState& state = *HandleAccess::state(buffer);
   if (state.writer() == &stream && (!writes || !state.has_readers())) {
     if (&owner == &stream) return {};  // the hot path: a stream using its own buffer
@@ -86,13 +81,19 @@ Result<void> Device::check_buffer(const Buffer& buffer, const Stream& s, const c
     const memory::BufferState::Usage usage = state.usage();
     auto refuse = [&](const memory::SliceOwner* other, std::uint64_t sequence, const char* how) {
       auto& other_stream = static_cast<const StreamCore&>(*other);
+      const bool same_device = &other_stream.device() == &stream.device();
+      const std::string other_name =
+          same_device ? other_stream.name() : other_stream.device().name() + " " + other_stream.name();
+      const std::string this_name =
+          same_device ? stream.name() : stream.device().name() + " " + stream.name();
       return Error(Errc::invalid_argument,
-                   std::string(what) + " was last " + how + " on another stream of this device (" +
-                       other_stream.name() + ", its operation " + std::to_string(sequence) +
-                       ") and nothing orders this stream (" + stream.name() +
-                       ") after that; order it first: Device::record(event, " +
-                       other_stream.name() + ") after that use, then Device::wait(" +
-                       stream.name() + ", event)");
+                   std::string(what) + " was last " + how + " on " +
+                       (same_device ? "another stream of this device ("
+                                    : "a stream of " + other_stream.device().name() + " (") +
+                       other_name + ", its operation " + std::to_string(sequence) +
+                       ") and nothing orders this stream (" + this_name +
+                       ") after that; order it first: Device::record(event, " + other_name +
+                       ") after that use, then Device::wait(" + this_name + ", event)");
     };
     if (usage.writer != &stream) {
       const std::uint64_t needed = writes ? usage.use_sequence : usage.write_sequence;
@@ -115,6 +116,49 @@ Result<void> Device::check_buffer(const Buffer& buffer, const Stream& s, const c
                  "or fork this stream into the recording)");
   }
   return {};
+}
+
+}  // namespace
+
+Result<void> Device::check_buffer(const Buffer& buffer, const Stream& s, const char* what,
+                                  bool writes) const {
+  // Messages are built only on failure: this runs for every buffer of every launch.
+  if (!buffer) return Error(Errc::invalid_argument, std::string(what) + " is an empty Buffer");
+  // Every slice owner is a stream (StreamCore is the one memory::SliceOwner).
+  const auto& owner = static_cast<const StreamCore&>(HandleAccess::state(buffer)->owner());
+  if (&owner.device() != core_.get()) {
+    return Error(Errc::invalid_argument,
+                 std::string(what) + " is a buffer of " + core_->another_device(owner.device()));
+  }
+  return check_order(buffer, owner, HandleAccess::core(s), what, writes);
+}
+
+Result<void> Device::check_copy_buffer(const Buffer& buffer, const Stream& s, const char* what,
+                                       bool writes) const {
+  if (!buffer) return Error(Errc::invalid_argument, std::string(what) + " is an empty Buffer");
+  const auto& owner = static_cast<const StreamCore&>(HandleAccess::state(buffer)->owner());
+  const DeviceCore& other = owner.device();
+  if (&other != core_.get()) {
+    // A peer copy: the other device's memory, reached from this device's context.
+    if (&other.driver() != &core_->driver() || other.options().ordinal == ordinal()) {
+      return Error(Errc::invalid_argument,
+                   std::string(what) + " is a buffer of " + core_->another_device(other) +
+                       ", which is not a peer of this one (peer copies run between devices of "
+                       "different ordinals on one driver)");
+    }
+    if (!other.is_open()) {
+      return Error(Errc::graph_state, std::string(what) + " is a buffer of " + other.name() +
+                                          ", which is closed");
+    }
+    if (!core_->peer_enabled(other)) {
+      return Error(Errc::invalid_argument,
+                   std::string(what) + " is a buffer of " + other.name() +
+                       " and this copy runs on " + core_->name() + ", which has no peer access "
+                       "to it: call enable_peer_access(" + other.name() + ") on " +
+                       core_->name() + " first");
+    }
+  }
+  return check_order(buffer, owner, HandleAccess::core(s), what, writes);
 }
 
 Result<Module> Device::load_module(std::span<const std::byte> image) {

@@ -80,6 +80,20 @@ class Device {
   // open recording is doomed by it, as by a failed launch). Returns `failure`, with context.
   Result<void> record_external(Stream& s, std::initializer_list<Arg> args, const Error& failure);
 
+  // Several devices (device_peer.cc): one Device per GPU, all on one DriverApi, usable together
+  // from one or several threads (each call makes its device's context current). Objects of one
+  // device (streams, buffers, events, graphs, pools, kernels) passed to another are
+  // Errc::invalid_argument naming both devices; the exceptions are peer copies (copy() below) and
+  // waiting on another device's event (wait(), outside recordings).
+  // Whether this device can access `peer`'s memory directly (cuDeviceCanAccessPeer; false for
+  // itself). Both devices must be open and on the same driver.
+  Result<bool> can_access_peer(const Device& peer) const;
+  // Let work on this device's streams access `peer`'s memory (cuCtxEnablePeerAccess from this
+  // device's context): what peer copies on this device's streams need. Enabling it again is
+  // fine (CUDA's CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED counts as done). A pair that can't
+  // (can_access_peer false) is Errc::driver with CUDA_ERROR_PEER_ACCESS_UNSUPPORTED.
+  Result<void> enable_peer_access(const Device& peer);
+
   // Device-to-device copies and fills (device_copy.cc), eager or recorded (a MEMCPY or MEMSET
   // node), under the rules of launches: ranges are checked first (Errc::invalid_argument); a
   // source carrying a failure skips the copy and the destination carries it (failed_buffer); a
@@ -89,6 +103,12 @@ class Device {
   Result<void> copy(const Buffer& dst, const Buffer& src, Stream& s);
   // `bytes` from byte `src_offset` of `src` to byte `dst_offset` of `dst`. Overlapping ranges of
   // one buffer are Errc::invalid_argument (CUDA's copies may not overlap).
+  // A peer copy: `src`, `dst` or both may be buffers of other devices when this device has peer
+  // access to them (enable_peer_access; otherwise Errc::invalid_argument saying so). It runs on
+  // `s` (this device's stream) as a unified-addressing cuMemcpyDtoDAsync, eager or recorded (a
+  // MEMCPY node of this device's graph), under the same rules, including the order between
+  // streams: the other device's buffer must be ordered onto `s` first (record an event on its
+  // stream, wait for it on `s`) and is handed back to its stream after an eager copy.
   Result<void> copy(const Buffer& dst, std::size_t dst_offset, const Buffer& src,
                     std::size_t src_offset, std::size_t bytes, Stream& s);
   // Every byte of `dst` (cuMemsetD8Async).
@@ -165,6 +185,12 @@ class Device {
     return Param<T>(std::make_shared<ParamSlot>(&initial, sizeof(T)));
   }
 
+  // Code outside graphcap changed the calling thread's current context (cudaSetDevice, a
+  // library such as NCCL that switches devices): graphcap caches which device's context it made
+  // current on each thread, so call this afterwards; each Device's next call on this thread makes
+  // its context current again.
+  static void context_changed() noexcept;
+
   DriverApi& driver() const noexcept;
   int ordinal() const noexcept;
   const DeviceLimits& limits() const noexcept;
@@ -177,6 +203,9 @@ class Device {
   // uses on other streams (docs/capture-lifecycle.md, "Buffers on several streams").
   Result<void> check_buffer(const Buffer& buffer, const Stream& s, const char* what,
                             bool writes) const;
+  // The same for a copy: a buffer of another device is accepted when peer access allows it.
+  Result<void> check_copy_buffer(const Buffer& buffer, const Stream& s, const char* what,
+                                 bool writes) const;
   Result<void> check_external(const Buffer& buffer, Stream& s, bool writes) const;
   Result<void> fill_with(const Buffer& dst, std::size_t offset, std::size_t bytes,
                          unsigned element_size, std::uint32_t value, Stream& s);

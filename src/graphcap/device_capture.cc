@@ -40,6 +40,10 @@ Result<void> Device::prepare_capture(Stream& s, CaptureOptions options) {
   if (options.pool != nullptr) {
     pool = HandleAccess::state(*options.pool);
     if (!pool) return Error(Errc::invalid_argument, "prepare_capture: an empty GraphPool");
+    if (&pool->stream()->device() != core_.get()) {
+      return Error(Errc::invalid_argument, "prepare_capture: the graph pool belongs to " +
+                                               core_->another_device(pool->stream()->device()));
+    }
     if (pool->stream() != &stream) {
       return Error(Errc::invalid_argument,
                    "prepare_capture: the graph pool belongs to another stream (a pool's graphs "
@@ -137,6 +141,12 @@ Result<void> Device::end_capture(Stream& s, Graph& into) {
     return Error(Errc::graph_state,
                  "end_capture: the graph to re-record into is empty or destroyed (the recording "
                  "stays open: end it into a live graph, end_capture(s) or abort_capture)");
+  }
+  if (&target->stream().device() != core_.get()) {
+    return Error(Errc::invalid_argument,
+                 "end_capture: the graph to re-record into belongs to " +
+                     core_->another_device(target->stream().device()) +
+                     " (the recording stays open)");
   }
   if (&target->stream() != &HandleAccess::core(s)) {
     return Error(Errc::invalid_argument,

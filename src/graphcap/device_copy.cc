@@ -1,4 +1,6 @@
-// Device::copy and Device::fill: device-to-device copies (cuMemcpyDtoDAsync) and memsets
+// Device::copy and Device::fill: device-to-device copies (cuMemcpyDtoDAsync; between devices too,
+// as peer copies: unified addressing makes a pointer name its device, so the same call and the same
+// MEMCPY node carry them) and memsets
 // (cuMemsetD8Async, cuMemsetD32Async), eager or recorded (a MEMCPY or MEMSET node), under the
 // rules of launches: ranges checked before the driver sees them, a source carrying a failure
 // skips the copy and the destination carries it, a recorded write is claimed and its memory
@@ -30,10 +32,13 @@ Result<void> check_span(const Buffer& buffer, std::size_t offset, std::size_t co
   return {};
 }
 
-// A recorded copy's label; numbers: bytes, source offset and size, destination offset and size.
+// A recorded copy's label; numbers: bytes, source offset and size, destination offset and size;
+// name: the devices of a peer copy ("device 1 to device 0"), none for a local one.
 std::string copy_label(const capture::OperationLabel& label) {
   const auto& n = label.numbers;
-  return "memcpy " + std::to_string(n[0]) + " B device to device\nfrom +" + std::to_string(n[1]) +
+  return "memcpy " + std::to_string(n[0]) + " B " +
+         (label.name ? *label.name : std::string("device to device")) + "\nfrom +" +
+         std::to_string(n[1]) +
          " of " + std::to_string(n[2]) + " B\nto +" + std::to_string(n[3]) + " of " +
          std::to_string(n[4]) + " B";
 }
@@ -50,6 +55,17 @@ std::string fill_label(const capture::OperationLabel& label) {
   return "memset " + std::to_string(n[0]) + " B to " + shown +
          (n[1] == 4 ? " (32-bit words)" : "") + "\nat +" + std::to_string(n[3]) + " of " +
          std::to_string(n[4]) + " B";
+}
+
+// "device to device", or for a peer copy "device 1 to device 0".
+std::string copy_direction(const Buffer& src, const Buffer& dst, const detail::DeviceCore& here) {
+  auto device_of = [](const Buffer& buffer) -> const detail::DeviceCore& {
+    return static_cast<const StreamCore&>(HandleAccess::state(buffer)->owner()).device();
+  };
+  const detail::DeviceCore& from = device_of(src);
+  const detail::DeviceCore& to = device_of(dst);
+  if (&from == &here && &to == &here) return "device to device";
+  return from.name() + " to " + to.name();
 }
 
 }  // namespace
@@ -69,8 +85,11 @@ Result<void> Device::copy(const Buffer& dst, const Buffer& src, Stream& s) {
 Result<void> Device::copy(const Buffer& dst, std::size_t dst_offset, const Buffer& src,
                           std::size_t src_offset, std::size_t bytes, Stream& s) {
   GRAPHCAP_TRY(check_stream(s, "copy"));
-  if (Result<void> ok = check_buffer(src, s, "the source", false); !ok) return ok.error().context("copy");
-  if (Result<void> ok = check_buffer(dst, s, "the destination", true); !ok) {
+  // check_copy_buffer: a buffer of another device is a peer copy (needs peer access).
+  if (Result<void> ok = check_copy_buffer(src, s, "the source", false); !ok) {
+    return ok.error().context("copy");
+  }
+  if (Result<void> ok = check_copy_buffer(dst, s, "the destination", true); !ok) {
     return ok.error().context("copy");
   }
   GRAPHCAP_TRY(check_span(src, src_offset, bytes, "copy", "the source"));
@@ -102,6 +121,10 @@ Result<void> Device::copy(const Buffer& dst, std::size_t dst_offset, const Buffe
     if (stream.window().recording() || log_enabled(LogLevel::debug)) {
       op.label = capture::OperationLabel(&copy_label);
       op.label.numbers = {bytes, src_offset, src.size(), dst_offset, dst.size()};
+      if (std::string direction = copy_direction(src, dst, *core_);
+          direction != "device to device") {
+        op.label.name = std::make_shared<const std::string>(std::move(direction));
+      }
     }
     return stream.run(
         op,

@@ -30,13 +30,23 @@ Result<Event> Device::create_event() {
 
 namespace {
 
+// `other_device`: an event of another device (on the same driver) is accepted (wait: CUDA lets a
+// stream wait for an event of another device).
 Result<EventState*> check_event(const Event& e, const detail::DeviceCore& device,
-                                const char* operation) {
+                                const char* operation, bool other_device = false) {
   if (!e) return Error(Errc::invalid_argument, std::string(operation) + ": an empty Event");
   EventState* state = HandleAccess::state(e).get();
   if (&state->device() != &device) {
-    return Error(Errc::invalid_argument,
-                 std::string(operation) + ": the event belongs to another device");
+    const bool peer = other_device && &state->device().driver() == &device.driver() &&
+                      state->device().options().ordinal != device.options().ordinal;
+    if (!peer) {
+      return Error(Errc::invalid_argument, std::string(operation) + ": the event belongs to " +
+                                               device.another_device(state->device()));
+    }
+    if (!state->device().is_open()) {
+      return Error(Errc::graph_state, std::string(operation) + ": the event's device (" +
+                                          state->device().name() + ") is closed");
+    }
   }
   return state;
 }
@@ -84,13 +94,22 @@ Result<void> Device::record(Event& e, Stream& s) {
 
 Result<void> Device::wait(Stream& s, const Event& e) {
   GRAPHCAP_TRY(check_stream(s, "wait"));
-  GRAPHCAP_ASSIGN_OR_RETURN(EventState* event, check_event(e, *core_, "wait"));
+  GRAPHCAP_ASSIGN_OR_RETURN(EventState* event, check_event(e, *core_, "wait", true));
   GRAPHCAP_TRY(core_->bind_thread());
   StreamCore& stream = HandleAccess::core(s);
   const EventState::Record record = event->last_record();
   std::lock_guard lock(stream.mutex());
   GRAPHCAP_TRY(refuse_in_loop_body(stream, "wait"));
   const std::uint64_t recording = stream.window().recording_id();
+  if (&event->device() != core_.get() && (recording != 0 || record.recording != 0)) {
+    // A recording is a graph of one device: it neither waits for nor forks into another's.
+    return Error(Errc::invalid_argument,
+                 "wait: the event belongs to " + event->device().name() + " and " +
+                     (recording != 0 ? stream.name() + " of " + core_->name() + " is recording"
+                                     : std::string("it was recorded inside a recording")) +
+                     "; a recording can't span devices (order the devices' streams outside "
+                     "recordings)");
+  }
   // Checked before the driver sees the wait: each of these would invalidate a recording.
   if (record.point.stream != nullptr) {
     if (recording != 0 && record.recording == 0) {

@@ -60,6 +60,10 @@ Result<std::size_t> external_uses(std::initializer_list<Arg> args, CheckBuffer&&
 // buffer (as an eager launch of a borrowed buffer gets) would come before it: only the stream's own
 // buffers may be declared.
 Result<void> Device::check_external(const Buffer& buffer, Stream& s, bool writes) const {
+  if (buffer && &static_cast<const detail::StreamCore&>(HandleAccess::state(buffer)->owner())
+                        .device() != core_.get()) {
+    return check_buffer(buffer, s, "it", writes);  // names both devices
+  }
   if (buffer && &HandleAccess::state(buffer)->owner() !=
                     static_cast<memory::SliceOwner*>(&HandleAccess::core(s))) {
     return Error(Errc::invalid_argument,

@@ -161,7 +161,8 @@ Result<void> Device::launch(Stream& s, const Kernel& kernel, LaunchDims dims,
   // Names the launch in messages; built only when one is needed (this is the eager hot path).
   auto what = [&state] { return "launch of " + state->name(); };
   if (&state->module()->device() != core_.get()) {
-    return Error(Errc::invalid_argument, what() + ": the kernel's module belongs to another device");
+    return Error(Errc::invalid_argument, what() + ": the kernel's module belongs to " +
+                                             core_->another_device(state->module()->device()));
   }
   if (state->module()->released()) {
     return Error(Errc::graph_state, what() + ": its module was unloaded");

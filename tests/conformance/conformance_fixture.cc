@@ -93,7 +93,7 @@ std::vector<std::uint32_t> iota(std::size_t n, std::uint32_t first) {
 }
 
 void ConformanceTest::SetUp() {
-  test_driver_ = make_test_driver();
+  test_driver_ = devices() == 1 ? make_test_driver() : make_test_driver(devices());
   api_ = &test_driver_->api();
   ASSERT_EQ(api().cuInit(0), CUDA_SUCCESS);
   ASSERT_EQ(api().cuDeviceGet(&device_, 0), CUDA_SUCCESS);

@@ -137,6 +137,10 @@ class ConformanceTest : public ::testing::Test {
   void SetUp() override;
   void TearDown() override;
 
+  // How many devices the test's driver should have: the fake is made with that many (the real
+  // driver has the machine's). Tests of several devices override it and skip below it.
+  virtual int devices() const { return 1; }
+
   DriverApi& api() { return *api_; }
   TestDriver& test_driver() { return *test_driver_; }
   CUcontext context() const noexcept { return context_; }

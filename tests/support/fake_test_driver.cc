@@ -23,7 +23,7 @@ std::vector<std::byte> image_of_test_kernels(const fake::FakeDriver& driver,
 
 class FakeTestDriver final : public TestDriver {
  public:
-  FakeTestDriver() {
+  explicit FakeTestDriver(int devices = 1) : driver_(options(devices)) {
     register_test_kernels(driver_);
     image_ =
         image_of_test_kernels(driver_, std::make_index_sequence<std::size(kTestKernelNames)>{});
@@ -34,6 +34,12 @@ class FakeTestDriver final : public TestDriver {
   std::span<const std::byte> kernel_image() override { return image_; }
 
  private:
+  static fake::FakeDriverOptions options(int devices) {
+    fake::FakeDriverOptions options;
+    options.device_count = devices;
+    return options;
+  }
+
   fake::FakeDriver driver_;
   std::vector<std::byte> image_;
 };
@@ -41,5 +47,9 @@ class FakeTestDriver final : public TestDriver {
 }  // namespace
 
 std::unique_ptr<TestDriver> make_test_driver() { return std::make_unique<FakeTestDriver>(); }
+
+std::unique_ptr<TestDriver> make_test_driver(int devices) {
+  return std::make_unique<FakeTestDriver>(devices);
+}
 
 }  // namespace graphcap::testing

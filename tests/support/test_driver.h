@@ -34,5 +34,10 @@ class TestDriver {
 // A fresh driver for one test (the fake: a new FakeDriver with the test kernels registered; the
 // real driver: the process's libcuda, loaded once).
 std::unique_ptr<TestDriver> make_test_driver();
+// The same with `devices` devices where the driver is made for the test: the fake gets exactly
+// that many (FakeDriverOptions::device_count); the real driver has the machine's GPUs, so tests of
+// several devices ask cuDeviceGetCount and GTEST_SKIP below what they need (devices_or_skip in
+// multi_device.h).
+std::unique_ptr<TestDriver> make_test_driver(int devices);
 
 }  // namespace graphcap::testing

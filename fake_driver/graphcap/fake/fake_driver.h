@@ -105,7 +105,12 @@ class KernelContext {
 using KernelBody = std::function<void(KernelContext&)>;
 
 struct FakeDriverOptions {
+  // Devices 0 .. device_count-1, each with its primary context, its own window of device
+  // addresses (a pointer tells its device) and device_memory_bytes of memory.
   int device_count = 1;
+  // Whether every pair of distinct devices may access each other's memory (cuDeviceCanAccessPeer
+  // says 1, and cuCtxEnablePeerAccess succeeds once); false: 0 and CUDA_ERROR_PEER_ACCESS_UNSUPPORTED.
+  bool peer_access = true;
   std::size_t device_memory_bytes = std::size_t{1} << 30;  // per device; cuMemGetInfo's total
   std::size_t pinned_host_bytes = std::size_t{256} << 20;  // cuMemAllocHost's limit
   int driver_version = 13000;

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include <graphcap/capture/capture_tracker.h>
@@ -59,6 +60,16 @@ class DeviceCore : public std::enable_shared_from_this<DeviceCore> {
   // Errc::graph_state naming `operation` when the device is closed.
   Result<void> check_open(const char* operation) const;
 
+  // ---- Several devices (device_peer.cc) ----
+  // "device 1" (its ordinal), for messages.
+  std::string name() const;
+  // For refusing an object of `other` here: "another device (device 1; this is device 0)", or
+  // for two Devices opened on one ordinal "another device (a second Device of ordinal 0)".
+  std::string another_device(const DeviceCore& other) const;
+  // Whether this device's context may access `peer`'s memory (enabled through graphcap).
+  bool peer_enabled(const DeviceCore& peer) const;
+  void set_peer_enabled(const DeviceCore& peer);
+
   // A new non-blocking stream of this device.
   Result<std::shared_ptr<StreamCore>> create_stream();
   void add_module(const std::shared_ptr<ModuleState>& module);
@@ -97,6 +108,8 @@ class DeviceCore : public std::enable_shared_from_this<DeviceCore> {
   int next_stream_index_ = 0;
   std::vector<std::shared_ptr<GraphState>> deferred_graphs_;
   std::vector<CUmodule> deferred_unloads_;
+  mutable std::mutex peers_mutex_;
+  std::vector<CUcontext> peers_;  // contexts whose memory this context may access
 };
 
 }  // namespace graphcap::detail

@@ -251,6 +251,13 @@ void StreamCore::return_borrowed(capture::Operation& op) noexcept {
                             "before dropping the buffer");
         continue;
       }
+      if (&owner.device() != device_.get()) {
+        // A peer copy's buffer: its stream waits in its own device's context.
+        if (Result<void> bound = owner.device().bind_thread(); !bound) {
+          log(LogLevel::error, bound.error().context("handing a buffer back to its device's stream").message());
+          continue;
+        }
+      }
       if (CUresult result = device_->driver().cuStreamWaitEvent(owner.handle(), fence, 0);
           result != CUDA_SUCCESS) {
         log(LogLevel::error, Error::from_driver("cuStreamWaitEvent", result)
@@ -270,6 +277,11 @@ void StreamCore::return_borrowed(capture::Operation& op) noexcept {
 }
 
 void StreamCore::destroy_fence(CUevent fence) noexcept {
+  // The fence is this stream's device's: destroy it in that device's context (the owners'
+  // waits above may have run in another device's).
+  if (Result<void> bound = device_->bind_thread(); !bound) {
+    log(LogLevel::error, bound.error().context("destroying a copy's fence").message());
+  }
   if (CUresult result = device_->driver().cuEventDestroy(fence); result != CUDA_SUCCESS) {
     try {
       log(LogLevel::warn, Error::from_driver("cuEventDestroy", result)

@@ -216,6 +216,9 @@ void FakeState::destroy_context(Context& context) {
   });
   reclaimed += pinned_memory_.free_all_of(context.handle);
   reclaimed_ += reclaimed;
+  // Peer access ends with either context of the pair.
+  context.peers.clear();
+  for (Context& other : contexts_) other.peers.erase(device);
 }
 
 }  // namespace graphcap::fake

@@ -7,7 +7,7 @@
 // reclaiming), memory_calls.cc, stream_calls.cc, event_calls.cc, work_queue.cc (the lazy device:
 // running queued work and graph launches), capture_calls.cc (capture sequences and the
 // invalidation rules), graph_calls.cc (graphs and executables), module_calls.cc (modules, kernels,
-// launches), observation.cc (what tests look at).
+// launches), peer_calls.cc (peer access between devices), observation.cc (what tests look at).
 #pragma once
 
 #include <cstddef>
@@ -164,6 +164,7 @@ class FakeState {
     int device = 0;
     unsigned refs = 0;
     std::uint64_t default_stream = 0;  // the legacy NULL stream of this context
+    std::set<int> peers;  // devices whose memory this context may access (cuCtxEnablePeerAccess)
   };
 
   struct StreamError {
