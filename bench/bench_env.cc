@@ -26,7 +26,7 @@ Result<std::unique_ptr<BenchEnv>> BenchEnv::open(DriverKind kind) {
     options.device_count = 2;      // PeerCopy's second device; the rest use device 0
     env->fake_ = std::make_unique<fake::FakeDriver>(options);
     register_bench_kernels(*env->fake_);
-    env->fake_image_ = env->fake_->module_image({kEmptyKernel, kValuesKernel, kSinkKernel});
+    env->fake_image_ = env->fake_->module_image({kEmptyKernel, kValuesKernel, kSinkKernel, kCountdownKernel});
     image = env->fake_image_;
     inner = env->fake_.get();
   } else {
@@ -60,6 +60,9 @@ Result<std::unique_ptr<BenchEnv>> BenchEnv::open(DriverKind kind) {
   Result<Kernel> sink = env->module_.kernel(kSinkKernel);
   if (!sink) return sink.error().context("finding the benchmark kernel 'sink'");
   env->sink_ = std::move(*sink);
+  Result<Kernel> countdown = env->module_.kernel(kCountdownKernel);
+  if (!countdown) return countdown.error().context("finding the benchmark kernel 'countdown'");
+  env->countdown_ = std::move(*countdown);
 
   char name[256] = {};
   int version = 0;
@@ -83,6 +86,7 @@ BenchEnv::~BenchEnv() {
   empty_ = Kernel();
   values_ = Kernel();
   sink_ = Kernel();
+  countdown_ = Kernel();
   module_ = Module();
   peer_.reset();
   device_.reset();

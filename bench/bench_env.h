@@ -51,6 +51,7 @@ class BenchEnv {
   Stream& stream() noexcept { return device_->stream(); }
   const Kernel& empty_kernel() const noexcept { return empty_; }
   const Kernel& sink_kernel() const noexcept { return sink_; }
+  const Kernel& countdown_kernel() const noexcept { return countdown_; }
   static constexpr LaunchDims kEmptyDims{Dim3{1, 1, 1}, Dim3{32, 1, 1}, 0};
 
   // One eager launch of `empty` through graphcap (Device::launch).
@@ -88,6 +89,7 @@ class BenchEnv {
   Kernel empty_;
   Kernel values_;
   Kernel sink_;
+  Kernel countdown_;
   std::string description_;
   std::map<int, std::unique_ptr<CapturedGraph>> graphs_;
 };

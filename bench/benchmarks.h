@@ -28,6 +28,14 @@ void register_benchmarks(BenchEnv& env, const BenchPlan& plan);
 //       lazy recording against recording all 8 buckets up front, 64 requests touching t buckets
 void register_many_graphs_benchmarks(BenchEnv& env, const BenchPlan& plan);
 
+// Device-side loops (loop_benchmarks.cc, issue 13): WhileLoop/K, a step of 34 empty launches and
+// a countdown kernel that decides on the device whether another step follows, run until it says
+// stop (K steps) three ways side by side: replay + read the stop flag + sync per step (the only
+// way without conditional nodes), one replay of a graph holding a WHILE loop over the step, and
+// K blind replays of the step graph (the lower bound). Counters per step (us): wall and host
+// time of each way, and the ratios the issue sets goals for.
+void register_loop_benchmarks(BenchEnv& env, const BenchPlan& plan);
+
 // Peer copies (peer_copy_benchmarks.cc, issue 14), needs 2 devices (skipped otherwise):
 //   PeerCopy/bytes   device 1's buffer into device 0's: Device::copy + sync (eager) against raw
 //                    cuMemcpyDtoDAsync + cuStreamSynchronize of the same pointers, and the copy

@@ -10,3 +10,12 @@ extern "C" __global__ void empty() {}
 extern "C" __global__ void values(unsigned int, unsigned long long, unsigned int) {}
 // Takes one 32-bit value and does nothing with it: the per-replay parameter benchmarks set it.
 extern "C" __global__ void sink(unsigned int) {}
+
+// One step's stop decision (bench_kernels.h): the host loop reads `go`, a WHILE loop reads h.
+extern "C" __global__ void countdown(cudaGraphConditionalHandle h, unsigned int* counter,
+                                     unsigned int* go) {
+  if (blockIdx.x != 0 || threadIdx.x != 0) return;
+  const unsigned int left = --counter[0];
+  go[0] = left > 0 ? 1u : 0u;
+  if (h != 0) cudaGraphSetConditional(h, go[0]);
+}

@@ -8,6 +8,9 @@
 //              Device::launch's argument check against the kernel's signature something to compare
 //   sink(v)    takes one 32-bit value and does nothing with it (the per-replay parameter
 //              benchmarks set it)
+//   countdown(handle h, uint32_t* counter, uint32_t* go)
+//              one thread: --counter[0]; go[0] = counter[0] > 0; and, when h is not 0, sets the
+//              WHILE condition h to go[0] (the device-side loop benchmarks' stop decision)
 #pragma once
 
 #include <span>
@@ -22,6 +25,7 @@ namespace graphcap::bench {
 inline constexpr std::string_view kEmptyKernel = "empty";
 inline constexpr std::string_view kValuesKernel = "values";
 inline constexpr std::string_view kSinkKernel = "sink";
+inline constexpr std::string_view kCountdownKernel = "countdown";
 
 // Registers every benchmark kernel on a fake driver.
 void register_bench_kernels(fake::FakeDriver& driver);

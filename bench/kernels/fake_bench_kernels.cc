@@ -14,6 +14,15 @@ void register_bench_kernels(fake::FakeDriver& driver) {
       std::string(kValuesKernel), [](fake::KernelContext&) {});
   driver.register_typed_kernel<std::uint32_t>(std::string(kSinkKernel),
                                               [](fake::KernelContext&) {});
+  driver.register_typed_kernel<CUgraphConditionalHandle, CUdeviceptr, CUdeviceptr>(
+      std::string(kCountdownKernel), [](fake::KernelContext& k) {
+        auto counter = k.buffer<std::uint32_t>(1, 1);
+        auto go = k.buffer<std::uint32_t>(2, 1);
+        if (counter.empty() || go.empty()) return;
+        const std::uint32_t left = --counter[0];
+        go[0] = left > 0 ? 1u : 0u;
+        if (k.value<CUgraphConditionalHandle>(0) != 0) k.set_condition(0, go[0]);
+      });
 }
 
 }  // namespace graphcap::bench
