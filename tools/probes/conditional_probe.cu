@@ -594,6 +594,54 @@ void p20_body_invalid_launch_outer_valid() {
   std::printf("  survived\n");
 }
 
+// P21/P22: after an invalidated body's enclosing capture ended (P18's first half), is the body's
+// stream still blocking unsafe calls, and can it be destroyed instead of ended?
+void p21_destroy_invalidated_body() {
+  std::printf("P21 invalidated body: end the outer capture, then destroy the body's stream\n");
+  CUstream body2;
+  MUST(cuStreamCreate(&body2, CU_STREAM_NON_BLOCKING));
+  MUST(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  CUgraphConditionalHandle h;
+  CUgraph body;
+  CUgraphNode node;
+  MUST(insert_while(s, 0, 1, &h, &body, &node));
+  MUST(cuStreamBeginCaptureToGraph(body2, body, nullptr, nullptr, 0, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  SHOW(cuStreamQuery(side_s));
+  CUgraph g = nullptr;
+  SHOW(cuStreamEndCapture(s, &g));
+  CUstreamCaptureStatus st;
+  SHOW(cuStreamIsCapturing(body2, &st));
+  std::printf("  body status %d\n", int(st));
+  SHOW(cuStreamQuery(side_s));
+  SHOW(cuStreamSynchronize(side_s));
+  std::printf("  destroying the body stream\n");
+  SHOW(cuStreamDestroy(body2));
+  SHOW(cuStreamQuery(side_s));
+  SHOW(cuStreamSynchronize(side_s));
+  SHOW(cuCtxSynchronize());
+  std::printf("  survived\n");
+}
+void p22_leave_invalidated_body() {
+  std::printf("P22 invalidated body: end the outer capture, leave the body, capture again\n");
+  CUstream body2;
+  MUST(cuStreamCreate(&body2, CU_STREAM_NON_BLOCKING));
+  MUST(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  CUgraphConditionalHandle h;
+  CUgraph body;
+  CUgraphNode node;
+  MUST(insert_while(s, 0, 1, &h, &body, &node));
+  MUST(cuStreamBeginCaptureToGraph(body2, body, nullptr, nullptr, 0, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  SHOW(cuStreamQuery(side_s));
+  CUgraph g = nullptr;
+  SHOW(cuStreamEndCapture(s, &g));
+  SHOW(cuStreamSynchronize(side_s));
+  SHOW(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  store<<<1, 1, 0, s>>>(dev + 0, 1);
+  g = nullptr;
+  SHOW(cuStreamEndCapture(s, &g));
+  std::printf("  survived (body stream left capturing)\n");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -611,7 +659,8 @@ int main(int argc, char** argv) {
   // One probe per process (argv[1] picks it), so a crash in one loses nothing of the others.
   void (*probes[])() = {p1_basic, p2_defaults, p4_outer_sets, p5_copies, p6_fork_join,
                         p8_alloc, p9_update, p10_set_params, p11_nested, p12_misuse, p18_invalidated_outer_first,
-                        p19_invalidated_body_first, p20_body_invalid_launch_outer_valid};
+                        p19_invalidated_body_first, p20_body_invalid_launch_outer_valid,
+                        p21_destroy_invalidated_body, p22_leave_invalidated_body};
   int which = argc > 1 ? std::atoi(argv[1]) : -1;
   for (int i = 0; i < int(sizeof probes / sizeof probes[0]); ++i)
     if (which < 0 || which == i) probes[i]();
