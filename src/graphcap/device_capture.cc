@@ -124,6 +124,7 @@ Result<Graph> Device::end_capture(Stream& s) {
     if (stream.window().state() == CaptureState::no_capture) {
       (void)close_pool_window(stream, recording);
     }
+    stream.forget_abandoned_loop_streams();
     return recording;
   }();
   core_->collect_deferred();
@@ -162,6 +163,7 @@ Result<void> Device::end_capture(Stream& s, Graph& into) {
     if (stream.window().state() == CaptureState::no_capture) {
       (void)close_pool_window(stream, recording);
     }
+    stream.forget_abandoned_loop_streams();
     return recording;
   }();
   if (!closed) {
@@ -180,6 +182,7 @@ Result<void> Device::abort_capture(Stream& s) {
   Result<void> aborted = [&] {
     std::lock_guard lock(stream.mutex());
     Result<void> result = stream.window().abort();
+    stream.forget_abandoned_loop_streams();
     if (std::shared_ptr<detail::GraphPoolState> pool = std::exchange(stream.pool_window(), nullptr)) {
       pool->window_closed();
     }

@@ -200,6 +200,35 @@ TEST_F(LoopTest, StreamHandleIsTheInnermostBodyStreamWhileALoopIsOpen) {
   ASSERT_THAT(device_->end_capture(stream()), IsOk());
 }
 
+TEST_F(LoopTest, ABodyInvalidatedOutsideGraphcapDoomsTheRecordingAndNeverCrashesTheDriver) {
+  Stream* other = add_stream();
+  ASSERT_NE(other, nullptr);
+  begin();
+  Result<Loop> loop = device_->begin_while(stream());
+  ASSERT_THAT(loop, IsOk());
+  ASSERT_THAT(countdown(*loop), IsOk());
+  // An unsafe call made outside graphcap in global mode invalidates the body's capture and the
+  // recording's.
+  EXPECT_EQ(device_->driver().cuStreamQuery(other->handle()),
+            CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+  EXPECT_THAT(device_->end_while(stream(), *loop),
+              StatusIs(Errc::driver, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED,
+                       HasSubstr("loop body's capture was invalidated")));
+  EXPECT_FALSE(loop->open());
+  EXPECT_THAT(device_->end_capture(stream()), StatusIs(Errc::doomed));
+  EXPECT_EQ(stream().capture_state(), CaptureState::no_capture);
+  // The body's capture was never ended (the fake would record the H200's crash as a violation:
+  // TearDown checks there is none); its stream was destroyed, and the next loop gets a new one.
+  ASSERT_THAT(fill(counter_, 0, 1), IsOk());
+  ASSERT_THAT(fill(iterations_, 0, 1), IsOk());
+  begin();
+  ASSERT_THAT(record_countdown_step(3), IsOk());
+  Result<Graph> graph = device_->end_capture(stream());
+  ASSERT_THAT(graph, IsOk());
+  ASSERT_THAT(graph->replay(), IsOk());
+  EXPECT_EQ(read_u32(iterations_), std::vector<std::uint32_t>{3});
+}
+
 // ---- misuse: Errc::graph_state, nothing changed -----------------------------------------------
 
 TEST_F(LoopTest, ALoopOutsideARecordingIsRefused) {

@@ -249,9 +249,22 @@ Result<Recording> Window::close(bool upload, std::optional<Error> doomed, bool o
   }
   loop_target_.store(nullptr, std::memory_order_release);
 
+  // Which bodies are still valid must be asked before the recording's capture ends.
+  std::vector<bool> active;
+  for (CUstream body : bodies) active.push_back(graphs_->loop_active(body));
   Result<CapturedGraph> captured = graphs_->end(stream_);
-  for (CUstream body : bodies) {
-    if (Result<void> ended = graphs_->end_loop(body); !ended && log_enabled(LogLevel::debug)) {
+  for (std::size_t i = 0; i < bodies.size(); ++i) {
+    if (!active[i]) {
+      // An invalidated body's capture is never ended: on the H200 the process crashed (SIGSEGV)
+      // in whichever of the two cuStreamEndCapture calls came second. Its stream is abandoned
+      // (never used or destroyed again); the next loop gets a new one.
+      abandoned_bodies_.push_back(bodies[i]);
+      log(LogLevel::warn, "recording " + std::to_string(id_) + ": a loop body's capture was "
+                          "invalidated; its stream is abandoned, not ended (ending it crashes "
+                          "the driver)");
+      continue;
+    }
+    if (Result<void> ended = graphs_->end_loop(bodies[i]); !ended && log_enabled(LogLevel::debug)) {
       log(LogLevel::debug, "recording " + std::to_string(id_) + ": closing a loop body: " +
                                ended.error().message());
     }
@@ -674,6 +687,10 @@ Result<void> Window::end_loop(std::uint64_t id) {
   }
   if (failure) return *failure;
   return {};
+}
+
+std::vector<CUstream> Window::take_abandoned_bodies() {
+  return std::exchange(abandoned_bodies_, {});
 }
 
 bool Window::loop_open(std::uint64_t id) const {

@@ -125,6 +125,9 @@ class Window {
   // Close the innermost loop, which must be `id` (graph_state otherwise, nothing changed).
   Result<void> end_loop(std::uint64_t id);
   bool loop_open(std::uint64_t id) const;
+  // Body streams whose capture was invalidated and left open (ending it crashes the H200's
+  // driver): the owner must never use or destroy them again (mutex of the stream held).
+  std::vector<CUstream> take_abandoned_bodies();
   // Where this stream's operations are issued now: the body stream of the innermost open loop,
   // or nullptr for the stream itself. Read without the stream's mutex (Stream::handle()).
   CUstream loop_target() const noexcept { return loop_target_.load(std::memory_order_acquire); }
@@ -189,8 +192,8 @@ class Window {
   std::atomic<Window*> joined_{nullptr};        // on a side stream: the origin
   std::chrono::steady_clock::time_point begun_;  // for the debug log's timings
   // The open loops, innermost last (book_ held to change), and bodies whose capture was found
-  // invalidated at end_while: they are ended after the recording's own capture, the one order
-  // the driver survives (docs/cuda-driver-facts.md, "Conditional nodes").
+  // invalidated at end_while: close() ends the recording's own capture and abandons them, the one
+  // course the driver survives (docs/cuda-driver-facts.md, "Conditional nodes").
   struct LoopFrame {
     std::uint64_t id = 0;
     CUstream body_stream = nullptr;
@@ -201,6 +204,7 @@ class Window {
   };
   std::vector<LoopFrame> loops_;
   std::vector<CUstream> unended_bodies_;
+  std::vector<CUstream> abandoned_bodies_;
   std::atomic<CUstream> loop_target_{nullptr};
 };
 

@@ -140,6 +140,7 @@ void StreamCore::close() noexcept {
     log(LogLevel::warn, Error::from_driver("cuStreamDestroy", result).context("closing a stream")
                             .message());
   }
+  forget_abandoned_loop_streams();
   for (CUstream body : std::exchange(loop_streams_, {})) {
     if (CUresult result = device_->driver().cuStreamDestroy(body); result != CUDA_SUCCESS) {
       log(LogLevel::warn, Error::from_driver("cuStreamDestroy", result)
@@ -149,7 +150,22 @@ void StreamCore::close() noexcept {
   }
 }
 
+void StreamCore::forget_abandoned_loop_streams() {
+  for (CUstream abandoned : window_.take_abandoned_bodies()) {
+    // Its invalidated capture can't be ended (window.h); destroying the stream ends it, so the
+    // thread's unsafe calls are no longer refused because of it (measured on the H200: P21).
+    loop_streams_.erase(std::remove(loop_streams_.begin(), loop_streams_.end(), abandoned),
+                        loop_streams_.end());
+    if (CUresult result = device_->driver().cuStreamDestroy(abandoned); result != CUDA_SUCCESS) {
+      log(LogLevel::warn, Error::from_driver("cuStreamDestroy", result)
+                              .context("destroying an invalidated loop body's stream")
+                              .message());
+    }
+  }
+}
+
 Result<CUstream> StreamCore::loop_stream(std::size_t depth) {
+  forget_abandoned_loop_streams();
   while (loop_streams_.size() <= depth) {
     // Creating a stream is safe while a capture is open, in every mode (measured on the H200).
     CUstream body = nullptr;

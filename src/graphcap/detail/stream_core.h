@@ -58,6 +58,8 @@ class StreamCore final : public memory::SliceOwner,
   // The body stream for a loop at `depth` (0: outermost), created on first use and kept until
   // the stream closes (mutex() held).
   Result<CUstream> loop_stream(std::size_t depth);
+  // Drops the body streams the window abandoned (their invalidated capture left open).
+  void forget_abandoned_loop_streams();
   bool closed() const noexcept { return closed_.load(std::memory_order_acquire); }
   capture::ReplayGate& gate() noexcept { return gate_; }
 

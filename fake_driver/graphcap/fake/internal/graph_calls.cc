@@ -35,6 +35,13 @@ CUresult FakeState::instantiate_body(const internal::Graph& graph,
                                      std::shared_ptr<const internal::ExecBody>* out) {
   std::shared_ptr<internal::ExecBody> body = internal::make_exec_body(graph.nodes);
   for (CUgraphConditionalHandle condition : graph.conditions) {
+    // Measured on the H200 (ConditionalNodes.AHandleNoNodeUsesMakesInstantiateFail): a handle
+    // created on the graph that none of its conditional nodes uses fails instantiate.
+    const bool used = std::any_of(graph.nodes.begin(), graph.nodes.end(), [&](const auto& node) {
+      const auto* conditional = std::get_if<internal::ConditionalWork>(&node.work);
+      return conditional != nullptr && conditional->handle == condition;
+    });
+    if (!used) return CUDA_ERROR_INVALID_VALUE;
     body->conditions.push_back(conditions_.at(condition));
   }
   for (internal::NodeData& node : body->nodes) {
