@@ -200,25 +200,25 @@ TEST_F(LoopTest, StreamHandleIsTheInnermostBodyStreamWhileALoopIsOpen) {
   ASSERT_THAT(device_->end_capture(stream()), IsOk());
 }
 
-TEST_F(LoopTest, ABodyInvalidatedOutsideGraphcapDoomsTheRecordingAndNeverCrashesTheDriver) {
+TEST_F(LoopTest, AnUnsafeCallDuringALoopInvalidatesTheRecordingButNeverTheBody) {
   Stream* other = add_stream();
   ASSERT_NE(other, nullptr);
   begin();
   Result<Loop> loop = device_->begin_while(stream());
   ASSERT_THAT(loop, IsOk());
   ASSERT_THAT(countdown(*loop), IsOk());
-  // An unsafe call made outside graphcap in global mode invalidates the body's capture and the
-  // recording's.
+  // An unsafe call made outside graphcap in global mode invalidates the recording's capture; the
+  // body's is RELAXED (an invalidated body crashed the H200's driver on every way out of it).
   EXPECT_EQ(device_->driver().cuStreamQuery(other->handle()),
             CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
-  EXPECT_THAT(device_->end_while(stream(), *loop),
-              StatusIs(Errc::driver, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED,
-                       HasSubstr("loop body's capture was invalidated")));
+  EXPECT_THAT(device_->end_while(stream(), *loop), IsOk());
   EXPECT_FALSE(loop->open());
-  EXPECT_THAT(device_->end_capture(stream()), StatusIs(Errc::doomed));
+  EXPECT_THAT(device_->end_capture(stream()),
+              StatusIs(Errc::driver, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED,
+                       HasSubstr("no graphcap operation saw the invalidation")));
   EXPECT_EQ(stream().capture_state(), CaptureState::no_capture);
-  // The body's capture was never ended (the fake would record the H200's crash as a violation:
-  // TearDown checks there is none); its stream was destroyed, and the next loop gets a new one.
+  // Nothing was left capturing: eager work and a new recording with a loop work (the fake would
+  // record an end of an invalidated body as the H200's crash: TearDown checks there is none).
   ASSERT_THAT(fill(counter_, 0, 1), IsOk());
   ASSERT_THAT(fill(iterations_, 0, 1), IsOk());
   begin();

@@ -466,6 +466,11 @@ TEST_F(ConditionalNodes, AHandleNoNodeUsesMakesInstantiateFail) {
 }
 
 TEST_F(ConditionalNodes, AnUnsafeCallInvalidatesTheBodyAndTheOuterCapture) {
+  if (test_driver().fake() == nullptr) {
+    GTEST_SKIP() << "measured with tools/probes/conditional_probe.cu (P7, P17-P22) instead: once "
+                    "a body's capture is invalidated, ending either capture second, or "
+                    "destroying the body's stream, crashed the H200's driver (580.159.04)";
+  }
   Stream other = new_stream();
   ASSERT_EQ(api().cuStreamBeginCapture(s_.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
   InsertedLoop loop;

@@ -642,6 +642,40 @@ void p22_leave_invalidated_body() {
   std::printf("  survived (body stream left capturing)\n");
 }
 
+// P23/P24: the body captured in RELAXED mode inside a GLOBAL capture: does an unsafe call on the
+// recording thread still invalidate it, and does either order of ending survive?
+void relaxed_body(bool body_first) {
+  std::printf("P%d relaxed body in a global capture, unsafe call, end %s first\n",
+              body_first ? 23 : 24, body_first ? "the body" : "the outer");
+  CUstream body2;
+  MUST(cuStreamCreate(&body2, CU_STREAM_NON_BLOCKING));
+  MUST(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  CUgraphConditionalHandle h;
+  CUgraph body;
+  CUgraphNode node;
+  MUST(insert_while(s, 0, 1, &h, &body, &node));
+  SHOW(cuStreamBeginCaptureToGraph(body2, body, nullptr, nullptr, 0, CU_STREAM_CAPTURE_MODE_RELAXED));
+  SHOW(cuStreamQuery(side_s));
+  CUstreamCaptureStatus st;
+  cuStreamIsCapturing(body2, &st);
+  std::printf("  body status %d\n", int(st));
+  cuStreamIsCapturing(s, &st);
+  std::printf("  outer status %d\n", int(st));
+  CUgraph g = nullptr, x = nullptr;
+  if (body_first) {
+    SHOW(cuStreamEndCapture(body2, &x));
+    SHOW(cuStreamEndCapture(s, &g));
+  } else {
+    SHOW(cuStreamEndCapture(s, &g));
+    SHOW(cuStreamEndCapture(body2, &x));
+  }
+  SHOW(cuStreamSynchronize(side_s));
+  SHOW(cuStreamDestroy(body2));
+  std::printf("  survived\n");
+}
+void p23_relaxed_body_first() { relaxed_body(true); }
+void p24_relaxed_outer_first() { relaxed_body(false); }
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -660,7 +694,8 @@ int main(int argc, char** argv) {
   void (*probes[])() = {p1_basic, p2_defaults, p4_outer_sets, p5_copies, p6_fork_join,
                         p8_alloc, p9_update, p10_set_params, p11_nested, p12_misuse, p18_invalidated_outer_first,
                         p19_invalidated_body_first, p20_body_invalid_launch_outer_valid,
-                        p21_destroy_invalidated_body, p22_leave_invalidated_body};
+                        p21_destroy_invalidated_body, p22_leave_invalidated_body,
+                        p23_relaxed_body_first, p24_relaxed_outer_first};
   int which = argc > 1 ? std::atoi(argv[1]) : -1;
   for (int i = 0; i < int(sizeof probes / sizeof probes[0]); ++i)
     if (which < 0 || which == i) probes[i]();

@@ -587,7 +587,12 @@ Result<Window::LoopInfo> Window::begin_loop(CUstream body_stream, unsigned first
   Result<std::size_t> depth = check_loop_begin();
   if (!depth) return depth.error();
   const CUstream outer = loops_.empty() ? stream_ : loops_.back().body_stream;
-  Result<LoopNode> inserted = graphs_->begin_loop(outer, body_stream, first, mode_);
+  // The body is captured in RELAXED mode whatever the recording's mode: an unsafe call
+  // invalidates only the recording's own capture then, never the body's. Once a body's capture
+  // was invalidated, every way out of it crashed the H200's driver (docs/cuda-driver-facts.md,
+  // "Conditional nodes"); graphcap's own checks of unsafe calls follow the recording's mode.
+  Result<LoopNode> inserted =
+      graphs_->begin_loop(outer, body_stream, first, CU_STREAM_CAPTURE_MODE_RELAXED);
   if (!inserted) {
     // Whatever of it the driver did stays in the recording (perhaps a WHILE node without a
     // body, which must never replay): refuse the recording.
