@@ -37,6 +37,9 @@ if [[ "$what" == bench || "$what" == all ]]; then
     [[ -x $exe ]] || continue
     echo "== $example" >> "$out/examples.txt"
     "$exe" --driver=cuda >> "$out/examples.txt" 2>&1 || { rc=1; echo "FAILED: $example" >> "$out/examples.txt"; }
+    if [[ $example == decode_loop/decode_loop ]]; then
+      "$exe" --driver=cuda --until-device-stop >> "$out/examples.txt" 2>&1 || { rc=1; echo "FAILED: $example --until-device-stop" >> "$out/examples.txt"; }
+    fi
   done
   [[ -f "$out/examples.txt" ]] && cat "$out/examples.txt"
   # The fault sweep on the real driver, with its totals table (docs/reliability.md).

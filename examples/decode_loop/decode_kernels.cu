@@ -3,6 +3,8 @@
 // ON. Grid-stride loops: any launch shape covers all n elements.
 #include <cstdint>
 
+#include "decode_kernels.h"
+
 namespace {
 
 __device__ std::uint64_t first_index() {
@@ -36,4 +38,18 @@ extern "C" __global__ void axpy(const std::uint32_t* x, const std::uint32_t* y, 
 
 extern "C" __global__ void copy(const std::uint32_t* src, std::uint32_t* dst, std::uint32_t n) {
   for (std::uint64_t i = first_index(); i < n; i += grid_stride()) dst[i] = src[i];
+}
+
+extern "C" __global__ void next_token(const std::uint32_t* state, std::uint32_t* token,
+                                      std::uint32_t* left, std::uint32_t* go,
+                                      cudaGraphConditionalHandle h, std::uint32_t n) {
+  const std::uint32_t first = state[0];
+  for (std::uint64_t i = first_index(); i < n; i += grid_stride()) {
+    token[i] = decode::next_token_one(state[i], first);
+  }
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    const std::uint32_t remaining = --left[0];
+    go[0] = decode::stop_after(first, remaining) ? 0u : 1u;
+    if (h != 0) cudaGraphSetConditional(h, go[0]);
+  }
 }

@@ -9,9 +9,20 @@
 //       src and dst must differ, hence the ping-pong buffers)
 //   axpy(const u32* x, const u32* y, u32* out, u32 a, u32 n)    out[i] = a * x[i] + y[i]
 //   copy(const u32* src, u32* dst, u32 n)                        dst[i] = src[i]
+//   next_token(const u32* state, u32* token, u32* left, u32* go, handle h, u32 n)
+//       token[i] = next_token_one(state[i], state[0]); one thread: --left[0], go[0] = the step
+//       loop goes on (stop_after(state[0], left[0]) is false), and when h is not 0 it sets the
+//       WHILE condition h to go[0]: the decode loop's device-side stop (--until-device-stop)
 #pragma once
 
 #include <cstdint>
+
+// The stop rule is shared by the CUDA kernel, the fake body and the host reference.
+#ifdef __CUDACC__
+#define DECODE_HOST_DEVICE __host__ __device__
+#else
+#define DECODE_HOST_DEVICE
+#endif
 
 namespace graphcap::fake {
 class FakeDriver;
@@ -19,7 +30,7 @@ class FakeDriver;
 
 namespace decode {
 
-inline constexpr const char* kKernelNames[] = {"embed", "mix", "axpy", "copy"};
+inline constexpr const char* kKernelNames[] = {"embed", "mix", "axpy", "copy", "next_token"};
 
 // The host versions, for the reference result (the same arithmetic as the kernels).
 inline std::uint32_t embed_one(std::uint32_t token, std::uint32_t state) {
@@ -31,6 +42,15 @@ inline std::uint32_t mix_one(std::uint32_t self, std::uint32_t neighbour, std::u
 }
 inline std::uint32_t axpy_one(std::uint32_t a, std::uint32_t x, std::uint32_t y) {
   return a * x + y;
+}
+
+// The next token from the new state, and whether decoding stops: the "end of sequence" token
+// (the low 8 bits of state[0] are 0xA5) or no steps left.
+DECODE_HOST_DEVICE inline std::uint32_t next_token_one(std::uint32_t state, std::uint32_t first) {
+  return state * 0x01000193u + first;
+}
+DECODE_HOST_DEVICE inline bool stop_after(std::uint32_t first, std::uint32_t left) {
+  return (first & 0xFFu) == 0xA5u || left == 0;
 }
 
 // Registers the fake bodies of every kernel above on a fake driver.

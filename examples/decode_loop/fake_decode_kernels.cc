@@ -51,6 +51,19 @@ void copy(KernelContext& k) {
   for (std::size_t i = 0; i < dst.size() && i < src.size(); ++i) dst[i] = src[i];
 }
 
+void next_token(KernelContext& k) {
+  const auto n = k.value<std::uint32_t>(5);
+  auto state = k.buffer<const std::uint32_t>(0, n);
+  auto token = k.buffer<std::uint32_t>(1, n);
+  auto left = k.buffer<std::uint32_t>(2, 1);
+  auto go = k.buffer<std::uint32_t>(3, 1);
+  if (state.empty() || left.empty() || go.empty()) return;
+  for (std::size_t i = 0; i < token.size(); ++i) token[i] = next_token_one(state[i], state[0]);
+  const std::uint32_t remaining = --left[0];
+  go[0] = stop_after(state[0], remaining) ? 0u : 1u;
+  if (k.value<graphcap::CUgraphConditionalHandle>(4) != 0) k.set_condition(4, go[0]);
+}
+
 }  // namespace
 
 void register_fake_kernels(graphcap::fake::FakeDriver& driver) {
@@ -60,6 +73,9 @@ void register_fake_kernels(graphcap::fake::FakeDriver& driver) {
   driver.register_typed_kernel<CUdeviceptr, CUdeviceptr, CUdeviceptr, uint32_t, uint32_t>("axpy",
                                                                                         axpy);
   driver.register_typed_kernel<CUdeviceptr, CUdeviceptr, uint32_t>("copy", copy);
+  driver.register_typed_kernel<CUdeviceptr, CUdeviceptr, CUdeviceptr, CUdeviceptr,
+                               graphcap::CUgraphConditionalHandle, uint32_t>("next_token",
+                                                                            next_token);
 }
 
 }  // namespace decode

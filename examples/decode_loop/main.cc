@@ -13,6 +13,15 @@
 // program exits 1 and says where they differ otherwise.
 //
 //   decode_loop [--driver=fake|cuda] [--steps=N] [--elements=N] [--layers=N]
+//               [--until-device-stop]
+//
+// --until-device-stop: the next token is computed on the device from the new state, and so is
+// whether decoding stops (an "end of sequence" token, or --steps steps at most): the host can't
+// know the step count in advance. The loop runs three ways from the same start, side by side:
+// replay + read the stop flag + sync per step (the way without conditional nodes), one replay of
+// a graph holding a WHILE loop over the step (Device::begin_while), and blind replay of the step
+// count the first way found (the lower bound). All three final states, and the step counts, must
+// equal the host reference.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -47,6 +56,7 @@ using Clock = std::chrono::steady_clock;
 
 struct Options {
   bool cuda = false;
+  bool until_device_stop = false;
   std::uint32_t steps = 200;
   std::uint32_t elements = 1024;
   std::uint32_t layers = 16;
@@ -77,11 +87,14 @@ Options parse(int argc, char** argv) {
       options.cuda = false;
     } else if (arg == "--driver=cuda") {
       options.cuda = true;
+    } else if (arg == "--until-device-stop") {
+      options.until_device_stop = true;
     } else if (parse_count(arg, "--steps=", 1, 1000000, options.steps) ||
                parse_count(arg, "--elements=", 1, 1u << 26, options.elements) ||
                parse_count(arg, "--layers=", 1, 1000, options.layers)) {
     } else if (arg == "--help" || arg == "-h") {
-      std::puts("usage: decode_loop [--driver=fake|cuda] [--steps=N] [--elements=N] [--layers=N]");
+      std::puts("usage: decode_loop [--driver=fake|cuda] [--steps=N] [--elements=N] [--layers=N] "
+                "[--until-device-stop]");
       std::exit(0);
     } else {
       fail("unknown argument '" + std::string(arg) + "' (try --help)");
@@ -122,25 +135,47 @@ std::vector<std::uint32_t> words_of(const std::vector<std::byte>& bytes) {
   return words;
 }
 
+// One step on the host: embed the token into the state, then the layers (the kernels' arithmetic).
+void host_step(const std::vector<std::uint32_t>& token, std::vector<std::uint32_t>& state,
+               const Options& o) {
+  std::vector<std::uint32_t> h(o.elements), s(o.elements), other(o.elements);
+  for (std::uint32_t i = 0; i < o.elements; ++i) h[i] = decode::embed_one(token[i], state[i]);
+  for (std::uint32_t layer = 0; layer < o.layers; ++layer) {
+    for (std::uint32_t i = 0; i < o.elements; ++i) {
+      s[i] = decode::mix_one(h[i], h[(i + 1) % o.elements], salt_of(layer));
+    }
+    for (std::uint32_t i = 0; i < o.elements; ++i) {
+      other[i] = decode::axpy_one(kResidualScale, s[i], h[i]);
+    }
+    std::swap(h, other);
+  }
+  state = h;
+}
+
 // The same loop on the host: what both runs must produce.
 std::vector<std::uint32_t> reference(const Options& o) {
   std::vector<std::uint32_t> state = initial_state(o.elements);
-  std::vector<std::uint32_t> h(o.elements), s(o.elements), other(o.elements);
   for (std::uint32_t step = 0; step < o.steps; ++step) {
-    const std::vector<std::uint32_t> token = token_of(step, o.elements);
-    for (std::uint32_t i = 0; i < o.elements; ++i) h[i] = decode::embed_one(token[i], state[i]);
-    for (std::uint32_t layer = 0; layer < o.layers; ++layer) {
-      for (std::uint32_t i = 0; i < o.elements; ++i) {
-        s[i] = decode::mix_one(h[i], h[(i + 1) % o.elements], salt_of(layer));
-      }
-      for (std::uint32_t i = 0; i < o.elements; ++i) {
-        other[i] = decode::axpy_one(kResidualScale, s[i], h[i]);
-      }
-      std::swap(h, other);
-    }
-    state = h;
+    host_step(token_of(step, o.elements), state, o);
   }
   return state;
+}
+
+// The device-stop loop on the host: the final state and how many steps ran.
+std::pair<std::vector<std::uint32_t>, std::uint32_t> reference_until_stop(const Options& o) {
+  std::vector<std::uint32_t> state = initial_state(o.elements);
+  std::vector<std::uint32_t> token = token_of(0, o.elements);
+  std::uint32_t left = o.steps;
+  std::uint32_t steps = 0;
+  for (;;) {
+    host_step(token, state, o);
+    ++steps;
+    for (std::uint32_t i = 0; i < o.elements; ++i) {
+      token[i] = decode::next_token_one(state[i], state[0]);
+    }
+    if (decode::stop_after(state[0], --left)) break;
+  }
+  return {state, steps};
 }
 
 class DecodeLoop {
@@ -151,6 +186,7 @@ class DecodeLoop {
     mix_ = check(module.kernel("mix"), "finding kernel mix");
     axpy_ = check(module.kernel("axpy"), "finding kernel axpy");
     copy_ = check(module.kernel("copy"), "finding kernel copy");
+    next_token_ = check(module.kernel("next_token"), "finding kernel next_token");
     const unsigned blocks = std::min<unsigned>((options.elements + 255) / 256, 1024);
     dims_ = LaunchDims{graphcap::Dim3{blocks, 1, 1}, graphcap::Dim3{256, 1, 1}, 0};
     state_ = check(device.alloc(bytes(), device.stream()), "allocating the state");
@@ -195,6 +231,16 @@ class DecodeLoop {
           "launching copy");
   }
 
+  // The device-side stop (--until-device-stop): the next token and the decision, from the new
+  // state; `condition` is a loop's (Arg::condition) or a 0 handle (no loop).
+  void launch_next_token(const Buffer& left, const Buffer& go, const Arg& condition) {
+    check(device_.launch(device_.stream(), next_token_, dims_,
+                         {Arg::in(state_), Arg::out(token_), Arg::inout(left), Arg::out(go),
+                          condition, Arg::value(options_.elements)}),
+          "launching next_token");
+  }
+  void write_first_token() { write_token(0); }
+
   std::vector<std::uint32_t> read_state() {
     return words_of(check(device_.read(state_, device_.stream()), "reading the state"));
   }
@@ -203,7 +249,7 @@ class DecodeLoop {
  private:
   Device& device_;
   Options options_;
-  Kernel embed_, mix_, axpy_, copy_;
+  Kernel embed_, mix_, axpy_, copy_, next_token_;
   LaunchDims dims_;
   Buffer state_;
   Buffer token_;
@@ -239,7 +285,150 @@ std::uint32_t checksum(const std::vector<std::uint32_t>& words) {
   return hash;
 }
 
+// --until-device-stop: see the header comment.
+int run_until_device_stop(const Options& options) {
+  example::DecodeDriver decode_driver(options.cuda, "decode_loop");
+  graphcap::DriverApi* driver = &decode_driver.api();
+  graphcap::fake::FakeDriver* fake = decode_driver.fake();
+  std::unique_ptr<Device> device = check(Device::open(*driver), "opening the device");
+  graphcap::Module module =
+      check(device->load_module(decode_driver.image()), "loading the kernels");
+  DecodeLoop loop(*device, module, options);
+  graphcap::Stream& stream = device->stream();
+  const Buffer left = check(device->alloc(sizeof(std::uint32_t), stream), "allocating left");
+  const Buffer go = check(device->alloc(sizeof(std::uint32_t), stream), "allocating go");
+  const Arg no_loop = Arg::value(graphcap::CUgraphConditionalHandle{0});
+  auto start_state = [&] {
+    loop.reset_state();
+    loop.write_first_token();
+    check(device->fill(left, std::uint32_t{options.steps}, stream), "setting left");
+  };
+  auto read_go = [&] {
+    const std::vector<std::byte> bytes = check(device->read(go, stream), "reading the stop flag");
+    std::uint32_t value = 0;
+    std::memcpy(&value, bytes.data(), sizeof value);
+    return value;
+  };
+
+  // The step graph (step + next token, no loop), and the loop graph (a WHILE loop over them).
+  check(device->prepare_capture(stream), "prepare_capture");
+  start_state();
+  loop.launch_step();
+  loop.launch_next_token(left, go, no_loop);
+  check(device->begin_capture(stream), "begin_capture");
+  loop.launch_step();
+  loop.launch_next_token(left, go, no_loop);
+  Graph step = check(device->end_capture(stream), "end_capture (the step)");
+  check(device->prepare_capture(stream), "prepare_capture");
+  start_state();  // the warm-up: one step primes the pool with the body's buffers
+  loop.launch_step();
+  loop.launch_next_token(left, go, no_loop);
+  check(device->begin_capture(stream), "begin_capture");
+  graphcap::Loop decode = check(device->begin_while(stream), "begin_while");
+  loop.launch_step();
+  loop.launch_next_token(left, go, Arg::condition(decode));
+  check(device->end_while(stream, decode), "end_while");
+  Graph looped = check(device->end_capture(stream), "end_capture (the loop)");
+
+  struct Way {
+    const char* name;
+    std::vector<double> us;
+    std::vector<double> host_us;
+    std::vector<std::uint32_t> state;
+    std::uint32_t steps = 0;
+  };
+  Way ways[3] = {{"replay + read + sync per step", {}, {}, {}, 0},
+                 {"WHILE loop, one replay", {}, {}, {}, 0},
+                 {"blind replay of the known count", {}, {}, {}, 0}};
+  constexpr int kRuns = 5;
+  for (int run = 0; run < kRuns; ++run) {
+    for (int k = 0; k < 3; ++k) {
+      const int way = (run + k) % 3;
+      if (way == 2 && ways[0].steps == 0) continue;  // needs the count the first way found
+      start_state();
+      loop.sync();
+      std::uint32_t steps = 0;
+      const Clock::time_point start = Clock::now();
+      double host_us = 0;
+      if (way == 0) {
+        do {
+          check(step.replay(), "replay");
+          ++steps;
+        } while (read_go() != 0 && steps < options.steps);
+        host_us = us_since(start);
+      } else if (way == 1) {
+        check(looped.replay(), "replay of the loop");
+        host_us = us_since(start);
+        loop.sync();
+        steps = options.steps - [&] {
+          const std::vector<std::byte> b = check(device->read(left, stream), "reading left");
+          std::uint32_t value = 0;
+          std::memcpy(&value, b.data(), sizeof value);
+          return value;
+        }();
+      } else {
+        for (steps = 0; steps < ways[0].steps; ++steps) check(step.replay(), "replay");
+        host_us = us_since(start);
+      }
+      loop.sync();
+      const double took = us_since(start);
+      ways[way].us.push_back(took);
+      ways[way].host_us.push_back(host_us);
+      ways[way].state = loop.read_state();
+      ways[way].steps = steps;
+    }
+  }
+  const auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0.0 : v[v.size() / 2];
+  };
+  const auto [expected, expected_steps] = reference_until_stop(options);
+  std::printf("decode_loop --until-device-stop on the %s driver: %u-element state, %u layers, at "
+              "most %u steps; the device decided to stop after %u\n\n",
+              driver->name(), options.elements, options.layers, options.steps, ways[1].steps);
+  std::printf("  %-34s %12s %14s\n", "way (median of 5)", "per step", "host per step");
+  for (const Way& way : ways) {
+    const double steps = way.steps > 0 ? way.steps : 1;
+    std::printf("  %-34s %9.2f us %11.3f us\n", way.name, median(way.us) / steps,
+                median(way.host_us) / steps);
+  }
+  const double per_step[3] = {median(ways[0].us) / std::max(1u, ways[0].steps),
+                              median(ways[1].us) / std::max(1u, ways[1].steps),
+                              median(ways[2].us) / std::max(1u, ways[2].steps)};
+  std::printf("\n  WHILE loop vs replay + read + sync  %7.2fx faster per step\n",
+              per_step[1] > 0 ? per_step[0] / per_step[1] : 0.0);
+  std::printf("  WHILE loop vs blind replay         %7.2fx the time per step\n\n",
+              per_step[2] > 0 ? per_step[1] / per_step[2] : 0.0);
+  if (fake) {
+    std::printf("(on the fake driver the times measure the simulation, not a GPU)\n\n");
+  }
+  int status = 0;
+  if (fake) {
+    for (const std::string& violation : fake->violations()) {
+      std::printf("FAKE DRIVER VIOLATION: %s\n", violation.c_str());
+      status = 1;
+    }
+  }
+  for (const Way& way : ways) {
+    if (way.steps != expected_steps || first_difference(way.state, expected)) {
+      std::printf("MISMATCH: %s ran %u steps (the host reference %u), and its state %s the "
+                  "reference's\n",
+                  way.name, way.steps, expected_steps,
+                  first_difference(way.state, expected) ? "differs from" : "equals");
+      status = 1;
+    }
+  }
+  if (status == 0) {
+    std::printf("all three ways ran %u steps and their states equal the host reference "
+                "(checksum 0x%08x)\n", expected_steps, checksum(expected));
+  }
+  check(step.destroy(), "destroying the step graph");
+  check(looped.destroy(), "destroying the loop graph");
+  return status;
+}
+
 int run(const Options& options) {
+  if (options.until_device_stop) return run_until_device_stop(options);
   // The driver: the fake (with the kernels' fake bodies) or libcuda (with the embedded fatbin).
   example::DecodeDriver decode_driver(options.cuda, "decode_loop");
   graphcap::DriverApi* driver = &decode_driver.api();
