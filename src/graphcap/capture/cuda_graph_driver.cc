@@ -12,6 +12,15 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// "n memory node(s) (a MEM_ALLOC, f MEM_FREE)", or nothing when the graph holds none.
+std::string memory_nodes(const GraphReport& report) {
+  const std::size_t allocs = report.nodes(CU_GRAPH_NODE_TYPE_MEM_ALLOC);
+  const std::size_t frees = report.nodes(CU_GRAPH_NODE_TYPE_MEM_FREE);
+  if (allocs + frees == 0) return {};
+  return std::to_string(allocs + frees) + " memory node(s) (" + std::to_string(allocs) +
+         " MEM_ALLOC, " + std::to_string(frees) + " MEM_FREE)";
+}
+
 }  // namespace
 
 Result<void> CudaGraphDriver::begin(CUstream stream, CUstreamCaptureMode mode) {
@@ -76,14 +85,10 @@ Result<GraphReport> CudaGraphDriver::inspect(const CapturedGraph& graph,
   if (Result<void> counted = count_nodes(graph.get(), recorded, report); !counted) {
     return counted.error();
   }
-  const std::size_t allocs = report.nodes(CU_GRAPH_NODE_TYPE_MEM_ALLOC);
-  const std::size_t frees = report.nodes(CU_GRAPH_NODE_TYPE_MEM_FREE);
-  if (allocs + frees > 0) {
+  if (const std::string held = memory_nodes(report); !held.empty()) {
     return Error(Errc::graph_state,
-                 "end_capture: the recording holds " + std::to_string(allocs + frees) +
-                     " memory node(s) (" + std::to_string(allocs) + " MEM_ALLOC, " +
-                     std::to_string(frees) +
-                     " MEM_FREE): CUDA relaunches such a graph once, then fails every replay "
+                 "end_capture: the recording holds " + held +
+                     ": CUDA relaunches such a graph once, then fails every replay "
                      "with CUDA_ERROR_INVALID_VALUE; something allocated through the driver "
                      "(e.g. cuMemAllocAsync) on the capturing stream instead of through the "
                      "device's pools, which the warm-up primes");
@@ -279,14 +284,10 @@ Result<GraphReport> CudaGraphDriver::inspect_loop_body(CUgraph body, const Graph
   if (Result<void> counted = count_nodes(body, recorded, report); !counted) {
     return std::move(counted).error().context("end_while");
   }
-  const std::size_t allocs = report.nodes(CU_GRAPH_NODE_TYPE_MEM_ALLOC);
-  const std::size_t frees = report.nodes(CU_GRAPH_NODE_TYPE_MEM_FREE);
-  if (allocs + frees > 0) {
+  if (const std::string held = memory_nodes(report); !held.empty()) {
     return Error(Errc::graph_state,
-                 "end_while: the loop body holds " + std::to_string(allocs + frees) +
-                     " memory node(s) (" + std::to_string(allocs) + " MEM_ALLOC, " +
-                     std::to_string(frees) +
-                     " MEM_FREE), which a conditional node's body may not hold: the driver "
+                 "end_while: the loop body holds " + held +
+                     ", which a conditional node's body may not hold: the driver "
                      "records them and then refuses the whole graph at instantiate "
                      "(CUDA_ERROR_INVALID_VALUE); allocate through the device's pools, before "
                      "the recording");

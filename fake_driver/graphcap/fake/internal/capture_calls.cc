@@ -169,35 +169,48 @@ void FakeState::refresh_frontier_handles(Stream& stream) {
     stream.frontier_handles.push_back(graph.node_handles[node]);
 }
 
-CUresult FakeState::cuStreamBeginCapture(CUstream handle, CUstreamCaptureMode mode) {
-  Context* context = nullptr;
-  if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
-  Stream* stream = nullptr;
-  if (CUresult r = resolve_stream(handle, *context, &stream); r != CUDA_SUCCESS) return r;
-  if (stream->legacy) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+CUresult FakeState::capture_entry(CUstream handle, CUstreamCaptureMode mode, Context** context,
+                                  Stream** stream) {
+  if (CUresult r = need_context(context); r != CUDA_SUCCESS) return r;
+  if (CUresult r = resolve_stream(handle, **context, stream); r != CUDA_SUCCESS) return r;
+  if ((*stream)->legacy) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   if (mode != CU_STREAM_CAPTURE_MODE_GLOBAL && mode != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
       mode != CU_STREAM_CAPTURE_MODE_RELAXED) {
     return CUDA_ERROR_INVALID_VALUE;
   }
-  if (stream->capture != 0) return CUDA_ERROR_ILLEGAL_STATE;  // the running capture stays valid
+  // Measured: a stream already capturing (also into a graph) is 401, and its capture stays valid.
+  if ((*stream)->capture != 0) return CUDA_ERROR_ILLEGAL_STATE;
+  return CUDA_SUCCESS;
+}
 
+void FakeState::open_capture(Stream& stream, const Context& context, CUstreamCaptureMode mode,
+                             CUgraph graph, bool to_graph, std::vector<std::size_t> frontier) {
   Capture capture;
   capture.id = next_capture_id_++;
   capture.mode = mode;
   capture.thread = std::this_thread::get_id();
-  capture.graph = new_handle<CUgraph>();
-  capture.origin = stream->id;
-  capture.members.insert(stream->id);
-  capture.device = context->device;
-  internal::Graph graph;
-  graph.handle = capture.graph;
-  graph.context = context->handle;
-  graph.under_capture = true;
-  graphs_.emplace(graph.handle, std::move(graph));
-  stream->capture = capture.id;
-  stream->frontier.clear();
-  invalidations_.erase(stream->id);  // the account is of the capture last begun
+  capture.graph = graph;
+  capture.origin = stream.id;
+  capture.members.insert(stream.id);
+  capture.device = context.device;
+  capture.to_graph = to_graph;
+  graphs_.at(graph).under_capture = true;
+  stream.capture = capture.id;
+  stream.frontier = std::move(frontier);
+  invalidations_.erase(stream.id);  // the account is of the capture last begun
   captures_.emplace(capture.id, std::move(capture));
+}
+
+CUresult FakeState::cuStreamBeginCapture(CUstream handle, CUstreamCaptureMode mode) {
+  Context* context = nullptr;
+  Stream* stream = nullptr;
+  if (CUresult r = capture_entry(handle, mode, &context, &stream); r != CUDA_SUCCESS) return r;
+  internal::Graph graph;
+  graph.handle = new_handle<CUgraph>();
+  graph.context = context->handle;
+  const CUgraph created = graph.handle;
+  graphs_.emplace(created, std::move(graph));
+  open_capture(*stream, *context, mode, created, false, {});
   return CUDA_SUCCESS;
 }
 
@@ -207,17 +220,8 @@ CUresult FakeState::cuStreamBeginCaptureToGraph(CUstream handle, CUgraph graph,
                                                 std::size_t dependency_count,
                                                 CUstreamCaptureMode mode) {
   Context* context = nullptr;
-  if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
   Stream* stream = nullptr;
-  if (CUresult r = resolve_stream(handle, *context, &stream); r != CUDA_SUCCESS) return r;
-  if (stream->legacy) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-  if (mode != CU_STREAM_CAPTURE_MODE_GLOBAL && mode != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
-      mode != CU_STREAM_CAPTURE_MODE_RELAXED) {
-    return CUDA_ERROR_INVALID_VALUE;
-  }
-  // Measured: a stream already capturing (even the one whose graph holds `graph`) is 401, and
-  // its own capture stays valid.
-  if (stream->capture != 0) return CUDA_ERROR_ILLEGAL_STATE;
+  if (CUresult r = capture_entry(handle, mode, &context, &stream); r != CUDA_SUCCESS) return r;
   auto target = graphs_.find(graph);
   if (target == graphs_.end()) return CUDA_ERROR_INVALID_VALUE;       // not measured
   if (target->second.under_capture) return CUDA_ERROR_ILLEGAL_STATE;  // not measured
@@ -229,19 +233,7 @@ CUresult FakeState::cuStreamBeginCaptureToGraph(CUstream handle, CUgraph graph,
     if (edge_data != nullptr && edge_data[i].type != 0) return CUDA_ERROR_NOT_SUPPORTED;
     frontier.push_back(found->second.second);
   }
-  Capture capture;
-  capture.id = next_capture_id_++;
-  capture.mode = mode;
-  capture.thread = std::this_thread::get_id();
-  capture.graph = graph;
-  capture.origin = stream->id;
-  capture.members.insert(stream->id);
-  capture.device = context->device;
-  capture.to_graph = true;
-  target->second.under_capture = true;
-  stream->capture = capture.id;
-  stream->frontier = std::move(frontier);
-  captures_.emplace(capture.id, std::move(capture));
+  open_capture(*stream, *context, mode, graph, true, std::move(frontier));
   return CUDA_SUCCESS;
 }
 

@@ -299,6 +299,12 @@ class FakeState {
   // The capture is over: member streams back to NONE; its graph destroyed unless kept.
   void finish_capture(Capture& capture, bool keep_graph);
   void add_node(Stream& stream, internal::NodeWork work);
+  // The checks both ways of beginning a capture make (context, stream, mode, not capturing), and
+  // the capture they open on `graph` (`to_graph`: the caller's graph, kept whatever the end).
+  CUresult capture_entry(CUstream handle, CUstreamCaptureMode mode, Context** context,
+                         Stream** stream);
+  void open_capture(Stream& stream, const Context& context, CUstreamCaptureMode mode, CUgraph graph,
+                    bool to_graph, std::vector<std::size_t> frontier);
   // The side effects of injected failures (see injected above).
   void injected_captured_operation(CUstream handle);
   void injected_end_capture(CUstream handle, CUgraph* graph);
