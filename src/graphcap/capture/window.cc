@@ -138,15 +138,18 @@ Result<void> Window::abort() {
     case CaptureState::capture:
       break;
   }
-  set_state(CaptureState::no_capture);
-  disarm();
-  ClosedRecording closed =
-      recording_.close({false, nullptr, recording_.on_other_thread(),
-                        Error(Errc::doomed, "abort_capture: the recording was abandoned"),
-                        drops_->last_enqueued()});
-  closed.recording = Recording{};
+  abandon("abort_capture: the recording was abandoned");
   flush_drops();
   return {};
+}
+
+void Window::abandon(const char* why) {
+  set_state(CaptureState::no_capture);
+  disarm();
+  ClosedRecording closed = recording_.close(
+      {false, nullptr, recording_.on_other_thread(), Error(Errc::doomed, why),
+       drops_->last_enqueued()});
+  closed.recording = Recording{};  // unpinned: back through the drop queue
 }
 
 void Window::force_close() noexcept {
@@ -156,13 +159,7 @@ void Window::force_close() noexcept {
     } else if (state() == CaptureState::prepare) {
       (void)abort();
     } else if (state() == CaptureState::capture) {
-      set_state(CaptureState::no_capture);
-      disarm();
-      ClosedRecording closed =
-          recording_.close({false, nullptr, recording_.on_other_thread(),
-                            Error(Errc::doomed, "device closed while the recording was open"),
-                            drops_->last_enqueued()});
-      closed.recording = Recording{};
+      abandon("device closed while the recording was open");
     }
   } catch (...) {
     log(LogLevel::error, "closing a capture window failed unexpectedly");

@@ -131,6 +131,8 @@ class Window {
   Result<void> check_loop_call(const char* operation, const char* closed_hint) const;
   void set_state(CaptureState state) noexcept;
   void disarm() noexcept;
+  // Close the open recording as refused with `why` (abort_capture, a closing device).
+  void abandon(const char* why);
   // Fence the deferred drops and release what is already behind the stream.
   void flush_drops();
 
