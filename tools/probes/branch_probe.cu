@@ -776,6 +776,54 @@ void b10() {
   }
 }
 
+// One executable at a time? (B04.f: a second instantiate of a graph holding an IF was 801.)
+void b11() {
+  struct G { const char* id; const char* what; CUgraphConditionalNodeType t; unsigned size, def; };
+  G gs[] = {{"B11.if", "IF (ASSIGN_DEFAULT, default 1)", CU_GRAPH_COND_TYPE_IF, 1, 1},
+            {"B11.while", "WHILE (ASSIGN_DEFAULT, default 0)", CU_GRAPH_COND_TYPE_WHILE, 1, 0},
+            {"B11.switch", "SWITCH size 3 (ASSIGN_DEFAULT, default 1)", CU_GRAPH_COND_TYPE_SWITCH, 3, 1}};
+  for (const G& x : gs) {
+    begin(x.id, x.what);
+    obs("a graph with one such node: instantiate twice, destroy the first, instantiate again; a clone");
+    CUgraph g = one_node_graph(x.t, x.size, x.def, CU_GRAPH_COND_ASSIGN_DEFAULT, false, 0);
+    CUgraphExec e1 = nullptr, e2 = nullptr, e3 = nullptr, ec = nullptr;
+    rec("instantiate(e1)", cuGraphInstantiate(&e1, g, 0));
+    rec("instantiate(e2, e1 alive)", cuGraphInstantiate(&e2, g, 0));
+    CUgraph clone = nullptr;
+    rec("graphClone", cuGraphClone(&clone, g));
+    if (clone) rec("instantiate(clone, e1 alive)", cuGraphInstantiate(&ec, clone, 0));
+    if (ec) {
+      reset();
+      rec("launch(clone's exec)", cuGraphLaunch(ec, s));
+      rec("sync", sync_bounded(s));
+      read();
+      obs("clone's exec: bodies [%d,%d,%d] after-node %d", host[0], host[1], host[2], host[100]);
+    }
+    rec("execDestroy(e1)", cuGraphExecDestroy(e1));
+    rec("instantiate(e3, after e1 destroyed)", cuGraphInstantiate(&e3, g, 0));
+    if (e2) cuGraphExecDestroy(e2);
+    if (e3) cuGraphExecDestroy(e3);
+    if (ec) cuGraphExecDestroy(ec);
+    if (clone) cuGraphDestroy(clone);
+    cuGraphDestroy(g);
+    end();
+  }
+  begin("B11.nested", "a child graph node whose graph holds an IF: instantiate the parent twice");
+  CUgraph child = one_node_graph(CU_GRAPH_COND_TYPE_IF, 1, 1, CU_GRAPH_COND_ASSIGN_DEFAULT, false, 0);
+  CUgraph parent;
+  cuGraphCreate(&parent, 0);
+  CUgraphNode cn;
+  rec("addChildGraphNode(graph with an IF)", cuGraphAddChildGraphNode(&cn, parent, nullptr, 0, child));
+  CUgraphExec p1 = nullptr, p2 = nullptr;
+  rec("instantiate(p1)", cuGraphInstantiate(&p1, parent, 0));
+  rec("instantiate(p2, p1 alive)", cuGraphInstantiate(&p2, parent, 0));
+  if (p1) cuGraphExecDestroy(p1);
+  if (p2) cuGraphExecDestroy(p2);
+  cuGraphDestroy(parent);
+  cuGraphDestroy(child);
+  end();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -784,7 +832,8 @@ int main(int argc, char** argv) {
                              {"B06", b06},         {"B07a", b07a},         {"B07b", b07b},
                              {"B07c", b07c},       {"B07d", b07d},         {"B07e", b07e},
                              {"B08if", b08if},     {"B08while", b08while}, {"B08mix", b08mix},
-                             {"B08switch", b08switch}, {"B09", b09},       {"B10", b10}};
+                             {"B08switch", b08switch}, {"B09", b09},       {"B10", b10},
+                             {"B11", b11}};
   for (Case& c : cases) c.timeout_s = 30;
   return run(argc, argv, cases, setup);
 }

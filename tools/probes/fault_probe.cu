@@ -202,6 +202,50 @@ void f15() {
   end();
 }
 
+// F15 cannot tell (every call after the fault fails, the flag's copy too): here the flag lives in
+// mapped pinned host memory, read by the host without any CUDA call, and B's kernel outlasts the
+// ~150 ms the driver takes to report the fault.
+void f15b() {
+  unsigned* hflag = nullptr;
+  cuMemHostAlloc((void**)&hflag, 4, CU_MEMHOSTALLOC_DEVICEMAP);
+  CUdeviceptr dflag = 0;
+  cuMemHostGetDevicePointer(&dflag, hflag, 0);
+  *(volatile unsigned*)hflag = 0;
+  CUdeviceptr p = 0;
+  cuMemAlloc(&p, 4096);
+  begin("F15b", "B runs a ~400 ms kernel that then sets a flag in mapped host memory; A faults 5 ms in");
+  unsigned long long iters = 400000;
+  double t0 = now_us();
+  rec("launch(B,spin)", launch_f(m.spin, 1, 1, B, dflag, iters));
+  sleep_ms(5);
+  rec("launch(A,fault)", store(A, p + (1ull << 40), 0, 42));
+  rec("sync(A)", cuStreamSynchronize(A));
+  obs("sync(A) returned %.1f ms after B's launch", (now_us() - t0) / 1000);
+  rec("sync(B)", cuStreamSynchronize(B));
+  obs("sync(B) returned %.1f ms after B's launch", (now_us() - t0) / 1000);
+  double seen = -1;
+  while (now_us() - t0 < 2.5e6) {
+    if (*(volatile unsigned*)hflag == 1) { seen = (now_us() - t0) / 1000; break; }
+    usleep(1000);
+  }
+  if (seen >= 0) obs("B's flag became 1 at %.1f ms: B's kernel ran to its end", seen);
+  else obs("B's flag still 0 after 2.5 s: B's kernel was killed with the context");
+  end();
+}
+void f15c() {
+  unsigned* hflag = nullptr;
+  cuMemHostAlloc((void**)&hflag, 4, CU_MEMHOSTALLOC_DEVICEMAP);
+  CUdeviceptr dflag = 0;
+  cuMemHostGetDevicePointer(&dflag, hflag, 0);
+  *(volatile unsigned*)hflag = 0;
+  begin("F15c", "control for F15b: the same ~400 ms spin kernel on B, no fault");
+  double t0 = now_us();
+  rec("launch(B,spin)", launch_f(m.spin, 1, 1, B, dflag, 400000ull));
+  rec("sync(B)", cuStreamSynchronize(B));
+  obs("sync(B) %.1f ms, flag %u", (now_us() - t0) / 1000, *(volatile unsigned*)hflag);
+  end();
+}
+
 // Recovery after a far write on A: the context is reset or replaced, then a fresh module's kernel
 // stores a value that is read back.
 bool run_store_and_check(const char* label) {
@@ -276,6 +320,60 @@ void f18() {
   rec("ctxSetCurrent(primary)", cuCtxSetCurrent(env.ctx));
   rec("ctxSync(primary)", cuCtxSynchronize());
   rec("ctxDestroy(second)", cuCtxDestroy(second));
+  end();
+}
+
+// More ways back after a fault: retain again later, a brand-new context, cuInit again.
+void f16b() {
+  CUdeviceptr p = 0;
+  cuMemAlloc(&p, 4096);
+  begin("F16b", "after a fault: reset, then retain 5 times 200 ms apart, cuInit again, cuCtxCreate");
+  fault_now(p);
+  rec("primaryCtxReset", cuDevicePrimaryCtxReset(env.dev));
+  CUcontext again = nullptr;
+  for (int i = 0; i < 5; ++i) {
+    char label[32];
+    std::snprintf(label, sizeof label, "retain#%d", i + 1);
+    if (rec(label, cuDevicePrimaryCtxRetain(&again, env.dev)) == CUDA_SUCCESS) break;
+    sleep_ms(200);
+  }
+  rec("cuInit(again)", cuInit(0));
+  CUcontext fresh = nullptr;
+  rec("ctxCreate(fresh)", cuCtxCreate(&fresh, nullptr, 0, env.dev));
+  if (fresh || again) {
+    rec("ctxSetCurrent", cuCtxSetCurrent(fresh ? fresh : again));
+    run_store_and_check("after reset, new context");
+  }
+  int count = -1;
+  rec("deviceGetCount", cuDeviceGetCount(&count));
+  obs("count %d", count);
+  end();
+}
+void f16c() {
+  CUdeviceptr p = 0;
+  cuMemAlloc(&p, 4096);
+  begin("F16c", "after a fault, no reset: cuCtxCreate a new context and use it");
+  fault_now(p);
+  CUcontext fresh = nullptr;
+  rec("ctxCreate(fresh)", cuCtxCreate(&fresh, nullptr, 0, env.dev));
+  if (fresh) run_store_and_check("new context after a fault");
+  end();
+}
+void f18b() {
+  CUcontext second = nullptr;
+  begin("F18b", "the fault in a second context (cuCtxCreate): is the primary context still usable?");
+  rec("ctxCreate", cuCtxCreate(&second, nullptr, 0, env.dev));
+  PtxModule m2;
+  rec("moduleLoad(second)", m2.load());
+  CUdeviceptr p = 0;
+  cuMemAlloc(&p, 4096);
+  CUstream s2 = nullptr;
+  cuStreamCreate(&s2, CU_STREAM_NON_BLOCKING);
+  rec("fault(second)", launch_f(m2.store_at, 1, 1, s2, p + (1ull << 40), 0ull, 1u));
+  rec("sync(second)", cuStreamSynchronize(s2));
+  rec("ctxSetCurrent(primary)", cuCtxSetCurrent(env.ctx));
+  rec("ctxSync(primary)", cuCtxSynchronize());
+  run_store_and_check("primary after a fault in the second context");
   end();
 }
 
@@ -360,7 +458,8 @@ int main(int argc, char** argv) {
       {"F00", f00}, {"F01", f01}, {"F02", f02}, {"F03", f03}, {"F04", f04}, {"F05", f05},
       {"F06", f06}, {"F07", f07}, {"F08", f08}, {"F09", f09}, {"F10", f10}, {"F11", f11},
       {"F12", f12}, {"F13", f13}, {"F14", f14}, {"F15", f15}, {"F16", f16}, {"F17", f17},
-      {"F18", f18}, {"F19", f19}, {"F20", f20}, {"F21", f21}, {"F22", f22}};
+      {"F18", f18}, {"F19", f19}, {"F20", f20}, {"F21", f21}, {"F22", f22},
+      {"F15b", f15b}, {"F15c", f15c}, {"F16b", f16b}, {"F16c", f16c}, {"F18b", f18b}};
   for (Case& c : cases) c.timeout_s = 20;
   return run(argc, argv, cases, setup);
 }

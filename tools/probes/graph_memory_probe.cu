@@ -15,11 +15,12 @@ __global__ void empty_k() {}
 
 namespace {
 
-enum Type { KERNEL, MEMCPY, MEMSET, EMPTY, EVENT, WHILE };
-const char* type_name[] = {"kernel", "memcpy", "memset", "empty", "event", "while"};
+enum Type { KERNEL, MEMCPY, MEMSET, EMPTY, EVENT, WHILE, IF };
+const char* type_name[] = {"kernel", "memcpy", "memset", "empty", "event", "while", "if"};
 const char* type_desc[] = {"empty kernels", "256-byte DtoD memcpy nodes", "64-word D32 memset nodes",
                            "empty nodes", "event record/wait nodes (alternating, one event)",
-                           "WHILE nodes (default 0: the body never runs) with a 1-kernel body"};
+                           "WHILE nodes (default 0: the body never runs) with a 1-kernel body",
+                           "IF nodes (default 0: the body never runs) with a 1-kernel body"};
 
 CUstream s;
 CUdeviceptr src, dst;
@@ -82,7 +83,8 @@ CUresult build(Type t, int n, CUgraph* out) {
         r = i % 2 ? cuGraphAddEventWaitNode(&node, g, dep, ndep, ev)
                   : cuGraphAddEventRecordNode(&node, g, dep, ndep, ev);
         break;
-      case WHILE: {
+      case WHILE:
+      case IF: {
         CUgraphConditionalHandle h = 0;
         r = cuGraphConditionalHandleCreate(&h, g, env.ctx, 0, CU_GRAPH_COND_ASSIGN_DEFAULT);
         if (r) break;
@@ -90,7 +92,7 @@ CUresult build(Type t, int n, CUgraph* out) {
         std::memset(&p, 0, sizeof p);
         p.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
         p.conditional.handle = h;
-        p.conditional.type = CU_GRAPH_COND_TYPE_WHILE;
+        p.conditional.type = t == WHILE ? CU_GRAPH_COND_TYPE_WHILE : CU_GRAPH_COND_TYPE_IF;
         p.conditional.size = 1;
         p.conditional.ctx = env.ctx;
         r = cuGraphAddNode(&node, g, dep, nullptr, ndep, &p);
@@ -114,13 +116,13 @@ struct Batch {
   CUresult first_fail = CUDA_SUCCESS;
   const char* fail_at = "";
 };
-void run_batch(CUgraph g, int count, Batch& b, double deadline_us) {
+void run_batch(const std::vector<CUgraph>& gs, int count, Batch& b, double deadline_us) {
   for (int i = 0; i < count; ++i) {
     if (now_us() > deadline_us) break;
     size_t f0 = free_bytes();
     CUgraphExec e = nullptr;
     double t0 = now_us();
-    CUresult r = cuGraphInstantiateWithFlags(&e, g, 0);
+    CUresult r = cuGraphInstantiateWithFlags(&e, gs[i % gs.size()], 0);
     double t1 = now_us();
     size_t f1 = free_bytes();
     if (r) { b.first_fail = r; b.fail_at = "instantiate"; break; }
@@ -144,24 +146,32 @@ void run_batch(CUgraph g, int count, Batch& b, double deadline_us) {
   }
 }
 
-void measure(Type t, int n, int count) {
-  char id[48], what[200];
-  std::snprintf(id, sizeof id, "M.%s.%d%s", type_name[t], n, count == 8 ? "" : (count == 256 ? "x256" : "x64"));
-  std::snprintf(what, sizeof what, "%d executables of a chain of %d %s", count, n, type_desc[t]);
+// separate: one graph per executable (a graph holding conditional nodes allows one executable at a
+// time: a second instantiate of it is 801).
+void measure(Type t, int n, int count, bool separate = false) {
+  char id[48], what[220];
+  std::snprintf(id, sizeof id, "M.%s.%d%s%s", type_name[t], n, count == 8 ? "" : (count == 256 ? "x256" : "x64"),
+                separate ? ".sep" : "");
+  std::snprintf(what, sizeof what, "%d executables of %s chain of %d %s", count,
+                separate ? "as many graphs, each a" : "a", n, type_desc[t]);
   begin(id, what);
   double start = now_us(), deadline = start + 12e6;  // keeps the probe near 90 s in all
   size_t f_start = free_bytes();
-  CUgraph g = nullptr;
+  std::vector<CUgraph> gs(separate ? count : 1, nullptr);
   double tb = now_us();
-  if (rec("build", build(t, n, &g)) != CUDA_SUCCESS) {
-    if (g) cuGraphDestroy(g);
+  CUresult br = CUDA_SUCCESS;
+  for (CUgraph& one : gs)
+    if (br == CUDA_SUCCESS) br = build(t, n, &one);
+  if (rec("build", br) != CUDA_SUCCESS) {
+    for (CUgraph one : gs)
+      if (one) cuGraphDestroy(one);
     end();
     return;
   }
   double t_build = now_us() - tb;
   size_t f_built = free_bytes();
   Batch b1;
-  run_batch(g, count, b1, deadline);
+  run_batch(gs, count, b1, deadline);
   int k = int(b1.t_inst.size());
   if (b1.first_fail) {
     std::printf(" %s=%s", b1.fail_at, code(b1.first_fail).c_str());
@@ -189,7 +199,7 @@ void measure(Type t, int n, int count) {
   if (now_us() < deadline) {
     Batch b2;
     size_t f_b2 = free_bytes();
-    run_batch(g, count, b2, deadline);
+    run_batch(gs, count, b2, deadline);
     size_t f_b2e = free_bytes();
     int k2 = int(b2.t_inst.size());
     obs("second batch of %d: took %.1f MiB more (%s)", k2, mib(taken(f_b2, f_b2e)),
@@ -197,7 +207,12 @@ void measure(Type t, int n, int count) {
     for (CUgraphExec e : b2.execs) cuGraphExecDestroy(e);
   }
   size_t f_g0 = free_bytes();
-  rec("graphDestroy", cuGraphDestroy(g));
+  CUresult gd = CUDA_SUCCESS;
+  for (CUgraph one : gs) {
+    CUresult r = cuGraphDestroy(one);
+    if (r) gd = r;
+  }
+  rec("graphDestroy", gd);
   size_t f_g1 = free_bytes();
   obs("graphDestroy gave back %.1f MiB; %.1f MiB still taken vs the case's start; case %.1f s",
       mib(taken(f_g1, f_g0)), mib(taken(f_start, f_g1)), (now_us() - start) / 1e6);
@@ -211,6 +226,9 @@ void m_kernel_1x256() { measure(KERNEL, 1, 256); }
 void m_kernel_10x256() { measure(KERNEL, 10, 256); }
 void m_kernel_100x64() { measure(KERNEL, 100, 64); }
 void m_empty_1x256() { measure(EMPTY, 1, 256); }
+#define S(T, N) void s_##T##_##N() { measure(T, N, 8, true); }
+S(WHILE, 1) S(WHILE, 10) S(WHILE, 100) S(WHILE, 1000) S(WHILE, 3000)
+S(IF, 1) S(IF, 10) S(IF, 100) S(IF, 1000) S(IF, 3000)
 
 void m00() { print_env("M00"); }
 
@@ -226,5 +244,8 @@ int main(int argc, char** argv) {
   cases.push_back({"M.kernel.100x64", m_kernel_100x64, 40});
   cases.push_back({"M.empty.1x256", m_empty_1x256, 40});
   CALL(MEMCPY, memcpy) CALL(MEMSET, memset) CALL(EMPTY, empty) CALL(EVENT, event) CALL(WHILE, while)
+#define CS(T, t, N) cases.push_back({"M." #t "." #N ".sep", s_##T##_##N, 25});
+  CS(WHILE, while, 1) CS(WHILE, while, 10) CS(WHILE, while, 100) CS(WHILE, while, 1000) CS(WHILE, while, 3000)
+  CS(IF, if, 1) CS(IF, if, 10) CS(IF, if, 100) CS(IF, if, 1000) CS(IF, if, 3000)
   return run(argc, argv, cases, setup);
 }

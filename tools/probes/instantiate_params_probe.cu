@@ -182,6 +182,15 @@ void i03() {
   if (e) { rec("launch", cuGraphLaunch(e, s)); rec("sync", cuStreamSynchronize(s)); }
   destroy(e, g);
   end();
+}
+void i03b() {
+  CUdeviceptr p = CUdeviceptr(dev);
+  unsigned long long idx = 0;
+  unsigned v = 3;
+  void* args[] = {&p, &idx, &v};
+  CUgraph g;
+  CUgraphNode k;
+  CUgraphExec e;
   begin("I03b", "a kernel node whose module is unloaded after instantiate; launch the executable");
   PtxModule m2;
   m2.load();
@@ -508,7 +517,7 @@ void i07() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<Case> cases = {{"I00", i00}, {"I01", i01}, {"I02", i02}, {"I03", i03},
+  std::vector<Case> cases = {{"I00", i00}, {"I01", i01}, {"I02", i02}, {"I03", i03}, {"I03b", i03b},
                              {"I04", i04}, {"I05", i05}, {"I06", i06}, {"I07", i07}};
   for (Case& c : cases) c.timeout_s = 40;
   return run(argc, argv, cases, setup);

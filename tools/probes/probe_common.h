@@ -269,12 +269,19 @@ struct Case {
   int timeout_s = 30;
 };
 
-// With a case id (argv[1]): runs that case in this process. Without: runs every case as a child
+// With a case id (argv[1]): runs that case in this process. With --only id...: runs those cases as
+// children. Without arguments: runs every case as a child
 // process (fork + exec of this program with the case id), each killed after its timeout, and
 // reports any child that did not exit with 0. The parent never touches CUDA.
 inline int run(int argc, char** argv, const std::vector<Case>& cases, void (*setup)()) {
   std::setvbuf(stdout, nullptr, _IONBF, 0);
-  if (argc > 1) {
+  std::vector<Case> chosen = cases;
+  if (argc > 2 && std::strcmp(argv[1], "--only") == 0) {  // the listed cases, each as a child
+    chosen.clear();
+    for (int i = 2; i < argc; ++i)
+      for (const Case& c : cases)
+        if (std::strcmp(c.id, argv[i]) == 0) chosen.push_back(c);
+  } else if (argc > 1) {
     for (const Case& c : cases)
       if (std::strcmp(c.id, argv[1]) == 0) {
         setup();
@@ -286,7 +293,7 @@ inline int run(int argc, char** argv, const std::vector<Case>& cases, void (*set
     return 2;
   }
   double t_all = now_us();
-  for (const Case& c : cases) {
+  for (const Case& c : chosen) {
     double t0 = now_us();
     pid_t pid = fork();
     if (pid == 0) {
@@ -315,7 +322,7 @@ inline int run(int argc, char** argv, const std::vector<Case>& cases, void (*set
       std::printf(" <<%s: child exited %d after %.2f s>>\n", c.id, WEXITSTATUS(status), secs);
     std::fprintf(stderr, "%s %.2f s\n", c.id, secs);
   }
-  std::printf("# %zu cases in %.1f s\n", cases.size(), (now_us() - t_all) / 1e6);
+  std::printf("# %zu cases in %.1f s\n", chosen.size(), (now_us() - t_all) / 1e6);
   return 0;
 }
 
