@@ -389,14 +389,14 @@ Result<void> OpenRecording::record(Operation& op, int stream, const Error* failu
     ++counts.nodes_by_type[op.node];
     ++counts.node_count;
   }
-  RecordedNode node;
+  RecordedNode& node = topology_.add(loop != nullptr ? loop->lane : stream);
   node.type = op.node;
   node.label = op.external && op.label.empty()
                    ? OperationLabel::of_text("external work (record_external)")
                    : std::move(op.label);
   node.stream = stream;
   node.loop = loop != nullptr ? loop->id : 0;
-  const std::size_t added = topology_.add(std::move(node), loop != nullptr ? loop->lane : stream);
+  const std::size_t added = topology_.size() - 1;
   if (log_enabled(LogLevel::debug)) {
     std::string text = topology_.back().label.text();
     for (char& c : text) {
@@ -506,15 +506,14 @@ Result<OpenRecording::LoopInfo> OpenRecording::begin_loop(CUstream body_stream, 
     GraphReport& counts = enclosing != nullptr ? enclosing->recorded : recorded_;
     ++counts.nodes_by_type[CU_GRAPH_NODE_TYPE_CONDITIONAL];
     ++counts.node_count;
-    RecordedNode node;
+    RecordedNode& node = topology_.add(enclosing != nullptr ? enclosing->lane : stream_index_);
     node.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
     node.label = OperationLabel::of_text("while loop " + std::to_string(frame.id) + " (first " +
                                          std::to_string(first) + ")");
     node.stream = stream_index_;
     node.loop = enclosing != nullptr ? enclosing->id : 0;
     node.body = frame.id;
-    frame.node =
-        topology_.add(std::move(node), enclosing != nullptr ? enclosing->lane : stream_index_);
+    frame.node = topology_.size() - 1;
     loops_.push_back(frame);
   }
   loop_target_.store(body_stream, std::memory_order_release);

@@ -7,27 +7,45 @@ namespace graphcap::capture {
 void RecordedTopology::clear(std::size_t expected) {
   nodes_.clear();
   nodes_.reserve(expected);
-  frontiers_.clear();
-  last_node_.clear();
+  lanes_.clear();
 }
 
-std::size_t RecordedTopology::add(RecordedNode node, int lane) {
+RecordedTopology::Lane& RecordedTopology::lane(int id) {
+  for (Lane& lane : lanes_) {
+    if (lane.id == id) return lane;
+  }
+  lanes_.push_back(Lane{id, {}, RecordedNode::kNone});
+  return lanes_.back();
+}
+
+const RecordedTopology::Lane* RecordedTopology::find(int id) const noexcept {
+  for (const Lane& lane : lanes_) {
+    if (lane.id == id) return &lane;
+  }
+  return nullptr;
+}
+
+RecordedNode& RecordedTopology::add(int id) {
+  Lane& on = lane(id);
   const std::size_t index = nodes_.size();
-  std::vector<std::size_t>& frontier = frontiers_[lane];
-  node.depends_on = std::move(frontier);
-  frontier.assign(1, index);
-  last_node_[lane] = index;
-  nodes_.push_back(std::move(node));
-  return index;
+  RecordedNode& node = nodes_.emplace_back();
+  if (!on.frontier.empty()) {
+    node.after = on.frontier.front();
+    node.also_after.assign(on.frontier.begin() + 1, on.frontier.end());
+  }
+  on.frontier.clear();  // keeps its room: the next node allocates nothing
+  on.frontier.push_back(index);
+  on.last = index;
+  return node;
 }
 
-std::vector<std::size_t> RecordedTopology::frontier(int lane) const {
-  auto found = frontiers_.find(lane);
-  return found == frontiers_.end() ? std::vector<std::size_t>{} : found->second;
+std::vector<std::size_t> RecordedTopology::frontier(int id) const {
+  const Lane* found = find(id);
+  return found == nullptr ? std::vector<std::size_t>{} : found->frontier;
 }
 
-void RecordedTopology::add_dependencies(int lane, const std::vector<std::size_t>& nodes) {
-  std::vector<std::size_t>& frontier = frontiers_[lane];
+void RecordedTopology::add_dependencies(int id, const std::vector<std::size_t>& nodes) {
+  std::vector<std::size_t>& frontier = lane(id).frontier;
   for (std::size_t node : nodes) {
     if (std::find(frontier.begin(), frontier.end(), node) == frontier.end()) {
       frontier.push_back(node);
@@ -35,9 +53,8 @@ void RecordedTopology::add_dependencies(int lane, const std::vector<std::size_t>
   }
 }
 
-void RecordedTopology::drop_lane(int lane) {
-  frontiers_.erase(lane);
-  last_node_.erase(lane);
+void RecordedTopology::drop_lane(int id) {
+  std::erase_if(lanes_, [&](const Lane& lane) { return lane.id == id; });
 }
 
 std::optional<std::pair<int, std::size_t>> RecordedTopology::unjoined(int origin) const {
@@ -49,18 +66,17 @@ std::optional<std::pair<int, std::size_t>> RecordedTopology::unjoined(int origin
     stack.pop_back();
     if (node >= joined.size() || joined[node]) continue;
     joined[node] = true;
-    for (std::size_t before : nodes_[node].depends_on) stack.push_back(before);
+    nodes_[node].for_each_dependency([&](std::size_t before) { stack.push_back(before); });
   }
-  for (const auto& [lane, last] : last_node_) {
-    if (lane == origin || joined[last]) continue;
-    return std::pair{lane, last};
+  for (const Lane& lane : lanes_) {
+    if (lane.id == origin || lane.last == RecordedNode::kNone || joined[lane.last]) continue;
+    return std::pair{lane.id, lane.last};
   }
   return std::nullopt;
 }
 
 std::vector<RecordedNode> RecordedTopology::take() {
-  frontiers_.clear();
-  last_node_.clear();
+  lanes_.clear();
   return std::exchange(nodes_, {});
 }
 

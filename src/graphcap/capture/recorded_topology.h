@@ -1,12 +1,13 @@
 // RecordedTopology: a recording's nodes as graphcap records them (what Graph::dot() draws and
 // refusals name), with the dependencies the driver gives them. Each lane (a stream of the
 // recording, or the body of an open loop) has a frontier: the nodes its next node depends on. An
-// event marks a lane's frontier; a wait adds those marks to the waiting lane's. Not locked: the
+// event marks a lane's frontier; a wait adds those marks to the waiting lane's. Recording a node
+// allocates nothing but the node's own room (reserved from the last recording's size): lanes are
+// a short flat list, and a node's one usual dependency is kept inline. Not locked: the
 // recording's lock guards it.
 #pragma once
 
 #include <cstddef>
-#include <map>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -24,8 +25,9 @@ class RecordedTopology {
   const RecordedNode& back() const { return nodes_.back(); }
   const RecordedNode& at(std::size_t node) const { return nodes_.at(node); }
 
-  // `node` on `lane`: it depends on the lane's frontier, and becomes the lane's frontier.
-  std::size_t add(RecordedNode node, int lane);
+  // A new node on `lane`, depending on the lane's frontier, and the lane's frontier from now on;
+  // the caller fills in what it is. Its index is size() - 1.
+  RecordedNode& add(int lane);
   std::vector<std::size_t> frontier(int lane) const;
   // A wait on `lane` for an event marking `nodes`.
   void add_dependencies(int lane, const std::vector<std::size_t>& nodes);
@@ -38,9 +40,16 @@ class RecordedTopology {
   std::vector<RecordedNode> take();
 
  private:
+  struct Lane {
+    int id = 0;
+    std::vector<std::size_t> frontier;
+    std::size_t last = RecordedNode::kNone;  // its last node, kNone before its first
+  };
+  Lane& lane(int id);
+  const Lane* find(int id) const noexcept;
+
   std::vector<RecordedNode> nodes_;
-  std::map<int, std::vector<std::size_t>> frontiers_;
-  std::map<int, std::size_t> last_node_;
+  std::vector<Lane> lanes_;  // a few: the streams of the recording and its open loop bodies
 };
 
 }  // namespace graphcap::capture

@@ -88,12 +88,23 @@ struct Operation {
 // nodes it depends on (the recording stream's frontier when it was recorded), and the loop body
 // it is in.
 struct RecordedNode {
+  static constexpr std::size_t kNone = ~std::size_t{0};
+
   CUgraphNodeType type = CU_GRAPH_NODE_TYPE_KERNEL;
   OperationLabel label;
   int stream = 0;
-  std::vector<std::size_t> depends_on;
   std::uint64_t loop = 0;  // the WHILE loop whose body holds the node (0: the graph itself)
   std::uint64_t body = 0;  // a WHILE node: the loop it runs (the `loop` of its body's nodes)
+  // The nodes it depends on. Most nodes depend on one (their stream's last), kept inline: a
+  // recorded launch allocates nothing for it; only a join lists more.
+  std::size_t after = kNone;
+  std::vector<std::size_t> also_after;
+
+  template <class Visit>
+  void for_each_dependency(Visit&& visit) const {
+    if (after != kNone) visit(after);
+    for (std::size_t node : also_after) visit(node);
+  }
 };
 
 // "KERNEL", "MEMCPY", ... as cuda.h names CUgraphNodeType's values (without the prefix).
