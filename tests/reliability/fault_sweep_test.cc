@@ -87,9 +87,12 @@ std::optional<CUresult> injected_code(std::string_view entry) {
 
 // Calls that release one handle (entry_points.def's handle column): when one fails, the
 // decorator does not forward it and that handle stays live. The kind of handle each releases.
+// A stream-ordered release (cuMemFreeAsync) is made only inside the scenarios' captures, where it
+// is a MEM_FREE node that releases nothing now (the tracker's rule too): its failure leaves none.
 std::size_t fake::LiveHandles::*released_kind(std::string_view entry) {
   const EntryTraits* traits = find_entry_traits(entry);
   if (traits == nullptr || traits->handle != EntryHandle::releases) return nullptr;
+  if (traits->order == EntryOrder::ordered) return nullptr;
   return fake::LiveHandles::field(traits->kind);
 }
 

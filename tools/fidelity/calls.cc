@@ -492,6 +492,14 @@ RUN(cuStreamEndCapture) {
   const std::uint64_t id = a.h().capture_of(name);
   CUgraph graph = nullptr;
   const CUresult r = a.h().driver().cuStreamEndCapture(stream, &graph);
+  // Ending an invalidated capture into an existing graph destroys that graph (measured on the
+  // H200: cuda-driver-facts.md); a body's graph belongs to its node and is never ended so.
+  if (r == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED) {
+    if (auto target = a.h().capture_target.find(id); target != a.h().capture_target.end()) {
+      const Symbol* t = a.h().find(target->second);
+      if (t != nullptr && t->owner.empty()) a.h().kill_graph(t->value);
+    }
+  }
   if (r == CUDA_SUCCESS && graph != nullptr) {
     Symbol& g = a.h().bind(graph_name, Kind::graph, reinterpret_cast<std::uintptr_t>(graph));
     if (auto uses = a.h().capture_uses.find(id); uses != a.h().capture_uses.end()) {

@@ -248,7 +248,17 @@ void run_on_cuda(const Options& o, std::uint64_t begin, std::uint64_t end, int j
     trace.status = "running";
     write(dir / ("t" + std::to_string(index) + ".trace"), trace);
     trace.status.clear();
-    trace.observations = run_program(trace.calls, *cuda, image);
+    try {
+      trace.observations = run_program(trace.calls, *cuda, image);
+    } catch (const std::exception& e) {
+      // The harness's own failure (its account of this driver's answers broke): not the
+      // driver's doing. Recorded, and the run goes on.
+      std::cerr << "graphcap-fidelity: program " << index << ": harness error: " << e.what()
+                << "\n";
+      trace.status = "harness-error";
+      write(dir / ("t" + std::to_string(index) + ".trace"), trace);
+      continue;
+    }
     if (auto d = first_difference(trace.calls, trace.observations, fake_trace.observations)) {
       const std::string kind = d->kind();
       trace.difference = underscores(kind);

@@ -190,6 +190,7 @@ class FakeState {
     std::set<std::uint64_t> members;  // stream ids, origin included
     int device = 0;
     bool to_graph = false;  // cuStreamBeginCaptureToGraph: its graph existed before it
+    bool into_body = false;  // ... a conditional node's body graph
   };
 
   struct Exec {
@@ -259,7 +260,8 @@ class FakeState {
   void note_invalidation(const Capture& capture, CUresult code);
   // A potentially unsafe call (CUDA's capture-mode rule): 900, invalidating the captures that
   // prohibit it, or CUDA_SUCCESS.
-  CUresult check_unsafe_call();
+  // `only_active`: only active captures prohibit (cuGraphInstantiateWithFlags with bad flags).
+  CUresult check_unsafe_call(bool only_active = false);
   // The capture is over: member streams back to NONE; its graph destroyed unless kept.
   void finish_capture(Capture& capture, bool keep_graph);
   void add_node(Stream& stream, internal::NodeWork work);
@@ -273,6 +275,8 @@ class FakeState {
   void injected_captured_operation(CUstream handle);
   void injected_end_capture(CUstream handle, CUgraph* graph);
   void refresh_frontier_handles(Stream& stream);
+  // event_calls.cc: cuEventQuery/cuEventSynchronize of an event last recorded in a capture.
+  CUresult captured_event(const Event& event);
 
   // ---- work_queue.cc ----------------------------------------------------------------------------
   void enqueue(Stream& stream, const char* entry_point, QueuedWork work);
