@@ -227,7 +227,9 @@ TEST_F(FidelityRules, AGraphCapturedIntoCannotBeDestroyedAndAnInvalidatedEndDest
   EXPECT_EQ(capture_status(s.get()), CU_STREAM_CAPTURE_STATUS_NONE);
   // The driver destroyed the graph: it must not be destroyed again (nor used).
   (void)graph.release();
-  if (fake::FakeDriver* fake = test_driver().fake()) EXPECT_EQ(fake->live_handles().graphs, 0u);
+  if (fake::FakeDriver* fake = test_driver().fake()) {
+    EXPECT_EQ(fake->live_handles().graphs, 0u);
+  }
 }
 
 }  // namespace

@@ -514,8 +514,8 @@ RUN(cuStreamEndCapture) {
           g.owner = t->owner;
           // What a body uses, the graph holding its node uses (whatever names that graph now).
           if (const Symbol* owner = a.h().find(t->owner)) {
-            for (const std::string& graph : a.h().live(Kind::graph)) {
-              Symbol& holder = a.h().need(graph, Kind::graph);
+            for (const std::string& other : a.h().live(Kind::graph)) {
+              Symbol& holder = a.h().need(other, Kind::graph);
               if (holder.value == owner->value) holder.uses.insert(g.uses.begin(), g.uses.end());
             }
           }

@@ -24,7 +24,7 @@ namespace {
 
 class Gen {
  public:
-  Gen(Harness& h, std::uint64_t seed, Trace& trace) : h(h), rng(seed), trace_(trace) {}
+  Gen(Harness& harness, std::uint64_t seed, Trace& trace) : h(harness), rng(seed), trace_(trace) {}
 
   Harness& h;
   std::mt19937_64 rng;

@@ -122,7 +122,6 @@ class Harness {
   bool capturing(const std::string& stream) const;
   bool any_capture() const;
   int retained() const { return retained_; }
-  int worker_mode(int thread) const { return modes_[thread]; }
 
   // ---- for the calls (calls.cc) ---------------------------------------------------------------
   Symbol& need(const std::string& name, Kind kind);  // live, or Skip

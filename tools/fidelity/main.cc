@@ -28,6 +28,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -83,11 +84,14 @@ struct Fake {
 };
 
 std::vector<std::byte> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) throw std::runtime_error("cannot read " + path);
-  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::vector<std::byte> out(bytes.size() + 1);
-  std::memcpy(out.data(), bytes.data(), bytes.size());
+  const std::streamsize size = in.tellg();
+  in.seekg(0);
+  std::vector<std::byte> out(static_cast<std::size_t>(size) + 1);  // and a NUL after it
+  if (!in.read(reinterpret_cast<char*>(out.data()), size)) {
+    throw std::runtime_error("cannot read " + path);
+  }
   return out;
 }
 
@@ -177,18 +181,19 @@ Options parse(int argc, char** argv) {
       if (arg.rfind(prefix, 0) == 0) return arg.substr(prefix.size());
       return std::nullopt;
     };
-    if (auto v = value("--driver")) o.driver = *v;
-    else if (auto v = value("--seed")) o.seed = std::stoull(*v);
-    else if (auto v = value("--programs")) o.programs = std::stoull(*v);
-    else if (auto v = value("--start")) o.start = std::stoull(*v);
-    else if (auto v = value("--record")) o.record = *v;
-    else if (auto v = value("--replay")) o.replay = *v;
-    else if (auto v = value("--summary")) o.summary = *v;
-    else if (auto v = value("--kernels")) o.kernels = *v;
-    else if (auto v = value("--jobs")) o.jobs = std::max(1, std::stoi(*v));
-    else if (auto v = value("--shrink")) o.shrink = std::stoi(*v);
-    else if (auto v = value("--deadline")) o.deadline = std::stod(*v);
-    else if (auto v = value("--calls")) {
+    std::optional<std::string> v;
+    if ((v = value("--driver"))) o.driver = *v;
+    else if ((v = value("--seed"))) o.seed = std::stoull(*v);
+    else if ((v = value("--programs"))) o.programs = std::stoull(*v);
+    else if ((v = value("--start"))) o.start = std::stoull(*v);
+    else if ((v = value("--record"))) o.record = *v;
+    else if ((v = value("--replay"))) o.replay = *v;
+    else if ((v = value("--summary"))) o.summary = *v;
+    else if ((v = value("--kernels"))) o.kernels = *v;
+    else if ((v = value("--jobs"))) o.jobs = std::max(1, std::stoi(*v));
+    else if ((v = value("--shrink"))) o.shrink = std::stoi(*v);
+    else if ((v = value("--deadline"))) o.deadline = std::stod(*v);
+    else if ((v = value("--calls"))) {
       const std::size_t colon = v->find(':');
       o.generator.min_calls = std::stoull(v->substr(0, colon));
       o.generator.max_calls = colon == std::string::npos ? o.generator.min_calls

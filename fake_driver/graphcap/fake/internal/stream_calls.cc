@@ -97,14 +97,14 @@ CUresult FakeState::cuStreamSynchronize(CUstream handle) {
 CUresult FakeState::cuStreamQuery(CUstream handle) {
   Context* context = nullptr;
   Stream* stream = nullptr;
-  if (CUresult r = need_context(&context); r != CUDA_SUCCESS) {
+  if (CUresult none = need_context(&context); none != CUDA_SUCCESS) {
     // Measured (graphcap-fidelity): a stream the user created carries its context; a thread
     // without a current context may query it.
     auto it = user_streams_.find(handle);
-    if (it == user_streams_.end()) return r;
+    if (it == user_streams_.end()) return none;
     stream = stream_by_id(it->second);
-  } else if (CUresult r = resolve_stream(handle, *context, &stream); r != CUDA_SUCCESS) {
-    return r;
+  } else if (CUresult bad = resolve_stream(handle, *context, &stream); bad != CUDA_SUCCESS) {
+    return bad;
   }
   if (Capture* capture = capture_of(*stream)) {
     // Measured on the H200: 900 whether the capture is active (which invalidates it) or already
