@@ -43,7 +43,8 @@ struct LiveHandles {
     return sum;
   }
   // The field counting `kind`; nullptr for HandleKind::none.
-  static constexpr std::size_t LiveHandles::*field(HandleKind kind) noexcept {
+  using Field = std::size_t LiveHandles::*;
+  static constexpr Field field(HandleKind kind) noexcept {
     switch (kind) {
 #define GRAPHCAP_LIVE_HANDLES_CASE(k) \
   case HandleKind::k:                 \
