@@ -158,7 +158,11 @@ TEST_F(FakeFaults, EveryCallIsLoggedWithItsResultAndThread) {
   EXPECT_EQ(fake_.cuStreamQuery(stream_), CUDA_ERROR_NOT_READY);
   CUdeviceptr p = 0;
   EXPECT_EQ(fake_.cuMemAlloc(&p, 0), CUDA_ERROR_INVALID_VALUE);
-  std::thread other([&] { EXPECT_EQ(fake_.cuStreamQuery(stream_), CUDA_ERROR_INVALID_CONTEXT); });
+  // (Not cuStreamQuery: a user stream carries its context, measured on the H200, issue 23.)
+  std::thread other([&] {
+    std::size_t free = 0, total = 0;
+    EXPECT_EQ(fake_.cuMemGetInfo(&free, &total), CUDA_ERROR_INVALID_CONTEXT);
+  });
   const std::thread::id other_id = other.get_id();
   other.join();
   const auto calls = fake_.calls();
@@ -171,7 +175,9 @@ TEST_F(FakeFaults, EveryCallIsLoggedWithItsResultAndThread) {
   EXPECT_EQ(calls[1].result, CUDA_ERROR_INVALID_VALUE);
   EXPECT_FALSE(calls[1].injected);
   EXPECT_EQ(calls[2].thread, other_id);
-  EXPECT_EQ(fake_.call_count("cuStreamQuery"), 2u);
+  EXPECT_EQ(calls[2].result, CUDA_ERROR_INVALID_CONTEXT);
+  EXPECT_EQ(fake_.call_count("cuStreamQuery"), 1u);
+  EXPECT_EQ(fake_.call_count("cuMemGetInfo"), 1u);
   EXPECT_EQ(fake_.call_count("cuMemAlloc"), 1u);
   EXPECT_EQ(fake_.call_count("cuGraphLaunch"), 0u);
   EXPECT_EQ(fake_.total_calls(), 3u);

@@ -442,7 +442,8 @@ TEST_F(FakeGraphs, LaunchOrUploadIntoACapturingStreamIsRefusedAndInvalidates) {
     ASSERT_EQ(fake_.cuStreamBeginCapture(stream_, CU_STREAM_CAPTURE_MODE_RELAXED), CUDA_SUCCESS);
     EXPECT_EQ((fake_.*call)(exec, stream_), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
     EXPECT_EQ(status(stream_), CU_STREAM_CAPTURE_STATUS_INVALIDATED);
-    EXPECT_EQ((fake_.*call)(exec, stream_), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    // Measured on the H200 (graphcap-fidelity, issue 23): still 900 once invalidated, not 901.
+    EXPECT_EQ((fake_.*call)(exec, stream_), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
     end_any_capture(stream_);
   }
   EXPECT_EQ(fake_.cuGraphExecDestroy(exec), CUDA_SUCCESS);

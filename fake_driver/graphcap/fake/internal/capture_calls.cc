@@ -112,12 +112,15 @@ CUresult FakeState::route(Stream& stream, bool* captured) {
 // otherwise they are prohibited while the thread has its own capture not begun in RELAXED mode,
 // or (for a thread in GLOBAL mode) while another thread has a GLOBAL capture. A prohibited call
 // returns 900 and invalidates the captures that prohibited it.
-CUresult FakeState::check_unsafe_call() {
+CUresult FakeState::check_unsafe_call(bool only_active) {
   const CUstreamCaptureMode mine = this_thread().mode;
   if (mine == CU_STREAM_CAPTURE_MODE_RELAXED) return CUDA_SUCCESS;
   const std::thread::id me = std::this_thread::get_id();
   bool prohibited = false;
   for (auto& [id, capture] : captures_) {
+    if (only_active && capture.thread != me && capture.status != CU_STREAM_CAPTURE_STATUS_ACTIVE) {
+      continue;
+    }
     const bool blocks = capture.thread == me ? capture.mode != CU_STREAM_CAPTURE_MODE_RELAXED
                                              : mine == CU_STREAM_CAPTURE_MODE_GLOBAL &&
                                                    capture.mode == CU_STREAM_CAPTURE_MODE_GLOBAL;
@@ -194,6 +197,7 @@ void FakeState::open_capture(Stream& stream, const Context& context, CUstreamCap
   capture.members.insert(stream.id);
   capture.device = context.device;
   capture.to_graph = to_graph;
+  capture.into_body = graphs_.at(graph).owner != nullptr;
   graphs_.at(graph).under_capture = true;
   stream.capture = capture.id;
   stream.frontier = std::move(frontier);
@@ -245,15 +249,17 @@ CUresult FakeState::cuStreamUpdateCaptureDependencies(CUstream handle, CUgraphNo
   if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
   Stream* stream = nullptr;
   if (CUresult r = resolve_stream(handle, *context, &stream); r != CUDA_SUCCESS) return r;
+  // Measured (graphcap-fidelity): a stream that is not capturing is 401 before the flags are
+  // looked at.
+  Capture* capture = capture_of(*stream);
+  if (capture == nullptr) return CUDA_ERROR_ILLEGAL_STATE;
+  if (capture->status != CU_STREAM_CAPTURE_STATUS_ACTIVE) {
+    return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+  }
   if (flags != CU_STREAM_ADD_CAPTURE_DEPENDENCIES && flags != CU_STREAM_SET_CAPTURE_DEPENDENCIES) {
     return CUDA_ERROR_INVALID_VALUE;
   }
   if (dependency_count > 0 && dependencies == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  Capture* capture = capture_of(*stream);
-  if (capture == nullptr) return CUDA_ERROR_ILLEGAL_STATE;  // not measured (cuda.h)
-  if (capture->status != CU_STREAM_CAPTURE_STATUS_ACTIVE) {
-    return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
-  }
   // The nodes must be in the capture's graph (not measured: cuda.h says so).
   std::vector<std::size_t> nodes;
   for (std::size_t i = 0; i < dependency_count; ++i) {
@@ -284,26 +290,37 @@ CUresult FakeState::cuStreamEndCapture(CUstream handle, CUgraph* graph_out) {
   Capture* capture = capture_of(*stream);
   if (capture == nullptr) return CUDA_ERROR_ILLEGAL_STATE;
 
-  if (capture->mode != CU_STREAM_CAPTURE_MODE_RELAXED &&
+  // Measured (graphcap-fidelity): on a forked stream 903 comes first, also once the capture is
+  // invalidated (issue 23's table); then an invalidated capture is 901 on any thread.
+  if (capture->origin != stream->id) {
+    capture->status = CU_STREAM_CAPTURE_STATUS_INVALIDATED;  // both streams stay, INVALIDATED
+    return CUDA_ERROR_STREAM_CAPTURE_UNMATCHED;
+  }
+  if (capture->status == CU_STREAM_CAPTURE_STATUS_ACTIVE &&
+      capture->mode != CU_STREAM_CAPTURE_MODE_RELAXED &&
       capture->thread != std::this_thread::get_id()) {
     finish_capture(*capture, false);  // terminated: the owner's own end then gives 401
     return CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD;
   }
   if (capture->status != CU_STREAM_CAPTURE_STATUS_ACTIVE) {
-    if (capture->to_graph) {
+    if (capture->into_body) {
       // Measured on the H200 (tools/probes/conditional_probe.cu, P7, P17-P19): once a body's
       // capture is invalidated, the process crashed in whichever of cuStreamEndCapture of the
       // body and of the graph holding it came second. The fake answers, and says so instead.
       violation("cuStreamEndCapture of an invalidated capture into a conditional body: the "
                 "H200's driver crashed (SIGSEGV) when this and the end of the enclosing capture "
                 "both ran; end only the enclosing capture and abandon this stream");
+      finish_capture(*capture, false);
+      return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
     }
+    // Measured (graphcap-fidelity, programs 60 and 2863): ending an invalidated capture into an
+    // existing graph ends it cleanly and destroys that graph (cuGraphGetNodes and
+    // cuGraphInstantiateWithFlags of it then answer 1, as for a destroyed graph).
+    const bool destroys = capture->to_graph && graphs_.count(capture->graph) != 0;
+    const CUgraph graph = capture->graph;
     finish_capture(*capture, false);
+    if (destroys) erase_graph(graph);
     return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
-  }
-  if (capture->origin != stream->id) {
-    capture->status = CU_STREAM_CAPTURE_STATUS_INVALIDATED;  // both streams stay, INVALIDATED
-    return CUDA_ERROR_STREAM_CAPTURE_UNMATCHED;
   }
   // Every other member stream must have been joined back: its frontier lies in the history of
   // the origin's frontier.
@@ -383,10 +400,8 @@ CUresult FakeState::cuStreamGetCaptureInfo(CUstream handle, CUstreamCaptureStatu
 CUresult FakeState::cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode* mode) {
   if (CUresult r = need_init(); r != CUDA_SUCCESS) return r;
   if (mode == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  if (*mode != CU_STREAM_CAPTURE_MODE_GLOBAL && *mode != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
-      *mode != CU_STREAM_CAPTURE_MODE_RELAXED) {
-    return CUDA_ERROR_INVALID_VALUE;
-  }
+  // Measured (graphcap-fidelity): a value that is no mode (3) is taken, 0; what a thread in that
+  // mode is then allowed is not measured (the generator does not make it; cuda-driver-facts.md).
   ThreadState& thread = this_thread();
   std::swap(thread.mode, *mode);
   return CUDA_SUCCESS;

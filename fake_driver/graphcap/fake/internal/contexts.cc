@@ -1,6 +1,8 @@
 // cuInit, devices and primary contexts; what a primary context's destruction reclaims.
 #include <graphcap/fake/internal/fake_state.h>
 
+#include <vector>
+
 #include <algorithm>
 #include <cstring>
 #include <utility>
@@ -163,13 +165,27 @@ void FakeState::destroy_context(Context& context) {
     }
     it = next;
   }
-  for (auto it = graphs_.begin(); it != graphs_.end();) {
-    auto next = std::next(it);
-    if (it->second.context == context.handle) {
-      erase_graph(it->first);
+  // Collected first: erasing a graph erases the body graphs of its conditional nodes too, which
+  // may be the next entries of the map (found by graphcap-fidelity's generated programs).
+  std::vector<CUgraph> graphs;
+  for (const auto& [handle, graph] : graphs_) {
+    if (graph.context == context.handle && graph.owner == nullptr) graphs.push_back(handle);
+  }
+  for (CUgraph handle : graphs) {
+    if (graphs_.count(handle) != 0) {
+      erase_graph(handle);
       ++reclaimed;
     }
-    it = next;
+  }
+  for (auto it = graphs_.begin(); it != graphs_.end();) {  // bodies whose node's graph is gone
+    if (it->second.context == context.handle) {
+      const CUgraph handle = it->first;
+      erase_graph(handle);
+      ++reclaimed;
+      it = graphs_.begin();
+    } else {
+      ++it;
+    }
   }
   for (auto it = events_.begin(); it != events_.end();) {
     if (it->second.device == device) {

@@ -59,16 +59,24 @@ CUresult FakeState::cuEventRecord(CUevent event_handle, CUstream handle) {
   return CUDA_SUCCESS;
 }
 
+// An event last recorded inside a capture: 907 while that capture is active (and it is
+// invalidated); once the capture is invalidated or over, 1 (measured on the H200 by
+// graphcap-fidelity, issue 23: the fake had answered 907, 900 or 0). Before the unsafe-call rule.
+CUresult FakeState::captured_event(const Event& event) {
+  auto found = captures_.find(event.capture);
+  if (found != captures_.end() && found->second.status == CU_STREAM_CAPTURE_STATUS_ACTIVE) {
+    return refuse(found->second, CUDA_ERROR_CAPTURED_EVENT);
+  }
+  return CUDA_ERROR_INVALID_VALUE;
+}
+
 CUresult FakeState::cuEventQuery(CUevent event_handle) {
   Context* context = nullptr;
   if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
   auto it = events_.find(event_handle);
   if (it == events_.end()) return CUDA_ERROR_INVALID_HANDLE;
   Event& event = it->second;
-  if (event.state == Event::State::captured) {
-    auto found = captures_.find(event.capture);
-    if (found != captures_.end()) return refuse(found->second, CUDA_ERROR_CAPTURED_EVENT);
-  }
+  if (event.state == Event::State::captured) return captured_event(event);
   if (CUresult r = check_unsafe_call(); r != CUDA_SUCCESS) return r;
   if (event.state != Event::State::recorded || event.done) return CUDA_SUCCESS;
   if (paused_) return CUDA_ERROR_NOT_READY;
@@ -81,10 +89,7 @@ CUresult FakeState::cuEventSynchronize(CUevent event_handle) {
   if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
   auto it = events_.find(event_handle);
   if (it == events_.end()) return CUDA_ERROR_INVALID_HANDLE;
-  if (it->second.state == Event::State::captured) {
-    auto found = captures_.find(it->second.capture);
-    if (found != captures_.end()) return refuse(found->second, CUDA_ERROR_CAPTURED_EVENT);
-  }
+  if (it->second.state == Event::State::captured) return captured_event(it->second);
   if (CUresult r = check_unsafe_call(); r != CUDA_SUCCESS) return r;
   if (it->second.state != Event::State::recorded) return CUDA_SUCCESS;
   const std::uint64_t seq = it->second.record_seq;
@@ -102,6 +107,16 @@ CUresult FakeState::cuEventElapsedTime(float* milliseconds, CUevent start, CUeve
   auto first = events_.find(start);
   auto last = events_.find(end);
   if (first == events_.end() || last == events_.end()) return CUDA_ERROR_INVALID_HANDLE;
+  // Measured (graphcap-fidelity, program 63): an event last recorded in a capture that is
+  // invalidated or over is 1, before timing is looked at.
+  for (const Event* event : {&first->second, &last->second}) {
+    if (event->state == Event::State::captured) {
+      auto found = captures_.find(event->capture);
+      if (found == captures_.end() || found->second.status != CU_STREAM_CAPTURE_STATUS_ACTIVE) {
+        return CUDA_ERROR_INVALID_VALUE;
+      }
+    }
+  }
   for (const Event* event : {&first->second, &last->second}) {
     if ((event->flags & CU_EVENT_DISABLE_TIMING) != 0) return CUDA_ERROR_INVALID_HANDLE;
     if (event->state == Event::State::captured) return CUDA_ERROR_CAPTURED_EVENT;

@@ -110,23 +110,35 @@ CUresult FakeState::cuGraphInstantiateWithFlags(CUgraphExec* exec, CUgraph handl
   auto it = graphs_.find(handle);
   if (it == graphs_.end()) return CUDA_ERROR_INVALID_HANDLE;
   internal::Graph& graph = it->second;
-  if (graph.under_capture) {
-    // Measured on the H200 (UnmeasuredRules.TheGraphUnderConstruction...): instantiating the graph
-    // a capture is still building is refused as an unsafe call, and invalidates that capture.
-    for (auto& [id, capture] : captures_) {
-      if (capture.graph == handle) return refuse(capture, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
-    }
-    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-  }
+  // Measured on the H200 (graphcap-fidelity, 2026-12-03; issue 23's first kind): instantiate is a
+  // potentially unsafe call (900, invalidating the captures that prohibit it), checked before
+  // the flags. Where the rule allows it, a graph a capture is still building (or capturing into)
+  // instantiates as it is now: the 900 UnmeasuredRules saw came from this rule.
   // UPLOAD (2) is only for cuGraphInstantiateWithParams; AUTO_FREE_ON_LAUNCH and DEVICE_LAUNCH
-  // exclude each other; unknown bits are refused.
+  // exclude each other; unknown bits are refused. Measured (graphcap-fidelity, programs 60 and
+  // 6436): with such flags only an active capture makes it 900; an invalidated one does not.
   constexpr unsigned long long kAccepted = CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH |
                                            CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH |
                                            CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY;
   if ((flags & ~kAccepted) != 0 ||
       ((flags & CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH) != 0 &&
        (flags & CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH) != 0)) {
+    if (CUresult r = check_unsafe_call(true); r != CUDA_SUCCESS) return r;
     return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (CUresult r = check_unsafe_call(); r != CUDA_SUCCESS) return r;
+  // Measured (graphcap-fidelity): DEVICE_LAUNCH refused every empty graph, every graph with a
+  // conditional node and every graph with a host copy the programs built (the facts' one-kernel
+  // graph is accepted).
+  if ((flags & CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH) != 0) {
+    if (graph.nodes.empty()) return CUDA_ERROR_INVALID_VALUE;
+    for (const internal::NodeData& node : graph.nodes) {
+      const bool host_copy = std::holds_alternative<internal::CopyToDeviceWork>(node.work) ||
+                             std::holds_alternative<internal::CopyToHostWork>(node.work);
+      if (internal::node_type(node.work) == CU_GRAPH_NODE_TYPE_CONDITIONAL || host_copy) {
+        return CUDA_ERROR_INVALID_VALUE;
+      }
+    }
   }
   if (graph.has_memory_nodes() && graph.live_execs > 0) return CUDA_ERROR_NOT_SUPPORTED;
   std::shared_ptr<const internal::ExecBody> body;
@@ -150,9 +162,11 @@ CUresult FakeState::cuGraphUpload(CUgraphExec exec, CUstream handle) {
   if (it == execs_.end()) return CUDA_ERROR_INVALID_HANDLE;
   Stream* stream = nullptr;
   if (CUresult r = resolve_stream(handle, *context, &stream); r != CUDA_SUCCESS) return r;
+  // Measured (graphcap-fidelity): 900 into a capturing stream, also when its capture is already
+  // invalidated (as cuStreamSynchronize), not 901.
+  if (capture_of(*stream) != nullptr) return refuse(*stream, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
   bool captured = false;
   if (CUresult r = route(*stream, &captured); r != CUDA_SUCCESS) return r;
-  if (captured) return refuse(*stream, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);  // not measured
   it->second.uploaded = true;
   return CUDA_SUCCESS;
 }
@@ -163,9 +177,11 @@ CUresult FakeState::cuGraphLaunch(CUgraphExec exec, CUstream handle) {
   auto it = execs_.find(exec);
   Stream* stream = nullptr;
   if (CUresult r = resolve_stream(handle, *context, &stream); r != CUDA_SUCCESS) return r;
+  // Measured (graphcap-fidelity): 900 into a capturing stream whether its capture is active
+  // (which invalidates it) or already invalidated.
+  if (capture_of(*stream) != nullptr) return refuse(*stream, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
   bool captured = false;
   if (CUresult r = route(*stream, &captured); r != CUDA_SUCCESS) return r;
-  if (captured) return refuse(*stream, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
   if (it == execs_.end()) return CUDA_ERROR_INVALID_HANDLE;
   Exec& launched = it->second;
   const internal::ExecBody& body = *launched.body;
@@ -288,6 +304,8 @@ CUresult FakeState::cuGraphDestroy(CUgraph handle) {
   if (it == graphs_.end()) return CUDA_ERROR_INVALID_HANDLE;
   // Not measured: the graph a capture is still building belongs to the capture, and a
   // conditional node's body graph to the node.
+  // Measured: the graph a capture builds is 401, and so is a graph a capture captures into
+  // (cuStreamBeginCaptureToGraph; graphcap-fidelity, programs 60 and 5010).
   if (it->second.under_capture) return CUDA_ERROR_ILLEGAL_STATE;
   if (it->second.owner != nullptr) return CUDA_ERROR_INVALID_VALUE;
   // Graph allocations a launch made stay allocated: destroying the graph does not free them.

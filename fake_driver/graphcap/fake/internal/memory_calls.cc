@@ -70,6 +70,9 @@ CUresult FakeState::cuMemAllocAsync(CUdeviceptr* pointer, std::size_t bytes, CUs
     *pointer = allocation.base;
     return CUDA_SUCCESS;
   }
+  // Measured on the H200 (graphcap-fidelity, 2026-12-03): on a stream that is not capturing it is
+  // a potentially unsafe call (900, invalidating the captures that prohibit it).
+  if (CUresult r = check_unsafe_call(); r != CUDA_SUCCESS) return r;
   // Usable at once: the fake's queue runs in order, so nothing can touch it before it exists.
   return allocate_live(*context, bytes, DeviceMemory::Kind::async, pointer);
 }
@@ -102,6 +105,8 @@ CUresult FakeState::cuMemFreeAsync(CUdeviceptr pointer, CUstream handle) {
     add_node(*stream, internal::FreeWork{pointer});
     return CUDA_SUCCESS;
   }
+  // Measured on the H200 (graphcap-fidelity): outside a capture, a potentially unsafe call.
+  if (CUresult r = check_unsafe_call(); r != CUDA_SUCCESS) return r;
   if (allocation == nullptr || !allocation->host_allocated) return CUDA_ERROR_INVALID_VALUE;
   allocation->host_allocated = false;  // for the host it is gone now; the device frees it in order
   enqueue(*stream, "cuMemFreeAsync", internal::NodeWork{internal::FreeWork{pointer}});

@@ -21,12 +21,13 @@ CUresult FakeState::cuDeviceCanAccessPeer(int* can_access, CUdevice device, CUde
 CUresult FakeState::cuCtxEnablePeerAccess(CUcontext peer, unsigned flags) {
   Context* current = nullptr;
   if (CUresult r = need_context(&current); r != CUDA_SUCCESS) return r;
-  if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
   Context* target = peer == nullptr ? nullptr : find_context(peer);
-  // Not a context, a destroyed one, or the current context itself.
-  if (target == nullptr || target->refs == 0 || target == current) {
-    return CUDA_ERROR_INVALID_CONTEXT;
-  }
+  // Measured on the H200 (graphcap-fidelity, 2026-12-03): the peer first (NULL with flags 1 is
+  // 201), then the flags (the current context with flags 1 is 1), and the current context itself
+  // is 217, not 201.
+  if (target == nullptr || target->refs == 0) return CUDA_ERROR_INVALID_CONTEXT;
+  if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  if (target == current) return CUDA_ERROR_PEER_ACCESS_UNSUPPORTED;
   if (!options_.peer_access) return CUDA_ERROR_PEER_ACCESS_UNSUPPORTED;
   if (!current->peers.insert(target->device).second) return CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED;
   return CUDA_SUCCESS;

@@ -96,9 +96,16 @@ CUresult FakeState::cuStreamSynchronize(CUstream handle) {
 
 CUresult FakeState::cuStreamQuery(CUstream handle) {
   Context* context = nullptr;
-  if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
   Stream* stream = nullptr;
-  if (CUresult r = resolve_stream(handle, *context, &stream); r != CUDA_SUCCESS) return r;
+  if (CUresult none = need_context(&context); none != CUDA_SUCCESS) {
+    // Measured (graphcap-fidelity): a stream the user created carries its context; a thread
+    // without a current context may query it.
+    auto it = user_streams_.find(handle);
+    if (it == user_streams_.end()) return none;
+    stream = stream_by_id(it->second);
+  } else if (CUresult bad = resolve_stream(handle, *context, &stream); bad != CUDA_SUCCESS) {
+    return bad;
+  }
   if (Capture* capture = capture_of(*stream)) {
     // Measured on the H200: 900 whether the capture is active (which invalidates it) or already
     // invalidated.
@@ -122,15 +129,21 @@ CUresult FakeState::cuStreamWaitEvent(CUstream handle, CUevent event_handle, uns
   }
   auto it = events_.find(event_handle);
   if (it == events_.end()) return refuse(*stream, CUDA_ERROR_INVALID_HANDLE);
-  if ((flags & ~unsigned{CU_EVENT_WAIT_EXTERNAL}) != 0) {
-    return refuse(*stream, CUDA_ERROR_INVALID_VALUE);
-  }
+  // Measured on the H200 (graphcap-fidelity, 2026-12-03): unknown flags are 1 and leave a capture
+  // as it was; an external wait outside a capture is 401.
+  if ((flags & ~unsigned{CU_EVENT_WAIT_EXTERNAL}) != 0) return CUDA_ERROR_INVALID_VALUE;
   Event& event = it->second;
   Capture* event_capture = nullptr;
   if (event.state == Event::State::captured) {
     auto found = captures_.find(event.capture);
     if (found != captures_.end()) event_capture = &found->second;
+    // Measured (graphcap-fidelity; issue 23's third kind): an event last recorded in a capture
+    // that is invalidated or over is 1, and a capture waiting on it is invalidated.
+    if (event_capture == nullptr || event_capture->status != CU_STREAM_CAPTURE_STATUS_ACTIVE) {
+      return refuse(*stream, CUDA_ERROR_INVALID_VALUE);
+    }
   }
+  if (!captured && (flags & CU_EVENT_WAIT_EXTERNAL) != 0) return CUDA_ERROR_ILLEGAL_STATE;
 
   if (captured) {
     Capture& capture = *capture_of(*stream);
@@ -154,15 +167,12 @@ CUresult FakeState::cuStreamWaitEvent(CUstream handle, CUevent event_handle, uns
     if (event.state == Event::State::recorded) {
       return refuse(capture, CUDA_ERROR_STREAM_CAPTURE_ISOLATION);
     }
-    return CUDA_SUCCESS;  // never recorded (or recorded in a capture now over): no dependency
+    return CUDA_SUCCESS;  // never recorded: no dependency
   }
 
   if (event_capture != nullptr) {
     // A fork: the waiting stream joins the event's capture, depending on the event's nodes.
     if (stream->legacy) return refuse(*event_capture, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
-    if (event_capture->status != CU_STREAM_CAPTURE_STATUS_ACTIVE) {
-      return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
-    }
     stream->capture = event_capture->id;
     stream->frontier = event.nodes;
     event_capture->members.insert(stream->id);

@@ -1,0 +1,236 @@
+// Rules graphcap-fidelity's generated programs found on the H200 (issue 23; 2026-12-03, driver
+// 580.159.04; runs and programs in docs/conformance.md, "Generated programs"), each as the
+// shortest program that shows it, on both drivers. docs/cuda-driver-facts.md, "Found by generated
+// programs", has the rows.
+#include <cstdint>
+#include <thread>
+#include <vector>
+
+#include <graphcap/fake/fake_driver.h>
+
+#include "conformance_fixture.h"
+
+namespace graphcap::testing {
+namespace {
+
+using FidelityRules = ConformanceTest;
+
+// The graph a stream's capture builds (cuStreamGetCaptureInfo).
+CUgraph building(DriverApi& api, CUstream stream) {
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  CUgraph graph = nullptr;
+  EXPECT_EQ(api.cuStreamGetCaptureInfo(stream, &status, nullptr, &graph, nullptr, nullptr,
+                                       nullptr),
+            CUDA_SUCCESS);
+  return graph;
+}
+
+TEST_F(FidelityRules, InstantiateIsAnUnsafeCallDuringAGlobalCaptureOfThisThread) {
+  Stream s = new_stream();
+  Stream other = new_stream();
+  Graph done = capture(other.get(), [] {});
+  ASSERT_TRUE(done);
+  ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  CUgraphExec exec = nullptr;
+  EXPECT_EQ(api().cuGraphInstantiateWithFlags(&exec, done.get(), 0),
+            CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+  EXPECT_EQ(capture_status(s.get()), CU_STREAM_CAPTURE_STATUS_INVALIDATED);
+  CUgraph ended = nullptr;
+  EXPECT_EQ(api().cuStreamEndCapture(s.get(), &ended), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+  // With the capture over, it instantiates.
+  Exec instantiated = instantiate(done.get());
+  EXPECT_TRUE(instantiated);
+}
+
+TEST_F(FidelityRules, TheGraphACaptureBuildsInstantiatesWhereTheModeAllows) {
+  Module module = load_test_kernels();
+  CUfunction empty = kernel(module, "empty");
+  Stream s = new_stream();
+  ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_RELAXED), CUDA_SUCCESS);
+  ASSERT_EQ(launch(empty, s.get(), 1, 1), CUDA_SUCCESS);
+  CUgraphExec exec = nullptr;
+  EXPECT_EQ(api().cuGraphInstantiateWithFlags(&exec, building(api(), s.get()), 0), CUDA_SUCCESS);
+  Exec owned(api(), exec);
+  expect_still_active(s.get(), 1);
+}
+
+TEST_F(FidelityRules, BadInstantiateFlagsBeforeAnotherThreadsInvalidatedCapture) {
+  Stream s = new_stream();
+  Stream other = new_stream();
+  Graph done = capture(other.get(), [] {});
+  ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  EXPECT_EQ(api().cuStreamQuery(s.get()), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);  // invalidated
+  CUresult from_other = CUDA_SUCCESS;
+  std::thread([&] {
+    EXPECT_EQ(api().cuCtxSetCurrent(context()), CUDA_SUCCESS);
+    CUgraphExec exec = nullptr;
+    from_other = api().cuGraphInstantiateWithFlags(&exec, done.get(), 2);
+  }).join();
+  EXPECT_EQ(from_other, CUDA_ERROR_INVALID_VALUE);
+  // On the capturing thread itself its invalidated capture still makes it 900.
+  CUgraphExec exec = nullptr;
+  EXPECT_EQ(api().cuGraphInstantiateWithFlags(&exec, done.get(), 5),
+            CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+  CUgraph ended = nullptr;
+  EXPECT_EQ(api().cuStreamEndCapture(s.get(), &ended), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+}
+
+TEST_F(FidelityRules, DeviceLaunchOfAnEmptyGraphIsInvalidValue) {
+  Stream s = new_stream();
+  Graph empty = capture(s.get(), [] {});
+  CUgraphExec exec = nullptr;
+  EXPECT_EQ(api().cuGraphInstantiateWithFlags(&exec, empty.get(),
+                                              CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH),
+            CUDA_ERROR_INVALID_VALUE);
+}
+
+TEST_F(FidelityRules, AnEventOfACaptureThatIsOverIsInvalidValueToQueryWaitAndTime) {
+  Stream s = new_stream();
+  Stream other = new_stream();
+  Event e = new_event();
+  ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  ASSERT_EQ(api().cuEventRecord(e.get(), s.get()), CUDA_SUCCESS);
+  Graph graph;
+  {
+    CUgraph ended = nullptr;
+    ASSERT_EQ(api().cuStreamEndCapture(s.get(), &ended), CUDA_SUCCESS);
+    graph = Graph(api(), ended);
+  }
+  EXPECT_EQ(api().cuEventQuery(e.get()), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(api().cuEventSynchronize(e.get()), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(api().cuStreamWaitEvent(other.get(), e.get(), 0), CUDA_ERROR_INVALID_VALUE);
+  float ms = 0;
+  EXPECT_EQ(api().cuEventElapsedTime(&ms, e.get(), e.get()), CUDA_ERROR_INVALID_VALUE);
+  // A capture waiting on it is invalidated.
+  ASSERT_EQ(api().cuStreamBeginCapture(other.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  EXPECT_EQ(api().cuStreamWaitEvent(other.get(), e.get(), 0), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(capture_status(other.get()), CU_STREAM_CAPTURE_STATUS_INVALIDATED);
+  CUgraph ended = nullptr;
+  EXPECT_EQ(api().cuStreamEndCapture(other.get(), &ended), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+}
+
+TEST_F(FidelityRules, AnEventOfAnInvalidatedCaptureIsInvalidValueToSynchronize) {
+  Stream s = new_stream();
+  Event e = new_event();
+  ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_RELAXED), CUDA_SUCCESS);
+  ASSERT_EQ(api().cuEventRecord(e.get(), s.get()), CUDA_SUCCESS);
+  EXPECT_EQ(api().cuStreamQuery(s.get()), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+  EXPECT_EQ(api().cuEventSynchronize(e.get()), CUDA_ERROR_INVALID_VALUE);
+  CUgraph ended = nullptr;
+  EXPECT_EQ(api().cuStreamEndCapture(s.get(), &ended), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+}
+
+TEST_F(FidelityRules, LaunchOrUploadIntoAnInvalidatedCaptureIsUnsupported) {
+  Stream s = new_stream();
+  Stream other = new_stream();
+  Graph done = capture(other.get(), [] {});
+  Exec exec = instantiate(done.get());
+  ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_RELAXED), CUDA_SUCCESS);
+  EXPECT_EQ(api().cuStreamQuery(s.get()), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+  EXPECT_EQ(api().cuGraphLaunch(exec.get(), s.get()), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+  EXPECT_EQ(api().cuGraphUpload(exec.get(), s.get()), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+  CUgraph ended = nullptr;
+  EXPECT_EQ(api().cuStreamEndCapture(s.get(), &ended), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+}
+
+TEST_F(FidelityRules, AnInvalidatedCaptureEndsWithInvalidatedFromAnotherThread) {
+  Stream s = new_stream();
+  ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  EXPECT_EQ(api().cuStreamQuery(s.get()), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+  CUresult ended = CUDA_SUCCESS;
+  std::thread([&] {
+    EXPECT_EQ(api().cuCtxSetCurrent(context()), CUDA_SUCCESS);
+    CUgraph graph = nullptr;
+    ended = api().cuStreamEndCapture(s.get(), &graph);
+  }).join();
+  EXPECT_EQ(ended, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED) << "not 908";
+  EXPECT_EQ(capture_status(s.get()), CU_STREAM_CAPTURE_STATUS_NONE);
+}
+
+TEST_F(FidelityRules, UpdatingTheDependenciesOfAStreamNotCapturingIsIllegalStateFirst) {
+  Stream s = new_stream();
+  EXPECT_EQ(api().cuStreamUpdateCaptureDependencies(s.get(), nullptr, nullptr, 0, 7),
+            CUDA_ERROR_ILLEGAL_STATE);
+  ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_RELAXED), CUDA_SUCCESS);
+  EXPECT_EQ(api().cuStreamQuery(s.get()), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+  EXPECT_EQ(api().cuStreamUpdateCaptureDependencies(s.get(), nullptr, nullptr, 0, 7),
+            CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+  CUgraph ended = nullptr;
+  EXPECT_EQ(api().cuStreamEndCapture(s.get(), &ended), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+}
+
+TEST_F(FidelityRules, ExchangingTheCaptureModeTakesAValueThatIsNoMode) {
+  CUstreamCaptureMode mode = static_cast<CUstreamCaptureMode>(3);
+  EXPECT_EQ(api().cuThreadExchangeStreamCaptureMode(&mode), CUDA_SUCCESS);
+  EXPECT_EQ(mode, CU_STREAM_CAPTURE_MODE_GLOBAL);
+  mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+  EXPECT_EQ(api().cuThreadExchangeStreamCaptureMode(&mode), CUDA_SUCCESS);
+  EXPECT_EQ(static_cast<int>(mode), 3);
+}
+
+TEST_F(FidelityRules, PeerAccessToTheCurrentContextIsUnsupportedAfterTheFlags) {
+  EXPECT_EQ(api().cuCtxEnablePeerAccess(nullptr, 1), CUDA_ERROR_INVALID_CONTEXT);
+  EXPECT_EQ(api().cuCtxEnablePeerAccess(context(), 1), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(api().cuCtxEnablePeerAccess(context(), 0), CUDA_ERROR_PEER_ACCESS_UNSUPPORTED);
+}
+
+TEST_F(FidelityRules, AStreamIsQueriedFromAThreadWithoutAContext) {
+  Stream s = new_stream();
+  CUresult queried = CUDA_ERROR_UNKNOWN;
+  std::thread([&] { queried = api().cuStreamQuery(s.get()); }).join();
+  EXPECT_EQ(queried, CUDA_SUCCESS);
+}
+
+TEST_F(FidelityRules, AsyncAllocationAndFreeOutsideACaptureAreUnsafeCalls) {
+  Stream s = new_stream();
+  Stream other = new_stream();
+  CUdeviceptr pointer = 0;
+  ASSERT_EQ(api().cuMemAllocAsync(&pointer, 256, other.get()), CUDA_SUCCESS);
+  ASSERT_EQ(api().cuStreamSynchronize(other.get()), CUDA_SUCCESS);
+  ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+            CUDA_SUCCESS);
+  CUdeviceptr more = 0;
+  EXPECT_EQ(api().cuMemAllocAsync(&more, 256, other.get()), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+  EXPECT_EQ(capture_status(s.get()), CU_STREAM_CAPTURE_STATUS_INVALIDATED);
+  EXPECT_EQ(api().cuMemFreeAsync(pointer, other.get()), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+  CUgraph ended = nullptr;
+  EXPECT_EQ(api().cuStreamEndCapture(s.get(), &ended), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+  EXPECT_EQ(api().cuMemFreeAsync(pointer, other.get()), CUDA_SUCCESS);
+  EXPECT_EQ(api().cuStreamSynchronize(other.get()), CUDA_SUCCESS);
+}
+
+TEST_F(FidelityRules, AnExternalWaitOutsideACaptureIsIllegalStateAndBadFlagsLeaveACapture) {
+  Stream s = new_stream();
+  Stream other = new_stream();
+  Event e = new_event();
+  ASSERT_EQ(api().cuEventRecord(e.get(), other.get()), CUDA_SUCCESS);
+  EXPECT_EQ(api().cuStreamWaitEvent(s.get(), e.get(), CU_EVENT_WAIT_EXTERNAL),
+            CUDA_ERROR_ILLEGAL_STATE);
+  ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  EXPECT_EQ(api().cuStreamWaitEvent(s.get(), e.get(), 2), CUDA_ERROR_INVALID_VALUE);
+  expect_still_active(s.get(), 0);
+}
+
+TEST_F(FidelityRules, AGraphCapturedIntoCannotBeDestroyedAndAnInvalidatedEndDestroysIt) {
+  Module module = load_test_kernels();
+  CUfunction empty = kernel(module, "empty");
+  Stream s = new_stream();
+  Graph graph = capture(s.get(), [&] { EXPECT_EQ(launch(empty, s.get(), 1, 1), CUDA_SUCCESS); });
+  ASSERT_TRUE(graph);
+  ASSERT_EQ(api().cuStreamBeginCaptureToGraph(s.get(), graph.get(), nullptr, nullptr, 0,
+                                              CU_STREAM_CAPTURE_MODE_RELAXED),
+            CUDA_SUCCESS);
+  EXPECT_EQ(api().cuGraphDestroy(graph.get()), CUDA_ERROR_ILLEGAL_STATE);
+  EXPECT_EQ(api().cuStreamQuery(s.get()), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+  CUgraph ended = nullptr;
+  EXPECT_EQ(api().cuStreamEndCapture(s.get(), &ended), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+  EXPECT_EQ(capture_status(s.get()), CU_STREAM_CAPTURE_STATUS_NONE);
+  // The driver destroyed the graph: it must not be destroyed again (nor used).
+  (void)graph.release();
+  if (fake::FakeDriver* fake = test_driver().fake()) {
+    EXPECT_EQ(fake->live_handles().graphs, 0u);
+  }
+}
+
+}  // namespace
+}  // namespace graphcap::testing

@@ -1,0 +1,180 @@
+// The harness runs a program's calls on one driver and observes them. It owns the symbol table
+// (each symbolic handle of the program and the driver's handle behind it), two worker threads
+// (a call runs on the thread it names, one call at a time, so a program is deterministic), and
+// what it must know to keep the program defined on a real GPU whatever the driver answered:
+//   - a handle whose creation failed, or that was released, is not passed on: the call is
+//     skipped (observed as "skip");
+//   - happens-before per stream (vector clocks from stream order, event waits and host waits):
+//     a stream-ordered access to a buffer (or a launch of a module's kernel, or of a graph that
+//     uses them) that could race with one not known to have finished is skipped, as is freeing
+//     memory the device may still use, or unloading a module a graph still uses;
+//   - a WHILE node's body must set its condition to 0 (set_condition(h, 0)) before the graph
+//     holding it is instantiated or launched (so no loop can run forever).
+// Observations: the result code; the capture status of every stream after the call (asked with
+// cuStreamGetCaptureInfo from the harness's own thread, in RELAXED mode, which no capture rule
+// refuses); the node types of a graph a capture ended into; at each host synchronisation, the
+// bytes of every buffer whose last use has finished (read on the harness's own stream).
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <graphcap/driver/driver_api.h>
+
+#include "program.h"
+
+namespace graphcap::fidelity {
+
+// A thread that runs one task at a time, handed over and waited for.
+class Worker {
+ public:
+  Worker();
+  ~Worker();
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+  void run(const std::function<void()>& task);
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  const std::function<void()>* task_ = nullptr;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+// The two worker threads of a process: reused by every program (a CUDA context per program would
+// cost more than the program).
+std::span<Worker> workers();
+
+using Clock = std::map<std::string, std::uint64_t>;  // stream symbol -> its last op known done
+
+struct Use {  // the last stream-ordered use of a buffer or module
+  std::string stream;
+  std::uint64_t seq = 0;
+};
+
+enum class Kind { stream, event, buffer, host, pageable, module, function, graph, exec, cond };
+
+struct Symbol {
+  Kind kind{};
+  std::uintptr_t value = 0;  // the handle (a pointer or a device address)
+  bool live = false;
+  // buffers (device, pinned host, pageable host)
+  std::size_t bytes = 0;
+  bool graph_alloc = false;  // allocated by a captured cuMemAllocAsync: the graph's
+  bool launched = false;     // a graph allocation a launch made (and nothing freed since)
+  Use last;
+  std::string shown;         // the bytes last observed
+  // streams
+  std::uint64_t seq = 0;
+  Clock clock;
+  std::string status = "N";  // observed capture status: N, A<capture>/<deps>, I
+  std::uint64_t capture = 0; // the driver's capture id while capturing
+  // events
+  std::optional<Clock> recorded;
+  // functions
+  std::string module, kernel;
+  // graphs and executables: what they use (buffers, modules), their WHILE bodies
+  std::set<std::string> uses;
+  std::vector<std::pair<std::string, std::string>> loops;  // (handle, body graph) per WHILE node
+  bool terminates = false;   // a WHILE body graph: sets its condition to 0
+  std::string owner;         // body graphs: the graph holding the node; conds: their graph
+  std::vector<std::string> bodies;  // graphs: body graphs of its conditional nodes
+  bool borrowed = false;     // a capture's graph, named from cuStreamGetCaptureInfo
+  std::string source;        // executables: the graph instantiated
+  int order = 0;             // creation order (observations list streams in it)
+};
+
+struct Skip {};
+
+inline constexpr std::size_t kPageableBytes = 4096;  // p1 and p2  // thrown by a call's arguments when the call must not be made
+
+class Harness {
+ public:
+  // `image`: a module image with the test kernels (tests/kernels) for this driver.
+  Harness(DriverApi& driver, std::span<const std::byte> image);
+  ~Harness();
+  Harness(const Harness&) = delete;
+  Harness& operator=(const Harness&) = delete;
+
+  Observation run(const Call& call);
+  // Ends what the program left open and releases everything it made.
+  void finish();
+
+  DriverApi& driver() { return driver_; }
+  CUcontext context() const { return context_; }
+  std::span<const std::byte> image() const { return image_; }
+  const std::map<std::string, Symbol>& symbols() const { return symbols_; }
+  const Symbol* find(const std::string& name) const;
+  std::vector<std::string> live(Kind kind) const;
+  // Streams whose observed status is A (active) / I.
+  bool capturing(const std::string& stream) const;
+  bool any_capture() const;
+  int retained() const { return retained_; }
+
+  // ---- for the calls (calls.cc) ---------------------------------------------------------------
+  Symbol& need(const std::string& name, Kind kind);  // live, or Skip
+  Symbol& bind(const std::string& name, Kind kind, std::uintptr_t value);
+  void kill(const std::string& name);
+  void kill_graph(std::uintptr_t handle);
+  // A stream-ordered access by the call on `stream` (Skip if it could race); `commit` after
+  // the call succeeded. Captured calls record the uses into the capture instead.
+  void access(const std::string& stream, const std::vector<std::string>& uses);
+  void commit(const std::string& stream, const std::vector<std::string>& uses);
+  void host_waited(const Clock& clock);
+  Clock stream_clock(const std::string& stream);
+  bool complete(const Symbol& used) const;
+  void need_complete(const std::string& name);  // Skip unless its last use finished
+  void need_unused(const std::string& module);  // Skip while a graph or capture uses it
+  // The capture `stream` is in (its symbolic number), 0 when none.
+  std::uint64_t capture_of(const std::string& stream) const;
+  std::map<std::uint64_t, std::set<std::string>> capture_uses;      // by driver capture id
+  std::map<std::uint64_t, std::vector<std::pair<std::string, std::string>>> capture_loops;
+  std::map<std::uint64_t, std::string> capture_target;  // capture into an existing graph
+  std::map<std::uint64_t, std::set<std::string>> capture_borrowed;
+  std::map<std::string, std::string> body_handle;  // WHILE body graph -> its handle
+  std::map<std::string, std::string> pending_target;  // stream -> graph it began capturing into
+  std::vector<std::string> pending_init;  // device buffers cuMemAlloc made: filled before use
+  bool body_capture(const std::string& stream) const;  // captures into a conditional body
+  std::string detail;            // appended to the observation
+  bool synchronized = false;     // the call was a host wait that succeeded: snapshot
+  std::vector<std::string> observe_graphs;  // graphs whose nodes to observe after the call
+  void graph_nodes(const std::string& graph, std::vector<CUgraphNode>* nodes);
+  int thread = 0;                // of the call in progress
+  int modes_[2] = {0, 0};        // each worker's capture mode, as the harness last set or saw it
+  int retained_ = 0;             // primary-context retains the program holds
+
+ private:
+  void observe_streams();
+  void snapshot();
+
+  DriverApi& driver_;
+  std::span<const std::byte> image_;
+  CUcontext context_ = nullptr;
+  CUdevice device_ = 0;
+  CUstream observer_ = nullptr;
+  void* staging_ = nullptr;  // pinned: where snapshots copy device buffers to
+  std::size_t staging_bytes_ = 0;
+  Clock host_;
+  std::map<std::string, Symbol> symbols_;
+  int next_order_ = 0;
+  std::map<std::uint64_t, int> capture_numbers_;  // driver capture id -> symbolic number
+  bool finished_ = false;
+};
+
+// Runs `call` on `harness`; implemented per entry point in calls.cc. Returns the driver's code;
+// throws Skip when the call must not be made.
+CUresult run_call(Harness& harness, const Call& call);
+
+}  // namespace graphcap::fidelity
