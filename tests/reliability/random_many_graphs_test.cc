@@ -124,7 +124,7 @@ constexpr int kFaultSequencePercent = 30;  // sequences that inject faults
 constexpr int kFaultCallPercent = 4;       // of their calls, those armed with one
 
 #ifdef GRAPHCAP_RANDOM_UNDER_SANITIZER
-constexpr std::uint64_t kDefaultSequences = 400;
+constexpr std::uint64_t kDefaultSequences = 200;
 #else
 constexpr std::uint64_t kDefaultSequences = 10000;
 #endif
@@ -1203,6 +1203,7 @@ class Sequence {
         buffer.failure = Errc::graph_state;
         buffer.for_good = true;
         buffer.lent_by = rec.pool;
+        buffer.known = 0;  // its memory is the pool's graphs' scratch
       }
     }
     if (outlived_refusal && !lent_seen && !degraded_) {
@@ -1410,13 +1411,13 @@ class Sequence {
     check_shared_bytes(report, shared_bytes(), "end_capture(s, into)");
     ModelGraph model = graph_of(recording_, plan);
     model.handle = std::move(into.handle);
-    if (updated) {
-      model.source_count = into.source_count;
-      ++streams_[s].seq;  // the old recording's pins are stamped as used by the queued replays
-    }
+    if (updated) model.source_count = into.source_count;
     log_ << "  graph " << g << " now replays " << model.ops.size() << " op(s)"
          << (updated ? " (updated)" : " (re-instantiated)") << "\n";
     close_recording(std::nullopt);
+    // Updated: once closed, the old recording's pins are stamped as used by the queued replays
+    // (the stream's next operation).
+    if (updated) ++streams_[s].seq;
     into = std::move(model);
     check_all();
   }
@@ -2091,10 +2092,7 @@ class Sequence {
                     (*update ? "update" : "re-instantiate") + ", the cache counted " +
                     (updated ? "an update" : "a capture"));
           }
-          if (updated) {
-            graph.source_count = key.graph.source_count;
-            ++streams_[c].seq;  // the old pins stamped behind the queued replays
-          }
+          if (updated) graph.source_count = key.graph.source_count;
           what += updated ? " (updated)" : " (re-instantiated)";
         } else {
           ++want.captures;
@@ -2103,6 +2101,7 @@ class Sequence {
           check_shared_bytes(cached->report(), shared_bytes(), "GraphCache's graph");
         }
         close_recording(std::nullopt);
+        if (into && updated) ++streams_[c].seq;  // the old pins, stamped once it closed
         key.graph = std::move(graph);
         key.has_graph = true;
         key.stale = false;
