@@ -79,6 +79,7 @@
 #include <optional>
 #include <random>
 #include <set>
+#include <span>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -94,6 +95,7 @@
 
 #include "device_fixture.h"
 #include "injected_codes.h"
+#include "order_model.h"
 #include "test_driver.h"
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
@@ -121,6 +123,11 @@ constexpr std::size_t kBytes = kN * sizeof(std::uint32_t);
 constexpr std::uint64_t kAllKnown = ~std::uint64_t{0};
 static_assert(kN == 64, "ModelBuffer::known is one bit per element");
 constexpr int kFaultSequencePercent = 30;  // sequences that inject faults
+// What closing a recording may call (end_capture, with or without `into`; CaptureScope::end).
+constexpr const char* kCloseEntries[] = {
+    "cuStreamEndCapture", "cuGraphGetNodes",    "cuGraphNodeGetType",  "cuGraphExecUpdate",
+    "cuGraphInstantiateWithFlags", "cuGraphUpload", "cuGraphDestroy", "cuGraphExecDestroy",
+    "cuStreamSynchronize", "cuEventRecord",   "cuEventQuery"};
 constexpr int kFaultCallPercent = 4;       // of their calls, those armed with one
 
 #ifdef GRAPHCAP_RANDOM_UNDER_SANITIZER
@@ -130,7 +137,7 @@ constexpr std::uint64_t kDefaultSequences = 10000;
 #endif
 constexpr std::uint64_t kDefaultGpuSequences = 300;
 
-using Clock = std::array<std::uint64_t, kStreams>;
+using Clock = StreamOrder<kStreams>::Clock;
 
 std::string errc_text(const std::optional<Errc>& code) {
   return code ? to_string(*code) : std::string("ok");
@@ -181,7 +188,8 @@ CUgraphNodeType node_type(Op::Kind kind) {
   }
 }
 
-struct ModelBuffer {
+// A buffer: its bytes and failure, and (BufferUsage) who used it, for the order rule.
+struct ModelBuffer : BufferUsage {
   int owner = 0;
   std::array<std::uint32_t, kN> bytes{};
   std::uint64_t known = 0;  // bit i: element i holds bytes[i] (a fresh allocation holds garbage)
@@ -195,22 +203,13 @@ struct ModelBuffer {
   std::uint64_t window = 0;    // the pool window that allocated it (0: none)
   bool scratch = false;        // dead, and a pool's shared intermediate: unknown at each replay
   bool maybe_lent = false;     // the pool's recording may have lent it (resolved at the close)
-  // The ordering rule's bookkeeping (memory::BufferState's).
-  int writer = 0;
-  std::uint64_t write_seq = 0;
-  std::uint64_t use_seq = 0;
-  std::map<int, std::uint64_t> readers;  // other streams' reads since the write
 };
 
-struct ModelStream {
+// A stream: its capture state and window, and (StreamOrder) what it is ordered after.
+struct ModelStream : StreamOrder<kStreams> {
   CaptureState state = CaptureState::no_capture;
   bool side = false;  // forked into the open recording
   Stream* handle = nullptr;
-  std::uint64_t seq = 0;
-  Clock clock{};
-  // A wait recorded into a recording orders the graph, not eager work (issue 21).
-  std::uint64_t recorded_of = 0;
-  Clock recorded_clock{};
   std::optional<Errc> queued;  // a failed replay's error, reported once by the next sync or read
   // Its own window (prepare or capture, not as a side stream): the options it runs with.
   std::uint64_t window = 0;
@@ -452,11 +451,14 @@ class Sequence {
   // Before a call: now and then (in a sequence that injects) arm a fault on one of the entry points
   // the call makes. Nested calls (a GraphCache run's steps) arm nothing of their own.
   void arm(std::initializer_list<const char*> entries) {
-    if (fault_depth_++ != 0 || !faults_enabled_ || entries.size() == 0 ||
+    arm(std::span<const char* const>(entries.begin(), entries.size()));
+  }
+  void arm(std::span<const char* const> entries) {
+    if (fault_depth_++ != 0 || !faults_enabled_ || entries.empty() ||
         !chance(kFaultCallPercent)) {
       return;
     }
-    const char* entry = *(entries.begin() + pick(entries.size()));
+    const char* entry = entries[pick(entries.size())];
     const std::optional<CUresult> code = injected_code(entry);
     if (!code) {
       diverge(std::string("no injected code for ") + entry + " (tests/support/injected_codes.h)");
@@ -492,60 +494,21 @@ class Sequence {
     fired_ = false;
   }
 
-  // ---- the ordering rule (random_multistream_test.cc's model) -------------------------------
-  bool ordered(int s, int other, std::uint64_t seq) const {
-    const ModelStream& st = streams_[s];
-    const auto at = static_cast<std::size_t>(other);
-    if (other == s || seq == 0 || st.clock[at] >= seq) return true;
-    return in_recording(s) && st.recorded_of == recording_.id && recording_.id != 0 &&
-           st.recorded_clock[at] >= seq;
-  }
+  // ---- the order rule (tests/support/order_model.h) -------------------------------------------
   // Device::check_buffer: may stream `s` use buffer `b` now (writing it when `writes`)?
-  bool may_use(int s, int b, bool writes) {
-    const ModelBuffer& buffer = buf(b);
-    if (!(buffer.writer == s && (!writes || buffer.readers.empty()))) {
-      if (buffer.writer != s &&
-          !ordered(s, buffer.writer, writes ? buffer.use_seq : buffer.write_seq)) {
-        return false;
-      }
-      if (writes) {
-        for (const auto& [reader, seq] : buffer.readers) {
-          if (reader != s && !ordered(s, reader, seq)) return false;
-        }
-      }
+  bool may_use(int s, int b, bool writes) const {
+    const ModelBuffer& buffer = buffers_[static_cast<std::size_t>(b)];
+    if (!ordered_for_use(streams_[s], s, buffer, writes, in_recording(s) ? recording_.id : 0)) {
+      return false;
     }
     // An eager use of a buffer whose owner is in the recording could not be handed back.
     return !(buffer.owner != s && in_recording(buffer.owner) && !in_recording(s));
   }
-  // memory::BufferState::used_by.
   void stamp(int s, int b, bool writes, std::uint64_t seq) {
-    ModelBuffer& buffer = buf(b);
-    if (buffer.writer == s) {
-      buffer.use_seq = seq;
-      if (writes) {
-        buffer.write_seq = seq;
-        buffer.readers.clear();
-      }
-      return;
-    }
-    if (writes) {
-      buffer.readers.clear();
-      buffer.writer = s;
-      buffer.write_seq = buffer.use_seq = seq;
-      return;
-    }
-    buffer.readers[s] = seq;
+    graphcap::testing::stamp(buf(b), s, writes, seq);
   }
   void merge(int s, int other, std::uint64_t seq, bool recorded = false) {
-    if (other == s) return;
-    ModelStream& st = streams_[s];
-    if (recorded && st.recorded_of != recording_.id) {
-      st.recorded_of = recording_.id;
-      st.recorded_clock = st.clock;
-    }
-    Clock& clock = recorded ? st.recorded_clock : st.clock;
-    std::uint64_t& at = clock[static_cast<std::size_t>(other)];
-    at = std::max(at, seq);
+    graphcap::testing::merge(streams_[s], s, other, seq, recorded ? recording_.id : 0);
   }
 
   // ---- effects ---------------------------------------------------------------------------------
@@ -1130,6 +1093,17 @@ class Sequence {
     return out;
   }
 
+  // The outcome of a close that went ahead: a graph or the expected refusal, worded as it must be.
+  template <class T>
+  void expect_close(const Result<T>& result, const CloseExpectation& close,
+                    const std::string& what) {
+    if (close.or_outlived) {
+      expect_either(result, std::nullopt, Errc::graph_state, what);
+    } else {
+      expect(result, close.code, what);
+    }
+    expect_wording(result, close);
+  }
   // The refusals name what they refuse: the side stream left unjoined, the lent buffer.
   template <class T>
   void expect_wording(const Result<T>& result, const CloseExpectation& close) {
@@ -1268,9 +1242,7 @@ class Sequence {
     std::optional<Errc> up_front = end_up_front(s, what);
     CloseExpectation close;
     if (!up_front) close = close_expectation();
-    arm({"cuStreamEndCapture", "cuGraphGetNodes", "cuGraphNodeGetType",
-         "cuGraphInstantiateWithFlags", "cuGraphUpload", "cuGraphDestroy", "cuEventRecord",
-         "cuEventQuery"});
+    arm(kCloseEntries);
     Result<Graph> graph = device_->end_capture(stream(s));
     settle();
     if (up_front) {
@@ -1278,12 +1250,7 @@ class Sequence {
       check_all();
       return -1;
     }
-    if (close.or_outlived) {
-      expect_either(graph, std::nullopt, Errc::graph_state, close.what);
-    } else {
-      expect(graph, close.code, close.what);
-    }
-    expect_wording(graph, close);
+    expect_close(graph, close, close.what);
     return closed(s, std::move(graph), plan, close.or_outlived);
   }
 
@@ -1358,9 +1325,7 @@ class Sequence {
       close = close_expectation();
       update = predict_update(into);
     }
-    arm({"cuStreamEndCapture", "cuGraphGetNodes", "cuGraphNodeGetType", "cuGraphExecUpdate",
-         "cuGraphInstantiateWithFlags", "cuGraphUpload", "cuGraphDestroy", "cuGraphExecDestroy",
-         "cuStreamSynchronize"});
+    arm(kCloseEntries);
     const CUgraphExec exec_before = into.handle.native_handle();
     Result<void> done = device_->end_capture(stream(s), into.handle);
     settle();
@@ -1370,12 +1335,7 @@ class Sequence {
       return;
     }
     const std::string label = "re-record: " + close.what;
-    if (close.or_outlived) {
-      expect_either(done, std::nullopt, Errc::graph_state, label);
-    } else {
-      expect(done, close.code, label);
-    }
-    expect_wording(done, close);
+    expect_close(done, close, label);
     if (stream(s).capture_state() == CaptureState::capture) {
       check_all();
       return;
@@ -1399,7 +1359,8 @@ class Sequence {
     const bool updated = report.updated;
     ++outcomes()[std::string("re-record into a graph: ") + (updated ? "updated" : "re-instantiated") +
                  (update ? (*update ? " (model: update)" : " (model: re-instantiate)")
-                         : " (model: either)")];
+                         : " (model: either)") +
+                 (degraded_ ? " (after a fault)" : "")];
     if (!degraded_) {
       if (!report.rerecorded) diverge("end_capture(s, into): report().rerecorded is false");
       if (update && *update != updated) {
@@ -1438,8 +1399,7 @@ class Sequence {
       up_front = end_up_front(s, what);
       if (!up_front) close = close_expectation();
     }
-    arm({"cuStreamEndCapture", "cuGraphGetNodes", "cuGraphNodeGetType",
-         "cuGraphInstantiateWithFlags", "cuGraphUpload", "cuGraphDestroy"});
+    arm(kCloseEntries);
     Result<Graph> graph = scope_->end();
     settle();
     if (up_front) {
@@ -1447,12 +1407,7 @@ class Sequence {
       check_all();
       return -1;
     }
-    if (close.or_outlived) {
-      expect_either(graph, std::nullopt, Errc::graph_state, "CaptureScope::end: " + close.what);
-    } else {
-      expect(graph, close.code, "CaptureScope::end: " + close.what);
-    }
-    expect_wording(graph, close);
+    expect_close(graph, close, "CaptureScope::end: " + close.what);
     if (!degraded_ && scope_->open()) diverge("CaptureScope::end closed the recording, open() is true");
     return closed(s, std::move(graph), plan, close.or_outlived);
   }
@@ -2546,9 +2501,21 @@ std::optional<std::uint64_t> env_number(const char* name) {
   return std::strtoull(text, nullptr, 0);
 }
 
+// Warnings (a cache giving up, an injected failure graphcap only logs) are expected here: silenced
+// while the sequences run.
+class QuietLog {
+ public:
+  QuietLog() : previous_(set_log_sink([](LogLevel, std::string_view) {})) {}
+  ~QuietLog() { set_log_sink(previous_); }
+  QuietLog(const QuietLog&) = delete;
+  QuietLog& operator=(const QuietLog&) = delete;
+
+ private:
+  LogSink previous_;
+};
+
 TEST(RandomManyGraphs, EverySequenceFollowsTheModel) {
-  // Warnings (a cache giving up, an injected failure graphcap only logs) are expected here.
-  LogSink previous = set_log_sink([](LogLevel, std::string_view) {});
+  std::optional<QuietLog> quiet(std::in_place);
   const bool on_fake = make_test_driver()->is_fake();
   const std::optional<std::uint64_t> only = env_number("GRAPHCAP_SEED");
   const std::uint64_t count =
@@ -2574,7 +2541,7 @@ TEST(RandomManyGraphs, EverySequenceFollowsTheModel) {
       break;
     }
   }
-  set_log_sink(previous);
+  quiet.reset();
   std::printf("[ random   ] %llu many-graph sequences of %d steps on the %s (%llu with a fault "
               "fired); %llu buffer checks, %llu elements compared\n",
               static_cast<unsigned long long>(ran), kSteps, on_fake ? "fake" : "real driver",
