@@ -288,7 +288,9 @@ struct CacheKey {
   std::uint64_t last_use = 0;
   bool variant = false;  // the step's other topology: one kernel more (adds 2, not 1)
   bool refuses = false;  // the step syncs its stream, which a recording refuses
+  bool keeps = false;    // the step allocates a result and keeps it (dropping the one before)
   int out = -1;          // the key's output (lazy keys: allocated by the first execution)
+  int kept = -1;         // keeps: the last execution's result
 };
 
 // Where a plan's execution stands.
@@ -1760,15 +1762,23 @@ class Sequence {
         (void)do_prepare(ex.origin, chance(50) ? ex.origin : -1);
         break;
       case 5:
+        // End or abort on a side stream (end into one of its own graphs too): refused, the
+        // recording stays open.
         for (int side = 0; side < kStreams; ++side) {
-          if (streams_[side].side) {
-            if (chance(50)) {
-              (void)do_end(side, Plan{});
-            } else {
-              do_abort(side);
-            }
-            break;
+          if (!streams_[side].side) continue;
+          const std::size_t how = pick(3);
+          int own = -1;
+          for (std::size_t g = 0; g < graphs_.size(); ++g) {
+            if (graphs_[g].live && graphs_[g].stream == side) own = static_cast<int>(g);
           }
+          if (how == 0 && own >= 0) {
+            do_end_into(side, own, Plan{});
+          } else if (how == 1) {
+            (void)do_end(side, Plan{});
+          } else {
+            do_abort(side);
+          }
+          break;
         }
         break;
       case 6: {
@@ -1827,9 +1837,9 @@ class Sequence {
   enum class Close { end, into, scope_end, scope_leave, abort };
 
   // One whole capture window on stream `s`: prepare, warm-up, begin, the plan recorded, a close.
-  void do_window(int s, Plan plan, Close close, int into) {
+  void do_window(int s, Plan plan, Close close, int into, int pool_percent = 45) {
     if (streams_[s].state != CaptureState::no_capture) return;
-    int pool = chance(45) ? s : -1;
+    int pool = chance(pool_percent) ? s : -1;
     if (chance(3)) pool = chance(50) ? -2 : (s + 1) % kStreams;  // misuse: refused
     if (!do_prepare(s, pool)) return;
     Execution ex;
@@ -1891,7 +1901,14 @@ class Sequence {
     const int g = live[pick(live.size())];
     const ModelGraph& graph = graphs_[static_cast<std::size_t>(g)];
     Plan plan = chance(60) ? graph.plan : other_topology(graph.plan);
-    do_window(graph.stream, std::move(plan), Close::into, g);
+    if (chance(30)) {
+      // Keep an intermediate this time (the same topology): a result the pool may have lent.
+      auto drop = std::find_if(plan.steps.begin(), plan.steps.end(),
+                               [](const PlanStep& step) { return step.kind == PlanStep::drop; });
+      if (drop != plan.steps.end()) plan.steps.erase(drop);
+    }
+    // A pool graph mostly re-records into its pool: the pool lends it its own intermediates.
+    do_window(graph.stream, std::move(plan), Close::into, g, graph.pool >= 0 ? 85 : 45);
   }
 
   // ---- GraphCache ------------------------------------------------------------------------------
@@ -1903,6 +1920,7 @@ class Sequence {
     cache_ = std::make_unique<GraphCache<int>>(*device_, stream(cache_stream_), cache_options_);
     for (int k = 0; k < kKeys; ++k) {
       keys_[k].refuses = k == 2;
+      keys_[k].keeps = k == 1;
       if (k == 3) continue;  // its first execution allocates its output
       Result<int> out = do_alloc(cache_stream_);
       if (!out) continue;
@@ -1936,6 +1954,18 @@ class Sequence {
       buf(*out).cache_private = true;
       key.out = *out;
       if (Result<void> zero = do_op(c, Op{Op::device_fill, -1, key.out, 0, -1}); !zero) return zero;
+    }
+    if (key.keeps) {
+      // A result the step allocates each time: in the recording the cache's pool may lend it,
+      // and a lent buffer that outlives the recording makes end_capture refuse it.
+      Result<int> result = do_alloc(c);
+      if (!result) return result.error();
+      buf(*result).cache_private = true;
+      if (key.kept >= 0 && buf(key.kept).live) do_drop(key.kept);
+      key.kept = *result;
+      if (Result<void> r = do_op(c, Op{Op::fill_kernel, -1, key.kept, 1000u + static_cast<std::uint32_t>(k), -1}); !r) {
+        return r;
+      }
     }
     Result<int> tmp = do_alloc(c);
     if (!tmp) return tmp.error();
@@ -2075,7 +2105,12 @@ class Sequence {
         }
       } else {
         what += ": recording refused, fell back";
-        close_recording(code_of(ran) ? code_of(ran) : std::optional<Errc>(Errc::doomed));
+        // The cache's refusal (its windows claim nothing, so only a lent buffer's fate follows).
+        const Error* why = cache_->last_refusal();
+        const bool outlived =
+            why != nullptr && why->message().find("outlived the recording") != std::string::npos;
+        if (outlived) what += " (a kept buffer was lent)";
+        close_recording(why != nullptr ? why->code() : Errc::doomed, outlived);
         ++want.fallbacks;
         refused_key(key);
       }
