@@ -21,7 +21,8 @@
 // recorded outside). Between windows: eager operations on any stream (other streams' buffers once
 // ordered by events), allocations, host writes, reads, replays, Param::set and Graph::set, runs of
 // a GraphCache (max_graphs 2, give_up_after 2, a key whose step refuses when recorded, a key whose
-// output the first run allocates, invalidate with the same or another topology), drops, destroys.
+// output the first run allocates, a key whose step keeps a result it allocates, invalidate with
+// the same or another topology), drops, destroys.
 //
 // What the model knows (and so checks exactly, until a fault fires):
 //   - every call's outcome: success or the exact Errc (ordering refusals, graph_state for
@@ -66,8 +67,8 @@
 //
 // The same source builds for the real driver (graphcap_many_graphs_cuda, gpu preset, label
 // gpu_sweep). GRAPHCAP_SEED=<seed> reruns one sequence (printing it); GRAPHCAP_RANDOM_SEQUENCES=<n>
-// sets how many run (default 10000 on the fake; fewer under AddressSanitizer or ThreadSanitizer, and
-// 300 on a GPU).
+// sets how many run (default 10000 on the fake, 200 under AddressSanitizer or ThreadSanitizer, 300
+// on a GPU). docs/reliability.md ("The many-graph life against a model") has the figures.
 #include <algorithm>
 #include <array>
 #include <cstdint>
