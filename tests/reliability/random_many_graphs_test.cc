@@ -235,6 +235,7 @@ struct Node {
   CUgraphNodeType type = CU_GRAPH_NODE_TYPE_KERNEL;
   CUdeviceptr a = 0, b = 0;  // memcpy: source, destination; memset: destination
   std::uint32_t value = 0;   // memset
+  bool fill_signature = false;  // a kernel of fill's parameters (add_one and copy share theirs)
 };
 
 // A window's plan: what its warm-up runs and its recording records. Buffers are chosen when a step
@@ -623,6 +624,7 @@ class Sequence {
       if (op.kind == Op::device_copy) node.a = buf(op.src).ptr;
       node.b = buf(op.dst).ptr;
       node.value = op.value;
+      node.fill_signature = op.kind == Op::fill_kernel || op.kind == Op::fill_param;
       recording_.frontier[s].assign(1, recording_.nodes.size());
       recording_.last_node[s] = recording_.nodes.size();
       recording_.nodes.push_back(std::move(node));
@@ -1279,8 +1281,9 @@ class Sequence {
     return static_cast<int>(graphs_.size()) - 1;
   }
 
-  // Whether re-recording into `into` updates its executable: true, false, or (nullopt) either
-  // (a memcpy or memset node with other operands: measured only for kernels and memset sizes).
+  // Whether re-recording into `into` updates its executable: true, false, or (nullopt) either (a
+  // memcpy or memset node with other operands, a kernel of another signature: the H200 measured
+  // kernel parameters, grids, functions of one signature and memset sizes).
   std::optional<bool> predict_update(const ModelGraph& into) const {
     const ModelRecording& rec = recording_;
     if (!rec.params.empty() && into.source_count != rec.nodes.size()) return false;
@@ -1301,6 +1304,9 @@ class Sequence {
         return std::nullopt;
       }
       if (now.type == CU_GRAPH_NODE_TYPE_MEMSET && (was.b != now.b || was.value != now.value)) {
+        return std::nullopt;
+      }
+      if (now.type == CU_GRAPH_NODE_TYPE_KERNEL && was.fill_signature != now.fill_signature) {
         return std::nullopt;
       }
     }
