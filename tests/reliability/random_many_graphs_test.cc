@@ -43,8 +43,8 @@
 //     and follows what happened, reading the buffer's failure: a kept lent buffer of a window
 //     closed without a graph carries a graph_state error for good (a full write does not clear it);
 //   - GraphCache: which path each run takes (replay, record, fall back, run eagerly after giving
-//     up), its stats after every run, which keys hold a graph (LRU eviction), and that a run has the
-//     effect of exactly one execution of the step (each execution adds 1 to the key's output);
+//     up), its stats after every run, which keys hold a graph (LRU eviction), and that a run has
+//     the effect of exactly one execution of the step (each execution adds 1 to the key's output);
 //     whatever a run does, its stream is not capturing when it returns.
 // Allocations while a recording is open may be served from the pools' cache or refused
 // (out_of_memory, dooming a recording of that stream): the model accepts either, as the one-graph
@@ -112,24 +112,24 @@ namespace {
 
 using Values = std::vector<std::uint32_t>;
 
-constexpr int kStreams = 3;     // the model's streams; a fourth one reads for the checks
-constexpr int kEvents = 3;      // the model's events (forks, joins, orders)
-constexpr int kParams = 2;      // Param<std::uint32_t>s
-constexpr int kKeys = 4;        // GraphCache keys
+constexpr int kStreams = 3;  // the model's streams; a fourth one reads for the checks
+constexpr int kEvents = 3;   // the model's events (forks, joins, orders)
+constexpr int kParams = 2;   // Param<std::uint32_t>s
+constexpr int kKeys = 4;     // GraphCache keys
 constexpr int kCachePool = kStreams;  // the pool id of the cache's GraphPool
-constexpr int kSteps = 30;      // top-level steps per sequence (a window is one, of many calls)
+constexpr int kSteps = 30;  // top-level steps per sequence (a window is one, of many calls)
 constexpr std::size_t kMaxLive = 14;  // live buffers a sequence keeps at most (then it drops)
 constexpr std::uint32_t kN = 64;  // elements (u32) of every buffer
 constexpr std::size_t kBytes = kN * sizeof(std::uint32_t);
 constexpr std::uint64_t kAllKnown = ~std::uint64_t{0};
 static_assert(kN == 64, "ModelBuffer::known is one bit per element");
 constexpr int kFaultSequencePercent = 30;  // sequences that inject faults
+constexpr int kFaultCallPercent = 4;       // of their calls, those armed with one
 // What closing a recording may call (end_capture, with or without `into`; CaptureScope::end).
 constexpr const char* kCloseEntries[] = {
-    "cuStreamEndCapture", "cuGraphGetNodes",    "cuGraphNodeGetType",  "cuGraphExecUpdate",
-    "cuGraphInstantiateWithFlags", "cuGraphUpload", "cuGraphDestroy", "cuGraphExecDestroy",
-    "cuStreamSynchronize", "cuEventRecord",   "cuEventQuery"};
-constexpr int kFaultCallPercent = 4;       // of their calls, those armed with one
+    "cuStreamEndCapture", "cuGraphGetNodes",     "cuGraphNodeGetType", "cuGraphExecUpdate",
+    "cuGraphInstantiateWithFlags", "cuGraphUpload", "cuGraphDestroy",  "cuGraphExecDestroy",
+    "cuStreamSynchronize", "cuEventRecord",       "cuEventQuery"};
 
 #ifdef GRAPHCAP_RANDOM_UNDER_SANITIZER
 constexpr std::uint64_t kDefaultSequences = 200;
@@ -154,11 +154,12 @@ std::map<std::string, std::uint64_t>& outcomes() {
 // (capture/pool_share.cc): how the model tells it from a claim when it follows what happened.
 constexpr std::string_view kPoisoned = "the window closed without a graph";
 
-// ---- what the model keeps ------------------------------------------------------------------------
+// ---- what the model keeps -----------------------------------------------------------------------
 
 // One whole-buffer operation, by model buffer id.
 struct Op {
-  enum Kind { add_one, copy_kernel, fill_kernel, fill_param, device_copy, device_fill } kind = add_one;
+  enum Kind { add_one, copy_kernel, fill_kernel, fill_param, device_copy, device_fill };
+  Kind kind = add_one;
   int src = -1;
   int dst = -1;
   std::uint32_t value = 0;  // fills; fill_param: the value the node holds (Graph::set changes it)
@@ -274,7 +275,8 @@ struct ModelGraph {
   std::set<int> reads, writes;
   std::vector<Node> signature;  // the nodes of the recording its executable runs
   std::set<int> params;
-  std::size_t source_count = 0;  // nodes of the recording it was instantiated from, if it had params
+  // The nodes of the recording it was instantiated from, if that one had params (0 otherwise).
+  std::size_t source_count = 0;
   bool live = true;
   Graph handle;
   Plan plan;
@@ -309,7 +311,7 @@ struct Execution {
   std::vector<Region> regions;
 };
 
-// ---- one sequence --------------------------------------------------------------------------------
+// ---- one sequence -------------------------------------------------------------------------------
 
 class Sequence {
  public:
@@ -431,7 +433,8 @@ class Sequence {
   // A buffer for random work on stream `s`: mostly one of its own, never a cache's.
   int buffer_for(int s) {
     if (chance(60)) {
-      const int own = live_buffer([&](int b) { return !buf(b).cache_private && buf(b).owner == s; });
+      const int own =
+          live_buffer([&](int b) { return !buf(b).cache_private && buf(b).owner == s; });
       if (own >= 0) return own;
     }
     return live_buffer([&](int b) { return !buf(b).cache_private; });
@@ -543,8 +546,9 @@ class Sequence {
                                {Arg::in(buf(op.src).handle), Arg::out(buf(op.dst).handle),
                                 Arg::value(kN)});
       case Op::fill_kernel:
-        return device_->launch(on, fill_, dims_for(kN),
-                               {Arg::out(buf(op.dst).handle), Arg::value(op.value), Arg::value(kN)});
+        return device_->launch(
+            on, fill_, dims_for(kN),
+            {Arg::out(buf(op.dst).handle), Arg::value(op.value), Arg::value(kN)});
       case Op::fill_param:
         return device_->launch(on, fill_, dims_for(kN),
                                {Arg::out(buf(op.dst).handle), Arg::param(params_[op.param]),
@@ -575,7 +579,8 @@ class Sequence {
          "cuStreamGetCaptureInfo"});
     Result<void> done = issue(s, op);
     settle();
-    const std::string what = std::string(kind_name(op.kind)) + (recorded ? " (recorded" : " (eager") +
+    const std::string what = std::string(kind_name(op.kind)) +
+                             (recorded ? " (recorded" : " (eager") +
                              (streams_[s].side ? ", side stream)" : ")");
     const bool unordered = (reads && !may_use(s, op.src, false)) || !may_use(s, op.dst, true);
     const bool input_failed = reads && buf(op.src).failure.has_value();
@@ -1115,8 +1120,8 @@ class Sequence {
     if (degraded_ || result) return;
     const std::string& message = result.error().message();
     if (close.unjoined >= 0 &&
-        message.find("stream " + std::to_string(close.unjoined) + " was forked into the recording") ==
-            std::string::npos) {
+        message.find("stream " + std::to_string(close.unjoined) +
+                     " was forked into the recording") == std::string::npos) {
       diverge("the refusal of unjoined side work does not name stream " +
               std::to_string(close.unjoined) + ": " + message);
     }
@@ -1366,7 +1371,8 @@ class Sequence {
               (into.handle.native_handle() == exec_before ? "kept" : "replaced"));
     }
     const bool updated = report.updated;
-    ++outcomes()[std::string("re-record into a graph: ") + (updated ? "updated" : "re-instantiated") +
+    ++outcomes()[std::string("re-record into a graph: ") +
+                 (updated ? "updated" : "re-instantiated") +
                  (update ? (*update ? " (model: update)" : " (model: re-instantiate)")
                          : " (model: either)") +
                  (degraded_ ? " (after a fault)" : "")];
@@ -1417,7 +1423,9 @@ class Sequence {
       return -1;
     }
     expect_close(graph, close, "CaptureScope::end: " + close.what);
-    if (!degraded_ && scope_->open()) diverge("CaptureScope::end closed the recording, open() is true");
+    if (!degraded_ && scope_->open()) {
+      diverge("CaptureScope::end closed the recording, open() is true");
+    }
     return closed(s, std::move(graph), plan, close.or_outlived);
   }
 
@@ -1582,8 +1590,8 @@ class Sequence {
     for (int t = 0; t < plan.temps; ++t) {
       alloc_at[t] = static_cast<int>(pick(static_cast<std::size_t>(ops)));
       // Mostly dropped before the end (an intermediate); else kept (a result).
-      drop_at[t] = chance(75) ? alloc_at[t] + 1 + static_cast<int>(pick(static_cast<std::size_t>(ops)))
-                              : -1;
+      drop_at[t] =
+          chance(75) ? alloc_at[t] + 1 + static_cast<int>(pick(static_cast<std::size_t>(ops))) : -1;
     }
     for (int i = 0; i <= ops; ++i) {
       for (int t = 0; t < plan.temps; ++t) {
@@ -1593,7 +1601,9 @@ class Sequence {
       if (i == fork_at) {
         plan.steps.push_back({PlanStep::fork, Op::add_one, 1, -1});
         const int side_ops = 1 + static_cast<int>(pick(2));
-        for (int k = 0; k < side_ops; ++k) plan.steps.push_back({PlanStep::op, random_kind(), 1, -1});
+        for (int k = 0; k < side_ops; ++k) {
+          plan.steps.push_back({PlanStep::op, random_kind(), 1, -1});
+        }
         if (chance(50)) plan.steps.push_back({PlanStep::op, random_kind(), 0, -1});
         if (chance(88)) plan.steps.push_back({PlanStep::join, Op::add_one, 1, -1});
       }
@@ -1668,7 +1678,8 @@ class Sequence {
     ex.lane = {ex.origin, -1, -1};
     ex.lane_ops = {0, 0, 0};
     auto origin_ok = [&] {
-      return streams_[ex.origin].state == (recorded ? CaptureState::capture : CaptureState::prepare);
+      return streams_[ex.origin].state ==
+             (recorded ? CaptureState::capture : CaptureState::prepare);
     };
     for (const PlanStep& step : plan.steps) {
       if (!divergence_.empty() || !origin_ok()) return;
@@ -1799,7 +1810,9 @@ class Sequence {
         break;
       }
       case 7:
-        if (!graphs_.empty()) do_graph_set(static_cast<int>(pick(graphs_.size())), static_cast<int>(pick(kParams)));
+        if (!graphs_.empty()) {
+          do_graph_set(static_cast<int>(pick(graphs_.size())), static_cast<int>(pick(kParams)));
+        }
         break;
       case 8:
         do_param_set(static_cast<int>(pick(kParams)));
@@ -1808,7 +1821,8 @@ class Sequence {
         if (!graphs_.empty() && chance(30)) do_destroy(static_cast<int>(pick(graphs_.size())));
         break;
       case 10:
-        if (streams_[s].state == CaptureState::no_capture || streams_[s].state == CaptureState::prepare) {
+        if (streams_[s].state == CaptureState::no_capture ||
+            streams_[s].state == CaptureState::prepare) {
           if (std::find(ex.lane.begin(), ex.lane.end(), s) == ex.lane.end()) random_op(s);
         }
         break;
@@ -1970,9 +1984,8 @@ class Sequence {
       buf(*result).cache_private = true;
       if (key.kept >= 0 && buf(key.kept).live) do_drop(key.kept);
       key.kept = *result;
-      if (Result<void> r = do_op(c, Op{Op::fill_kernel, -1, key.kept, 1000u + static_cast<std::uint32_t>(k), -1}); !r) {
-        return r;
-      }
+      const std::uint32_t value = 1000u + static_cast<std::uint32_t>(k);
+      if (Result<void> r = do_op(c, Op{Op::fill_kernel, -1, key.kept, value, -1}); !r) return r;
     }
     Result<int> tmp = do_alloc(c);
     if (!tmp) return tmp.error();
@@ -2035,12 +2048,14 @@ class Sequence {
     settle();
     --in_cache_run_;
     const GraphCacheStats after = cache_->stats();
-    log_ << "GraphCache::run(key " << k << ") -> " << (ran ? std::string("ok") : to_string(ran.error()))
-         << " after " << cache_calls_ << " call(s) of the step\n";
+    log_ << "GraphCache::run(key " << k << ") -> "
+         << (ran ? std::string("ok") : to_string(ran.error())) << " after " << cache_calls_
+         << " call(s) of the step\n";
     // Whatever the run did, its stream is not capturing now: in the state it was in before.
     if (stream(c).capture_state() != state_before) {
-      diverge("GraphCache::run left its stream in " + std::string(to_string(stream(c).capture_state())) +
-              " state, it was in " + to_string(state_before));
+      diverge("GraphCache::run left its stream in " +
+              std::string(to_string(stream(c).capture_state())) + " state, it was in " +
+              to_string(state_before));
       return;
     }
     std::string what = "GraphCache::run";
@@ -2159,7 +2174,8 @@ class Sequence {
       }
       for (int other = 0; other < kKeys; ++other) {
         if (keys_[other].has_graph != cache_->recorded(other)) {
-          diverge("GraphCache: key " + std::to_string(other) + (cache_->recorded(other) ? " holds" : " holds no") +
+          diverge("GraphCache: key " + std::to_string(other) +
+                  (cache_->recorded(other) ? " holds" : " holds no") +
                   " graph, the model says otherwise");
         }
       }
@@ -2231,7 +2247,8 @@ class Sequence {
       const bool capturing = on.capture_state() == CaptureState::capture;
       if (!capturing && status != CU_STREAM_CAPTURE_STATUS_NONE) {
         diverge("stream " + std::to_string(s) + " is left capturing: graphcap says " +
-                to_string(on.capture_state()) + ", the driver's status is " + std::to_string(status));
+                to_string(on.capture_state()) + ", the driver's status is " +
+                std::to_string(status));
         return;
       }
       if (capturing && !degraded_ && status != CU_STREAM_CAPTURE_STATUS_ACTIVE) {
@@ -2325,8 +2342,8 @@ class Sequence {
   // After a fault: follow what graphcap says a stream is doing.
   void resync(int s, CaptureState actual) {
     ModelStream& st = streams_[s];
-    log_ << "  (after a fault: stream " << s << " is in " << to_string(actual) << " state, the model said "
-         << to_string(st.state) << ")\n";
+    log_ << "  (after a fault: stream " << s << " is in " << to_string(actual)
+         << " state, the model said " << to_string(st.state) << ")\n";
     if (st.state == CaptureState::capture && actual != CaptureState::capture) {
       if (!st.side && recording_.origin == s) {
         close_recording(Errc::driver);
@@ -2465,7 +2482,9 @@ class Sequence {
   // decorator): handles a failed release leaked stay valid until release_leaked().
   bool hold_context() {
     DriverApi& api = test_driver_->api();
-    if (api.cuInit(0) != CUDA_SUCCESS || api.cuDeviceGet(&ordinal_, 0) != CUDA_SUCCESS) return false;
+    if (api.cuInit(0) != CUDA_SUCCESS || api.cuDeviceGet(&ordinal_, 0) != CUDA_SUCCESS) {
+      return false;
+    }
     if (api.cuDevicePrimaryCtxRetain(&context_, ordinal_) != CUDA_SUCCESS) {
       context_ = nullptr;
       return false;
@@ -2616,9 +2635,10 @@ TEST(RandomManyGraphs, EverySequenceFollowsTheModel) {
   EXPECT_GT(seen("CaptureScope left open: aborted"), 0u);
   EXPECT_GT(seen("abort_capture mid-recording -> ok"), 0u);
   EXPECT_GT(seen("wait: fork -> ok"), 0u);
-  EXPECT_GT(seen("end_capture with side work not joined back -> graph_state") +
-                seen("CaptureScope::end: end_capture with side work not joined back -> graph_state"),
-            0u);
+  EXPECT_GT(
+      seen("end_capture with side work not joined back -> graph_state") +
+          seen("CaptureScope::end: end_capture with side work not joined back -> graph_state"),
+      0u);
   EXPECT_GT(seen("fault injected: "), 0u);
 }
 
