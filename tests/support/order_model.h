@@ -1,0 +1,98 @@
+// The order rule of docs/capture-lifecycle.md ("Buffers on several streams") as a host model, for
+// the random models of tests/reliability: a stream may read a buffer once it is ordered after the
+// buffer's last write on another stream, and write it once it is ordered after every use on other
+// streams since that write. Per stream, its operation count and a vector clock of the other
+// streams' positions it is ordered after (Device::record captures it, Device::wait merges it in),
+// with a second clock for the order a wait recorded into a recording gives (it orders that
+// recording's operations, never eager work); per buffer, what memory::BufferState keeps: its
+// writer, that write's and the writer's last use's operation numbers, other streams' reads since.
+// random_multistream_test.cc keeps its own copy of these rules.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+
+namespace graphcap::testing {
+
+template <std::size_t Streams>
+struct StreamOrder {
+  using Clock = std::array<std::uint64_t, Streams>;
+  std::uint64_t seq = 0;  // operations stamped so far (the drop queue's count)
+  Clock clock{};          // eager order: per other stream, the position it is ordered after
+  std::uint64_t recorded_of = 0;  // the recording recorded_clock holds for
+  Clock recorded_clock{};
+};
+
+struct BufferUsage {
+  int writer = 0;
+  std::uint64_t write_seq = 0;
+  std::uint64_t use_seq = 0;
+  std::map<int, std::uint64_t> readers;  // other streams' reads since the write
+};
+
+// Whether stream `s` is ordered after operation `seq` of stream `other`; `recording` is the
+// recording `s` records into now (0: none), whose recorded order counts too.
+template <std::size_t Streams>
+bool ordered(const StreamOrder<Streams>& order, int s, int other, std::uint64_t seq,
+             std::uint64_t recording) {
+  const auto at = static_cast<std::size_t>(other);
+  if (other == s || seq == 0 || order.clock[at] >= seq) return true;
+  return recording != 0 && order.recorded_of == recording && order.recorded_clock[at] >= seq;
+}
+
+// The order part of Device::check_buffer: may stream `s` use a buffer with `usage` now (writing it
+// when `writes`)?
+template <std::size_t Streams>
+bool ordered_for_use(const StreamOrder<Streams>& order, int s, const BufferUsage& usage,
+                     bool writes, std::uint64_t recording) {
+  if (usage.writer == s && (!writes || usage.readers.empty())) return true;
+  if (usage.writer != s &&
+      !ordered(order, s, usage.writer, writes ? usage.use_seq : usage.write_seq, recording)) {
+    return false;
+  }
+  if (writes) {
+    for (const auto& [reader, seq] : usage.readers) {
+      if (reader != s && !ordered(order, s, reader, seq, recording)) return false;
+    }
+  }
+  return true;
+}
+
+// memory::BufferState::used_by: stream `s` used the buffer at its operation `seq`.
+inline void stamp(BufferUsage& usage, int s, bool writes, std::uint64_t seq) {
+  if (usage.writer == s) {
+    usage.use_seq = seq;
+    if (writes) {
+      usage.write_seq = seq;
+      usage.readers.clear();
+    }
+    return;
+  }
+  if (writes) {
+    usage.readers.clear();
+    usage.writer = s;
+    usage.write_seq = usage.use_seq = seq;
+    return;
+  }
+  usage.readers[s] = seq;
+}
+
+// Stream `s` is ordered after operation `seq` of stream `other`: eagerly, or (recording != 0) for
+// the operations it records into that recording only.
+template <std::size_t Streams>
+void merge(StreamOrder<Streams>& order, int s, int other, std::uint64_t seq,
+           std::uint64_t recording = 0) {
+  if (other == s) return;
+  if (recording != 0 && order.recorded_of != recording) {
+    order.recorded_of = recording;
+    order.recorded_clock = order.clock;  // what it was ordered after eagerly holds too
+  }
+  auto& clock = recording != 0 ? order.recorded_clock : order.clock;
+  std::uint64_t& at = clock[static_cast<std::size_t>(other)];
+  at = std::max(at, seq);
+}
+
+}  // namespace graphcap::testing
