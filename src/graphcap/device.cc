@@ -75,6 +75,13 @@ namespace {
 Result<void> check_order(const Buffer& buffer, const StreamCore& owner, StreamCore& stream,
                          const char* what, bool writes) {
   const memory::BufferState& state = *HandleAccess::state(buffer);
+  if (state.failed_for_good()) [[unlikely]] {
+    // Its memory is another graph's scratch (a graph pool's lent buffer of a window that made no
+    // graph): a write could race that graph's queued replay, a read return its bytes.
+    const std::optional<Error> failure = state.failure();
+    return Error(Errc::graph_state,
+                 std::string(what) + " can't be used: " + (failure ? failure->message() : ""));
+  }
   if (state.writer() == &stream && (!writes || !state.has_readers())) {
     if (&owner == &stream) return {};  // the hot path: a stream using its own buffer
   } else {

@@ -249,14 +249,16 @@ TEST_F(GraphPoolTest, ABufferKeptPastAnAbortedPoolWindowIsNeverLentAgainNorSilen
   next = Buffer{};
   ASSERT_THAT(device_->abort_capture(stream()), IsOk());
 
-  // The kept buffer can never return bytes another graph's replay wrote into it: its memory is
-  // the pool's scratch, so it carries an error for good (a full write does not clear it).
-  ASSERT_THAT(device_->write(*kept, to_bytes(std::vector<std::uint32_t>(small.n, 7)), stream()),
-              IsOk());
+  // The kept buffer can never return bytes another graph's replay wrote into it, nor write
+  // into that graph's scratch under a queued replay: its memory is the pool's, so it carries an
+  // error for good and no operation may use it.
   ASSERT_THAT(first->replay(), IsOk());
+  EXPECT_THAT(device_->write(*kept, to_bytes(std::vector<std::uint32_t>(small.n, 7)), stream()),
+              StatusIs(Errc::graph_state, CUDA_SUCCESS, HasSubstr("graph pool")));
   EXPECT_THAT(device_->read(*kept, stream()),
               StatusIs(Errc::graph_state, CUDA_SUCCESS, HasSubstr("graph pool")));
-  EXPECT_THAT(add_one(*kept, small.out, small.n), StatusIs(Errc::failed_buffer));
+  EXPECT_THAT(add_one(*kept, small.out, small.n), StatusIs(Errc::graph_state));
+  EXPECT_THAT(add_one(small.in, *kept, small.n), StatusIs(Errc::graph_state));
   // The pool's graph still computes.
   ASSERT_THAT(device_->write(big.out, to_bytes(std::vector<std::uint32_t>(big.n, 0)), stream()),
               IsOk());
@@ -405,8 +407,10 @@ TEST_F(GraphPoolTest, ALentBufferIsUsedOnAnotherStreamOnlyOnceOrdered) {
   Result<Buffer> lent = device_->alloc(step.n * sizeof(std::uint32_t), stream());
   ASSERT_THAT(lent, IsOk());
   ASSERT_THAT(device_->abort_capture(stream()), IsOk());
-  EXPECT_THAT(device_->fill(*lent, std::uint8_t{0}, *other),
-              StatusIs(Errc::invalid_argument, CUDA_SUCCESS, HasSubstr("nothing orders")));
+  // Refused twice over: nothing orders `other` after the allocation (a write on the pool's
+  // stream, lent or not: the many-graph model checks that rule), and the buffer, lent to a
+  // window that made no graph, is the queued replay's scratch.
+  EXPECT_THAT(device_->fill(*lent, std::uint8_t{0}, *other), StatusIs(Errc::graph_state));
 }
 
 

@@ -511,6 +511,14 @@ class Sequence {
     // An eager use of a buffer whose owner is in the recording could not be handed back.
     return !(buffer.owner != s && in_recording(buffer.owner) && !in_recording(s));
   }
+  // Device::check_buffer's refusal of `b` for stream `s`: a buffer failed for good (a lent pool
+  // buffer of a graphless window) is graph_state for every use; else an unordered use is
+  // invalid_argument.
+  std::optional<Errc> refused_use(int s, int b, bool writes) const {
+    if (buffers_[static_cast<std::size_t>(b)].for_good) return Errc::graph_state;
+    if (!may_use(s, b, writes)) return Errc::invalid_argument;
+    return std::nullopt;
+  }
   void stamp(int s, int b, bool writes, std::uint64_t seq) {
     graphcap::testing::stamp(buf(b), s, writes, seq);
   }
@@ -582,19 +590,19 @@ class Sequence {
     const std::string what = std::string(kind_name(op.kind)) +
                              (recorded ? " (recorded" : " (eager") +
                              (streams_[s].side ? ", side stream)" : ")");
-    const bool unordered = (reads && !may_use(s, op.src, false)) || !may_use(s, op.dst, true);
+    std::optional<Errc> refusal = reads ? refused_use(s, op.src, false) : std::nullopt;
+    if (!refusal) refusal = refused_use(s, op.dst, true);
+    const bool unordered = refusal == Errc::invalid_argument;
     const bool input_failed = reads && buf(op.src).failure.has_value();
-    std::optional<Errc> expected;
-    if (unordered) {
-      expected = Errc::invalid_argument;
-    } else if (input_failed) {
-      expected = Errc::failed_buffer;
-    }
-    expect(done, expected, what + (unordered ? " not ordered" : ""));
+    std::optional<Errc> expected = refusal;
+    if (!expected && input_failed) expected = Errc::failed_buffer;
+    expect(done, expected,
+           what + (unordered ? " not ordered" : refusal ? " of a buffer failed for good" : ""));
     if (!done) {
       const Errc code = done.error().code();
-      // Refused before anything was issued (an argument, the order, the hand-back's event).
-      if (code == Errc::invalid_argument ||
+      // Refused before anything was issued (an argument, the order, a buffer failed for good,
+      // the hand-back's event).
+      if (code == Errc::invalid_argument || refusal ||
           done.error().message().find("ordering a buffer of another stream") != std::string::npos) {
         check_all();
         return done;
@@ -735,12 +743,14 @@ class Sequence {
          "cuStreamWaitEvent", "cuEventDestroy"});
     Result<void> written = device_->write(buf(b).handle, to_bytes(data), stream(s));
     settle();
-    const bool unordered = !may_use(s, b, true);
-    expect(written, unordered ? std::optional<Errc>(Errc::invalid_argument) : std::nullopt,
-           std::string("write") + (unordered ? " not ordered" : ""));
+    const std::optional<Errc> refusal = refused_use(s, b, true);
+    expect(written, refusal,
+           std::string("write") + (refusal == Errc::invalid_argument ? " not ordered"
+                                   : refusal                         ? " of a buffer failed for good"
+                                                                     : ""));
     if (!written) {
       const Error& error = written.error();
-      if (error.code() != Errc::invalid_argument &&
+      if (!refusal && error.code() != Errc::invalid_argument &&
           error.message().find("ordering a buffer of another stream") == std::string::npos) {
         fail(b, error.code());
       }
@@ -780,9 +790,10 @@ class Sequence {
     std::optional<Errc> expected;
     std::string what = "read";
     bool stamps = false;
-    if (!may_use(s, b, false)) {
-      expected = Errc::invalid_argument;
-      what = "read not ordered";
+    if (const std::optional<Errc> refusal = refused_use(s, b, false)) {
+      expected = refusal;
+      what = *refusal == Errc::invalid_argument ? "read not ordered"
+                                                : "read of a buffer failed for good";
     } else if (recording_open()) {
       expected = Errc::graph_state;
       what = "read while recording";

@@ -17,6 +17,7 @@ void BufferState::fail_for_good(const Error& error) {
   std::lock_guard lock(mutex_);
   failure_ = error;
   for_good_ = true;
+  for_good_flag_.store(true, std::memory_order_release);
   if (!failed_.exchange(true, std::memory_order_acq_rel)) owner().count_failed_buffer(+1);
 }
 

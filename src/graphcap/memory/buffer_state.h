@@ -39,6 +39,10 @@ class BufferState {
   void fail(const Error& error);
   // The same for good: nothing clears it (the buffer's memory can't hold data any more).
   void fail_for_good(const Error& error);
+  // Whether it failed for good: its memory can't hold data, so no operation may use it.
+  bool failed_for_good() const noexcept {
+    return failed() && for_good_flag_.load(std::memory_order_acquire);
+  }
   void clear_failure();
 
   // Who used this buffer, for the rule of docs/capture-lifecycle.md ("Buffers on several
@@ -78,6 +82,7 @@ class BufferState {
   std::optional<Error> failure_;
   std::atomic<bool> failed_{false};
   bool for_good_ = false;  // guarded by mutex_
+  std::atomic<bool> for_good_flag_{false};
   std::atomic<const SliceOwner*> writer_{nullptr};
   std::atomic<std::uint64_t> write_sequence_{0};
   std::atomic<std::uint64_t> use_sequence_{0};
