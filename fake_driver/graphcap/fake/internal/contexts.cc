@@ -24,6 +24,7 @@ constexpr std::pair<CUdevice_attribute, int> kH200Attributes[] = {
     {CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, 9},
     {CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, 0},
     {CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, 232448},
+    {CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, 1},
 };
 
 bool h200_attribute(CUdevice_attribute attribute, int* value) {
@@ -84,7 +85,11 @@ CUresult FakeState::cuDeviceGetAttribute(int* value, CUdevice_attribute attribut
   if (CUresult r = need_init(); r != CUDA_SUCCESS) return r;
   if (value == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (device < 0 || device >= static_cast<int>(contexts_.size())) return CUDA_ERROR_INVALID_DEVICE;
-  return h200_attribute(attribute, value) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  if (!h200_attribute(attribute, value)) return CUDA_ERROR_INVALID_VALUE;
+  if (attribute == CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED) {
+    *value = options_.virtual_memory ? 1 : 0;
+  }
+  return CUDA_SUCCESS;
 }
 
 CUresult FakeState::cuDevicePrimaryCtxRetain(CUcontext* context, CUdevice device) {
@@ -148,7 +153,7 @@ CUresult FakeState::cuCtxSynchronize() {
 void FakeState::destroy_context(Context& context) {
   run_all();
   const int device = context.device;
-  std::size_t reclaimed = 0;
+  std::size_t reclaimed = reclaim_virtual_memory(device);
 
   for (auto it = captures_.begin(); it != captures_.end();) {
     Capture& capture = it->second;
@@ -163,6 +168,7 @@ void FakeState::destroy_context(Context& context) {
     }
     it = next;
   }
+  executable_arena_.clear(device);  // what the driver kept for executables goes with the context
   for (auto it = graphs_.begin(); it != graphs_.end();) {
     auto next = std::next(it);
     if (it->second.context == context.handle) {

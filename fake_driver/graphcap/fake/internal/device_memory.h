@@ -1,6 +1,8 @@
 // Simulated device memory: host bytes behind fake 64-bit device addresses. Ranges never overlap
 // and are never handed out twice (with a guard gap between them), so an access to freed or
-// foreign memory is always detectable and always names the allocation it hit.
+// foreign memory is always detectable and always names the allocation it hit. Address ranges
+// reserved for virtual memory management (cuMemAddressReserve) are taken from the same windows;
+// what is mapped into them (cuMemMap) is a mapping record each, whose bytes VirtualMemory owns.
 #pragma once
 
 #include <cstddef>
@@ -17,7 +19,9 @@ namespace graphcap::fake::internal {
 
 class DeviceMemory {
  public:
-  enum class Kind { sync, async, graph };  // cuMemAlloc, cuMemAllocAsync, a MEM_ALLOC node
+  // cuMemAlloc, cuMemAllocAsync, a MEM_ALLOC node, a cuMemMap of physical memory into a reserved
+  // range (its bytes are the physical allocation's, accounted at cuMemCreate, not here).
+  enum class Kind { sync, async, graph, mapping };
 
   struct Allocation {
     CUdeviceptr base = 0;
@@ -37,15 +41,30 @@ class DeviceMemory {
 
   // A fresh address range for `size` bytes, neither live nor host-allocated yet.
   Allocation& reserve(std::size_t size, int device, CUcontext context, Kind kind);
-  // Give a reserved range backing bytes (zeroed) / take them away.
+  // Give a reserved range backing bytes (zeroed) / take them away. No-ops for a mapping.
   void make_live(Allocation& allocation);
   void make_dead(Allocation& allocation);
+
+  // ---- virtual memory management ----
+  // A fresh range of `size` bytes in `device`'s window of reserved ranges, aligned to
+  // `alignment` (a power of two), never handed out again; 0 when the window has no room.
+  // `reserved` makes accesses to a range's unmapped parts say so.
+  CUdeviceptr take_range(std::size_t size, std::size_t alignment, int device);
+  void reserved(CUdeviceptr base, std::size_t size) { reservations_[base] = size; }
+  void unreserved(CUdeviceptr base) { reservations_.erase(base); }
+  // A mapping record over [base, base + size) whose bytes are `bytes` (owned elsewhere), not
+  // accessible until set_access. Replaces an unmapped record at the same address.
+  Allocation& add_mapping(CUdeviceptr base, std::size_t size, int device, CUcontext context,
+                          std::shared_ptr<std::byte> bytes);
+  void remove_mapping(CUdeviceptr base);
 
   Allocation* find_base(CUdeviceptr base);
   Allocation* find_containing(CUdeviceptr address);
 
   // The host bytes behind [address, address + bytes) when the range lies inside one live
-  // allocation; otherwise nullptr and `why` says what is wrong, as the end of a sentence.
+  // allocation, or inside consecutive accessible mappings of one reservation (contiguous in host
+  // memory too: VirtualMemory lays each reservation out as one host range); otherwise nullptr
+  // and `why` says what is wrong, as the end of a sentence.
   std::byte* access(CUdeviceptr address, std::size_t bytes, std::string* why);
 
   std::size_t used(int device) const { return used_.at(static_cast<std::size_t>(device)); }
@@ -58,7 +77,9 @@ class DeviceMemory {
   std::size_t total_;
   std::vector<std::size_t> used_;
   std::vector<CUdeviceptr> next_;
+  std::vector<CUdeviceptr> next_reserved_;
   std::map<CUdeviceptr, Allocation> allocations_;
+  std::map<CUdeviceptr, std::size_t> reservations_;  // reserved ranges, by base
 };
 
 }  // namespace graphcap::fake::internal
