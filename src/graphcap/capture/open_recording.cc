@@ -439,12 +439,13 @@ Result<void> OpenRecording::join(Window& side, int stream, std::uint64_t id,
   return {};
 }
 
-std::shared_ptr<memory::BufferState> OpenRecording::lend(std::size_t bytes) {
-  return pool_ ? pool_->lend(bytes) : nullptr;
+std::shared_ptr<memory::BufferState> OpenRecording::lend(
+    std::size_t bytes, const std::shared_ptr<memory::SliceOwner>& owner) {
+  return pool_ ? pool_->lend(bytes, owner) : nullptr;
 }
 
-void OpenRecording::allocated(const std::shared_ptr<memory::Allocation>& memory) {
-  if (pool_) pool_->allocated(memory);
+void OpenRecording::allocated(const std::shared_ptr<memory::Allocation>& memory, bool warm_up) {
+  if (pool_) pool_->allocated(memory, warm_up);
 }
 
 std::optional<Error> OpenRecording::unjoined_locked() const {
