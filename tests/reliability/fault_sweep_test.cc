@@ -944,10 +944,13 @@ bool pool_growth_shrink(Session& s) {
   if (!s.ok(pool)) return false;
   const std::size_t granularity = pool->stats().granularity == 0 ? std::size_t{2} << 20
                                                                   : pool->stats().granularity;
-  // tmp (of `bytes`) = x + 1 over its first kN words; y = tmp + 1.
+  // An intermediate pad of `bytes` (no operation touches it: it only takes its place in the
+  // layout), then tmp = x + 1 past it, y = tmp + 1: the graph uses the pool up to bytes + tmp.
   auto capture = [&](const std::string& y, std::size_t bytes) -> bool {
     auto pass = [&](bool eager) {
-      Result<Buffer> tmp = s.dev().alloc(bytes, s.main());
+      Result<Buffer> pad = s.dev().alloc(bytes, s.main());
+      if (!s.ok(pad)) return false;
+      Result<Buffer> tmp = s.dev().alloc(kN * 4, s.main());
       if (!s.ok(tmp)) return false;
       s.keep("tmp", *tmp, s.main());
       const bool ran = add_one(s, "x", "tmp", kN, s.main(), eager) &&
@@ -985,9 +988,15 @@ bool pool_growth_shrink(Session& s) {
       !capture("y3", 2 * granularity + granularity / 2)) {
     return false;
   }
+  if (s.counting() && pool->stats().virtual_memory) {
+    EXPECT_EQ(pool->stats().growths, 3u) << "each recording grew the pool";
+  }
   if (!replay_all({"y1", "y2", "y3"})) return false;
   if (!s.ok(s.graphs.back().destroy())) return false;  // the tail goes back
   s.graphs.pop_back();
+  if (s.counting() && pool->stats().virtual_memory) {
+    EXPECT_EQ(pool->stats().shrinks, 1u) << "the largest graph's tail went back";
+  }
   if (!replay_all({"y1", "y2"})) return false;
   if (!capture("y3", 3 * granularity)) return false;  // grown again
   return replay_all({"y1", "y2", "y3"});

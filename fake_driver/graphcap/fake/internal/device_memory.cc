@@ -1,5 +1,7 @@
 #include <graphcap/fake/internal/device_memory.h>
 
+#include <sys/mman.h>
+
 #include <cstdlib>
 #include <new>
 
@@ -20,13 +22,21 @@ constexpr CUdeviceptr kReservationWindow = CUdeviceptr{1} << 47;
 constexpr CUdeviceptr kAlignment = 0x1000;
 constexpr CUdeviceptr kGuardGap = 0x10000;
 constexpr std::size_t kHostAlignment = 256;
+constexpr std::size_t kDirectMapBytes = std::size_t{1} << 20;
 
 CUdeviceptr align_up(CUdeviceptr value, CUdeviceptr alignment) {
   return (value + alignment - 1) / alignment * alignment;
 }
 
-// Zeroed, 256-byte aligned host memory. calloc keeps large untouched allocations cheap.
+// Zeroed, 256-byte aligned host memory, cheap while untouched: large sizes straight from mmap
+// (calloc would memset them once glibc's dynamic mmap threshold has risen past them).
 std::shared_ptr<std::byte> zeroed_bytes(std::size_t size) {
+  if (size >= kDirectMapBytes) {
+    void* raw = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (raw == MAP_FAILED) throw std::bad_alloc();
+    return std::shared_ptr<std::byte>(static_cast<std::byte*>(raw),
+                                      [size](std::byte* p) { ::munmap(p, size); });
+  }
   void* raw = std::calloc(size + kHostAlignment, 1);
   if (raw == nullptr) throw std::bad_alloc();
   auto address = reinterpret_cast<std::uintptr_t>(raw);
