@@ -168,7 +168,6 @@ void FakeState::destroy_context(Context& context) {
     }
     it = next;
   }
-  executable_arena_.clear(device);  // what the driver kept for executables goes with the context
   for (auto it = graphs_.begin(); it != graphs_.end();) {
     auto next = std::next(it);
     if (it->second.context == context.handle) {
@@ -225,6 +224,7 @@ void FakeState::destroy_context(Context& context) {
   // Peer access ends with either context of the pair.
   context.peers.clear();
   for (Context& other : contexts_) other.peers.erase(device);
+  executable_arena_.clear(device);  // what the driver kept for executables goes with the context
 }
 
 }  // namespace graphcap::fake
