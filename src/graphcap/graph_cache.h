@@ -62,8 +62,8 @@ struct GraphCacheOptions {
   std::size_t byte_budget = 0;  // device bytes of the cached graphs, at most (0: no limit)
   std::size_t max_graphs = 0;   // graphs kept, at most (0: no limit)
   unsigned give_up_after = 4;   // refused recordings of one key in a row, then it runs eagerly
+  GraphPoolOptions pool;        // how the shared pool is made (below)
   bool share_pool = true;       // record every graph into one GraphPool on the cache's stream
-  GraphPoolOptions pool;        // how that pool is made
   CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_GLOBAL;  // each recording's capture mode
 };
 

@@ -113,16 +113,16 @@ struct FakeDriverOptions {
   bool peer_access = true;
   std::size_t device_memory_bytes = std::size_t{1} << 30;  // per device; cuMemGetInfo's total
   std::size_t pinned_host_bytes = std::size_t{256} << 20;  // cuMemAllocHost's limit
-  int driver_version = 13000;
-  bool record_calls = true;  // keep the ordered call log (counts are always kept)
-  // A WHILE node that runs its body this many times in one launch is reported as a violation
-  // and the launch fails with CUDA_ERROR_LAUNCH_TIMEOUT: on a GPU such a loop would not end.
-  std::size_t max_loop_iterations = 100000;
   // Virtual memory management (cuMemAddressReserve, cuMemCreate, cuMemMap, ...), as the H200
   // supports it (CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED 1, granularity 2 MiB).
   // false: a device without it: the attribute is 0, and cuMemCreate and
   // cuMemGetAllocationGranularity are CUDA_ERROR_NOT_SUPPORTED.
   bool virtual_memory = true;
+  int driver_version = 13000;
+  bool record_calls = true;  // keep the ordered call log (counts are always kept)
+  // A WHILE node that runs its body this many times in one launch is reported as a violation
+  // and the launch fails with CUDA_ERROR_LAUNCH_TIMEOUT: on a GPU such a loop would not end.
+  std::size_t max_loop_iterations = 100000;
 };
 
 class FakeDriver : public DriverApi {

@@ -1,9 +1,9 @@
 #include <graphcap/fake/internal/device_memory.h>
 
-#include <sys/mman.h>
-
 #include <cstdlib>
 #include <new>
+
+#include <sys/mman.h>
 
 #include <graphcap/fake/internal/work.h>
 

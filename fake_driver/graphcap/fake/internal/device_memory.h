@@ -53,7 +53,10 @@ class DeviceMemory {
   void reserved(CUdeviceptr base, std::size_t size) { reservations_[base] = size; }
   void unreserved(CUdeviceptr base) { reservations_.erase(base); }
   // A mapping record over [base, base + size) whose bytes are `bytes` (owned elsewhere), not
-  // accessible until set_access. Replaces an unmapped record at the same address.
+  // accessible until its device_live is set (cuMemSetAccess). Replaces an unmapped record at the
+  // same address. access() takes a range over consecutive accessible mappings of one reservation
+  // as one (contiguous in host memory too: VirtualMemory lays each reservation out as one host
+  // range).
   Allocation& add_mapping(CUdeviceptr base, std::size_t size, int device, CUcontext context,
                           std::shared_ptr<std::byte> bytes);
   void remove_mapping(CUdeviceptr base);
@@ -62,9 +65,7 @@ class DeviceMemory {
   Allocation* find_containing(CUdeviceptr address);
 
   // The host bytes behind [address, address + bytes) when the range lies inside one live
-  // allocation, or inside consecutive accessible mappings of one reservation (contiguous in host
-  // memory too: VirtualMemory lays each reservation out as one host range); otherwise nullptr
-  // and `why` says what is wrong, as the end of a sentence.
+  // allocation; otherwise nullptr and `why` says what is wrong, as the end of a sentence.
   std::byte* access(CUdeviceptr address, std::size_t bytes, std::string* why);
 
   std::size_t used(int device) const { return used_.at(static_cast<std::size_t>(device)); }

@@ -237,14 +237,14 @@ class FakeState {
   ThreadState& this_thread();
   CUresult need_init() const;
   CUresult need_context(Context** context);
+  // A device allocation the host owns from now on, if the device has room.
+  CUresult allocate_live(const Context& context, std::size_t bytes,
+                         internal::DeviceMemory::Kind kind, CUdeviceptr* pointer);
   // Device memory in use on `device`: allocations, physical memory created for virtual memory
   // management, and the chunks the driver holds for executables (what cuMemGetInfo counts).
   std::size_t bytes_in_use(int device) const;
   // Whether `bytes` more fit on `device`.
   bool has_room(int device, std::size_t bytes) const;
-  // A device allocation the host owns from now on, if the device has room.
-  CUresult allocate_live(const Context& context, std::size_t bytes,
-                         internal::DeviceMemory::Kind kind, CUdeviceptr* pointer);
   Context* find_context(CUcontext handle);
   void destroy_context(Context& context);
   Stream& new_stream(int device, CUstream handle, unsigned flags, bool legacy);
