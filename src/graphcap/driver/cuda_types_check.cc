@@ -159,6 +159,14 @@ GRAPHCAP_SAME_VALUE(CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
 #define GRAPHCAP_SAME_SIZE(type) \
   static_assert(sizeof(graphcap::type) == sizeof(::type), #type ": size differs from cuda.h")
 
+GRAPHCAP_SAME_SIZE(CUmemAllocationHandleType);
+GRAPHCAP_SAME_SIZE(CUmemAccess_flags);
+GRAPHCAP_SAME_SIZE(CUmemLocationType);
+GRAPHCAP_SAME_SIZE(CUmemAllocationType);
+GRAPHCAP_SAME_SIZE(CUmemAllocationGranularity_flags);
+GRAPHCAP_SAME_SIZE(CUmemLocation);
+GRAPHCAP_SAME_SIZE(CUmemAllocationProp);
+GRAPHCAP_SAME_SIZE(CUmemAccessDesc);
 GRAPHCAP_SAME_SIZE(CUresult);
 GRAPHCAP_SAME_SIZE(CUstream_flags);
 GRAPHCAP_SAME_SIZE(CUevent_flags);
@@ -177,14 +185,6 @@ GRAPHCAP_SAME_SIZE(CUgraphConditionalNodeType);
 GRAPHCAP_SAME_SIZE(CUstreamUpdateCaptureDependencies_flags);
 GRAPHCAP_SAME_SIZE(CUDA_CONDITIONAL_NODE_PARAMS);
 GRAPHCAP_SAME_SIZE(CUgraphNodeParams);
-GRAPHCAP_SAME_SIZE(CUmemAllocationHandleType);
-GRAPHCAP_SAME_SIZE(CUmemAccess_flags);
-GRAPHCAP_SAME_SIZE(CUmemLocationType);
-GRAPHCAP_SAME_SIZE(CUmemAllocationType);
-GRAPHCAP_SAME_SIZE(CUmemAllocationGranularity_flags);
-GRAPHCAP_SAME_SIZE(CUmemLocation);
-GRAPHCAP_SAME_SIZE(CUmemAllocationProp);
-GRAPHCAP_SAME_SIZE(CUmemAccessDesc);
 
 #undef GRAPHCAP_SAME_SIZE
 
@@ -216,6 +216,19 @@ static_assert(std::is_same_v<graphcap::CUmemGenericAllocationHandle,
   static_assert(sizeof(graphcap::type::member) == sizeof(::type::member),                 \
                 #type "::" #member ": size differs from cuda.h")
 
+static_assert(alignof(graphcap::CUmemLocation) == alignof(::CUmemLocation));
+GRAPHCAP_SAME_MEMBER(CUmemLocation, type);
+GRAPHCAP_SAME_MEMBER(CUmemLocation, id);
+static_assert(alignof(graphcap::CUmemAllocationProp) == alignof(::CUmemAllocationProp));
+GRAPHCAP_SAME_MEMBER(CUmemAllocationProp, type);
+GRAPHCAP_SAME_MEMBER(CUmemAllocationProp, requestedHandleTypes);
+GRAPHCAP_SAME_MEMBER(CUmemAllocationProp, location);
+GRAPHCAP_SAME_MEMBER(CUmemAllocationProp, win32HandleMetaData);
+GRAPHCAP_SAME_MEMBER(CUmemAllocationProp, allocFlags);
+static_assert(alignof(graphcap::CUmemAccessDesc) == alignof(::CUmemAccessDesc));
+GRAPHCAP_SAME_MEMBER(CUmemAccessDesc, location);
+GRAPHCAP_SAME_MEMBER(CUmemAccessDesc, flags);
+
 static_assert(alignof(graphcap::CUgraphExecUpdateResultInfo) ==
               alignof(::CUgraphExecUpdateResultInfo));
 GRAPHCAP_SAME_MEMBER(CUgraphExecUpdateResultInfo, result);
@@ -238,19 +251,6 @@ GRAPHCAP_SAME_MEMBER(CUgraphNodeParams, type);
 GRAPHCAP_SAME_MEMBER(CUgraphNodeParams, conditional);
 GRAPHCAP_SAME_MEMBER(CUgraphNodeParams, reserved2);
 static_assert(graphcap::kGraphCondAssignDefault == CU_GRAPH_COND_ASSIGN_DEFAULT);
-
-static_assert(alignof(graphcap::CUmemLocation) == alignof(::CUmemLocation));
-GRAPHCAP_SAME_MEMBER(CUmemLocation, type);
-GRAPHCAP_SAME_MEMBER(CUmemLocation, id);
-static_assert(alignof(graphcap::CUmemAllocationProp) == alignof(::CUmemAllocationProp));
-GRAPHCAP_SAME_MEMBER(CUmemAllocationProp, type);
-GRAPHCAP_SAME_MEMBER(CUmemAllocationProp, requestedHandleTypes);
-GRAPHCAP_SAME_MEMBER(CUmemAllocationProp, location);
-GRAPHCAP_SAME_MEMBER(CUmemAllocationProp, win32HandleMetaData);
-GRAPHCAP_SAME_MEMBER(CUmemAllocationProp, allocFlags);
-static_assert(alignof(graphcap::CUmemAccessDesc) == alignof(::CUmemAccessDesc));
-GRAPHCAP_SAME_MEMBER(CUmemAccessDesc, location);
-GRAPHCAP_SAME_MEMBER(CUmemAccessDesc, flags);
 
 static_assert(alignof(graphcap::CUgraphEdgeData) == alignof(::CUgraphEdgeData));
 GRAPHCAP_SAME_MEMBER(CUgraphEdgeData, from_port);
