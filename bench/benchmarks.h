@@ -23,10 +23,18 @@ void register_benchmarks(BenchEnv& env, const BenchPlan& plan);
 //       cuStreamEndCapture + cuGraphExecUpdate; also the whole re-record (begin..close)
 //   ParamSet/n, RawKernelNodeSetParams/n, ParamWrite/n   changing a scalar taken by n nodes:
 //       Graph::set / n raw cuGraphExecKernelNodeSetParams / one Device::write of the value
-//   PoolMemory/8   intermediate bytes of 8 graphs at batch sizes 128..1, with and without a pool
 //   ServingStartupLazy/t, ServingStartupUpFront/t   a serving run's start-up through a GraphCache:
 //       lazy recording against recording all 8 buckets up front, 64 requests touching t buckets
 void register_many_graphs_benchmarks(BenchEnv& env, const BenchPlan& plan);
+
+// Graph memory (graph_memory_benchmarks.cc, issue 25), byte counts as counters:
+//   PoolMemory/<virtual|plain>/<largest_first|smallest_first|shuffled>   what a pool of 8 bucket
+//       graphs holds in each recording order, on virtual memory or plain allocations
+//   Footprint/<8|67>   a bucket set's device memory as the fake predicted it, against the drop of
+//       free memory when the same keys are recorded on this device (run it alone and first)
+//   DriverMemory/<kernel|memcpy|memset|write>/n   the driver's memory per executable of n nodes,
+//       measured against the model (run it alone)
+void register_graph_memory_benchmarks(BenchEnv& env, const BenchPlan& plan);
 
 // Device-side loops (loop_benchmarks.cc, issue 13): WhileLoop/K, a step of 34 empty launches and
 // a countdown kernel that decides on the device whether another step follows, run until it says

@@ -22,10 +22,7 @@
 // memory would need). The stream is synced untimed after each iteration. Counters: set_us,
 // raw_us, write_us, set_ns_per_node, raw_ns_per_node, set_vs_raw.
 //
-// PoolMemory/8: 8 graphs at batch sizes 128..1 recorded largest first, each with one
-// intermediate, without and then with a graph pool. Counters: pooled_bytes (the pool's
-// bytes_held), unpooled_bytes (the sum of the intermediates), largest_bytes, pooled_vs_largest
-// (goal: <= 1.1).
+// (PoolMemory moved to graph_memory_benchmarks.cc with issue 25's recording orders.)
 //
 // ServingStartupLazy/t, ServingStartupUpFront/t: a serving run's start-up (issue 11). 8 batch
 // buckets (1, 2, 4, ..., 128); a bucket's step is an intermediate of bucket * 4 KiB from the
@@ -395,68 +392,6 @@ void param_sides(benchmark::State& state, BenchEnv& env, int primary) {
   state.counters["set_vs_raw"] = raw > 0 ? set / raw : 0.0;
 }
 
-// ---- PoolMemory ---------------------------------------------------------------------------------
-
-// 8 graphs of one decode-like step at batch sizes 128..1 (recorded largest first), each with one
-// intermediate of batch * 4 KiB written by a recorded copy: the intermediate memory they hold
-// with a graph pool (GraphPool::bytes_held) and without (the sum of their intermediates).
-void pool_memory(benchmark::State& state, BenchEnv& env) {
-  constexpr std::uint32_t kBatches[] = {128, 96, 64, 48, 32, 16, 8, 1};
-  constexpr std::size_t kRowBytes = 4096;
-  Device& device = env.device();
-  Stream& s = env.stream();
-  double pooled = 0, unpooled = 0, largest = 0, record_us = 0;
-  for (auto _ : state) {
-    Result<GraphPool> pool = device.create_graph_pool(s);
-    if (!pool) return skip(state, pool.error());
-    std::vector<Graph> graphs;
-    const Clock::time_point start = Clock::now();
-    for (const bool pooled_side : {false, true}) {
-      for (const std::uint32_t batch : kBatches) {
-        const std::vector<std::byte> bytes(batch * kRowBytes, std::byte{1});
-        auto pass = [&]() -> Result<void> {
-          Result<Buffer> tmp = device.alloc(bytes.size(), s);
-          if (!tmp) return tmp.error();
-          return device.write(*tmp, bytes, s);
-        };
-        CaptureOptions options;
-        options.pool = pooled_side ? &*pool : nullptr;
-        Result<Graph> graph = Error(Errc::graph_state, "not recorded");
-        if (Result<void> r = device.prepare_capture(s, options); !r) return skip(state, r.error());
-        if (Result<void> r = pass(); !r) {
-          (void)device.abort_capture(s);
-          return skip(state, r.error());
-        }
-        if (Result<void> r = device.begin_capture(s); !r) {
-          (void)device.abort_capture(s);
-          return skip(state, r.error());
-        }
-        if (Result<void> r = pass(); !r) {
-          (void)device.abort_capture(s);
-          return skip(state, r.error());
-        }
-        graph = device.end_capture(s);
-        if (!graph) return skip(state, graph.error());
-        if (!pooled_side) {
-          unpooled += static_cast<double>(batch * kRowBytes);
-          largest = std::max(largest, static_cast<double>(batch * kRowBytes));
-        }
-        graphs.push_back(std::move(*graph));
-      }
-    }
-    record_us = ns_between(start, Clock::now()) / 1000.0;
-    pooled = static_cast<double>(pool->bytes_held());
-    state.SetIterationTime(record_us * 1e-6);
-    graphs.clear();
-    (void)env.sync();
-  }
-  state.counters["graphs"] = 8;
-  state.counters["pooled_bytes"] = pooled;
-  state.counters["unpooled_bytes"] = unpooled / static_cast<double>(state.iterations());
-  state.counters["largest_bytes"] = largest;
-  state.counters["pooled_vs_largest"] = largest > 0 ? pooled / largest : 0.0;
-}
-
 // ---- ServingStartupLazy / ServingStartupUpFront -------------------------------------------------
 
 constexpr std::uint32_t kServingBuckets = 8;  // 1, 2, 4, ..., 128
@@ -604,13 +539,6 @@ void register_many_graphs_benchmarks(BenchEnv& env, const BenchPlan& plan) {
           ->Unit(benchmark::kMicrosecond);
     }
   }
-  benchmark::RegisterBenchmark("PoolMemory", [&env](benchmark::State& state) {
-    pool_memory(state, env);
-  })
-      ->Arg(8)
-      ->Iterations(1)
-      ->UseManualTime()
-      ->Unit(benchmark::kMillisecond);
 }
 
 }  // namespace graphcap::bench

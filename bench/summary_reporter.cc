@@ -60,7 +60,12 @@ void SummaryReporter::ReportRuns(const std::vector<Run>& runs) {
 
 bool SummaryReporter::value(const std::string& family, int nodes, const std::string& counter,
                             double& out) const {
-  const auto found = entries_.find(family + "/" + std::to_string(nodes));
+  return value_named(family + "/" + std::to_string(nodes), counter, out);
+}
+
+bool SummaryReporter::value_named(const std::string& key, const std::string& counter,
+                                  double& out) const {
+  const auto found = entries_.find(key);
   if (found == entries_.end()) return false;
   const Entry& entry = found->second;
   if (const auto it = entry.median.find(counter); it != entry.median.end()) {
@@ -237,19 +242,68 @@ void SummaryReporter::Finalize() {
                   time_us(raw).c_str(), time_us(write).c_str(), per_node, vs_raw,
                   verdict.c_str());
   }
-  if (const auto found = entries_.find("PoolMemory/8"); found != entries_.end()) {
-    double pooled = 0, unpooled = 0, largest = 0, ratio = 0;
-    if (value("PoolMemory", 8, "pooled_bytes", pooled) &&
-        value("PoolMemory", 8, "unpooled_bytes", unpooled) &&
-        value("PoolMemory", 8, "largest_bytes", largest) &&
-        value("PoolMemory", 8, "pooled_vs_largest", ratio)) {
-      out << "\nGraph pool: intermediates of 8 graphs at batch sizes 128..1 (recorded largest "
-             "first)"
-          << (judge_targets_ ? "; target <= 1.10x the largest" : "") << "\n"
-          << format("  pooled %.0f KiB, without a pool %.0f KiB, largest %.0f KiB: %.2fx the "
-                    "largest%s\n",
-                    pooled / 1024, unpooled / 1024, largest / 1024, ratio,
-                    judge_targets_ ? (ratio <= 1.10 ? "  met" : "  MISSED") : "");
+  printed = false;
+  for (const char* layout : {"virtual", "plain"}) {
+    for (const char* order : {"largest_first", "smallest_first", "shuffled"}) {
+      const std::string key = std::string("PoolMemory/") + layout + "/" + order + "/";
+      double pooled = 0, unpooled = 0, largest = 0, ratio = 0, goal = 0, within = 0, range = 0;
+      if (!value_named(key, "pooled_bytes", pooled) ||
+          !value_named(key, "unpooled_bytes", unpooled) ||
+          !value_named(key, "largest_bytes", largest) ||
+          !value_named(key, "pooled_vs_largest", ratio) ||
+          !value_named(key, "goal_bytes", goal) || !value_named(key, "within_goal", within) ||
+          !value_named(key, "virtual_memory", range)) {
+        continue;
+      }
+      if (!printed) {
+        out << "\nGraph pool: intermediates of 8 graphs at batch sizes 128..1 in each recording "
+               "order; goal on virtual memory <= 1.05x the largest + one granule\n"
+            << format("  %-7s  %-14s  %10s  %10s  %10s  %7s  %s\n", "layout", "order", "pooled",
+                      "no pool", "largest", "ratio", "goal");
+        printed = true;
+      }
+      const char* verdict = range == 0 ? "(plain allocations)" : within != 0 ? "met" : "MISSED";
+      out << format("  %-7s  %-14s  %7.0f KiB  %7.0f KiB  %7.0f KiB  %6.2fx  %s\n",
+                    range != 0 ? "virtual" : layout, order, pooled / 1024, unpooled / 1024,
+                    largest / 1024, ratio, verdict);
+    }
+  }
+  printed = false;
+  for (const int keys : {8, 67}) {
+    double predicted = 0, measured = 0, difference = 0, tolerance = 0, within = 0;
+    if (!value("Footprint", keys, "predicted_bytes", predicted) ||
+        !value("Footprint", keys, "measured_bytes", measured) ||
+        !value("Footprint", keys, "difference_bytes", difference) ||
+        !value("Footprint", keys, "tolerance_bytes", tolerance) ||
+        !value("Footprint", keys, "within_tolerance", within)) {
+      continue;
+    }
+    if (!printed) {
+      out << "\nFootprint: a bucket set's device memory, predicted on the fake vs the drop of free "
+             "memory here; goal within max(5%, 2 MiB)\n"
+          << format("  %4s  %11s  %11s  %11s  %s\n", "keys", "predicted", "measured",
+                    "difference", "goal");
+      printed = true;
+    }
+    out << format("  %4d  %7.2f MiB  %7.2f MiB  %7.2f MiB  %s\n", keys, predicted / 1048576,
+                  measured / 1048576, difference / 1048576, within != 0 ? "met" : "MISSED");
+  }
+  printed = false;
+  for (const char* node : {"kernel", "memcpy", "memset", "write"}) {
+    for (const int n : {1, 10, 100, 1000, 10000}) {
+      const std::string family = std::string("DriverMemory/") + node;
+      double measured = 0, model = 0;
+      if (!value(family, n, "measured_bytes_per_exec", measured) ||
+          !value(family, n, "model_bytes_per_exec", model)) {
+        continue;
+      }
+      if (!printed) {
+        out << "\nThe driver's memory per executable, measured vs the model\n"
+            << format("  %-7s  %6s  %11s  %11s\n", "node", "nodes", "measured", "model");
+        printed = true;
+      }
+      out << format("  %-7s  %6d  %7.1f KiB  %7.1f KiB\n", node, n, measured / 1024,
+                    model / 1024);
     }
   }
   out.flush();

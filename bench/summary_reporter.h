@@ -28,6 +28,8 @@ class SummaryReporter : public benchmark::ConsoleReporter {
   };
   // The median of `counter` for "Family/n"; false when it was not measured.
   bool value(const std::string& family, int nodes, const std::string& counter, double& out) const;
+  // The median of `counter` for the run named `key` ("Family/args").
+  bool value_named(const std::string& key, const std::string& counter, double& out) const;
   // The first family of `families` that measured `counter` at `nodes`.
   bool value_of_any(std::initializer_list<const char*> families, int nodes,
                     const std::string& counter, double& out) const;

@@ -144,8 +144,11 @@ class Device {
   // intermediates with the pool's other graphs (graph_pool.h). A mode CUDA doesn't define, an
   // empty pool or one of another stream is Errc::invalid_argument.
   Result<void> prepare_capture(Stream& s, CaptureOptions options);
-  // A pool of graphs recorded on `s` that share their intermediates' memory.
+  // A pool of graphs recorded on `s` that share their intermediates' memory (graph_pool.h): in
+  // one reserved range of virtual memory where the device supports it, else on plain
+  // allocations. A driver call that fails is its error (nothing is left reserved).
   Result<GraphPool> create_graph_pool(Stream& s);
+  Result<GraphPool> create_graph_pool(Stream& s, GraphPoolOptions options);
   Result<void> begin_capture(Stream& s);
   Result<Graph> end_capture(Stream& s);
   // Close the recording into an existing graph of this stream (re-recording it): its executable

@@ -51,9 +51,35 @@ Result<void> Device::prepare_capture(Stream& s, CaptureOptions options) {
 }
 
 Result<GraphPool> Device::create_graph_pool(Stream& s) {
+  return create_graph_pool(s, GraphPoolOptions{});
+}
+
+Result<GraphPool> Device::create_graph_pool(Stream& s, GraphPoolOptions options) {
   GRAPHCAP_TRY(check_stream(s, "create_graph_pool"));
-  return HandleAccess::pool(
-      std::make_shared<detail::GraphPoolState>(&HandleAccess::core(s)));
+  GRAPHCAP_TRY(core_->bind_thread());
+  StreamCore& stream = HandleAccess::core(s);
+  std::shared_ptr<memory::VirtualRange> range;
+  if (options.virtual_memory) {
+    DriverApi& driver = core_->driver();
+    Result<std::size_t> granularity = memory::VirtualRange::granularity(driver, core_->device());
+    if (!granularity) return std::move(granularity).error().context("create_graph_pool");
+    if (*granularity != 0) {
+      std::size_t bytes = options.reserve_bytes;
+      if (bytes == 0) {
+        std::size_t free = 0;
+        if (CUresult result = driver.cuMemGetInfo(&free, &bytes); result != CUDA_SUCCESS) {
+          return Error::from_driver("cuMemGetInfo", result)
+              .context("create_graph_pool: sizing the pool's range of addresses");
+        }
+      }
+      Result<std::shared_ptr<memory::VirtualRange>> reserved =
+          memory::VirtualRange::reserve(driver, core_->device(), bytes, *granularity);
+      if (!reserved) return std::move(reserved).error().context("create_graph_pool");
+      range = std::move(*reserved);
+      stream.keep_range(range);
+    }
+  }
+  return HandleAccess::pool(std::make_shared<detail::GraphPoolState>(&stream, std::move(range)));
 }
 
 Result<void> Device::begin_capture(Stream& s) {

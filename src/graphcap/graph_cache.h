@@ -16,8 +16,17 @@
 //
 // Every graph of a cache is recorded into one GraphPool on the cache's stream (unless
 // options.share_pool is false), so their intermediates share memory; graphs are evicted least
-// recently used first, to keep within max_graphs and byte_budget (the pinned bytes of the cache's
-// graphs, the pool's shared memory counted once). Whatever a run does (a refused recording, a
+// recently used first, to keep within max_graphs and byte_budget: the device memory the cache's
+// graphs account for (GraphMemory: each graph's own buffers and the driver's bytes for its
+// executable, and the pool's memory counted once). footprint() breaks that down; recorded on the
+// fake (record_all), it is what the same keys will hold on the GPU (docs/performance.md,
+// "Graph memory").
+//
+// What the budget can and can't count on getting back: evicting a graph gives back its own
+// buffers at once and, once no graph uses the tail, the pool's memory beyond its remaining graphs
+// (virtual memory); the driver's bytes for the executable stay with the driver (measured on the
+// H200: nothing comes back when an executable is destroyed; later executables reuse it), so
+// eviction frees them for the cache's later graphs, not for other allocations. Whatever a run does (a refused recording, a
 // step that throws), when it returns or unwinds its stream is not capturing. Not thread-safe: one
 // cache per stream, used by the thread that issues that stream's work.
 //
@@ -50,9 +59,10 @@
 namespace graphcap {
 
 struct GraphCacheOptions {
-  std::size_t byte_budget = 0;  // pinned bytes of the cached graphs, at most (0: no limit)
+  std::size_t byte_budget = 0;  // device bytes of the cached graphs, at most (0: no limit)
   std::size_t max_graphs = 0;   // graphs kept, at most (0: no limit)
   unsigned give_up_after = 4;   // refused recordings of one key in a row, then it runs eagerly
+  GraphPoolOptions pool;        // how the shared pool is made (below)
   bool share_pool = true;       // record every graph into one GraphPool on the cache's stream
   CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_GLOBAL;  // each recording's capture mode
 };
@@ -64,7 +74,18 @@ struct GraphCacheStats {
   std::size_t updates = 0;    // re-recordings applied by exec update
   std::size_t fallbacks = 0;  // runs whose step ran eagerly: a refused recording, or a key given up
   std::size_t evictions = 0;  // graphs dropped for the budget or the count
-  std::size_t bytes = 0;      // pinned bytes of the cached graphs now (a shared pool's once)
+  std::size_t bytes = 0;      // device bytes of the cached graphs now (footprint().total())
+};
+
+// The device memory a cache's graphs account for now (GraphCache::footprint).
+struct GraphCacheFootprint {
+  std::size_t graphs = 0;
+  bool pool_on_virtual_memory = false;  // the shared pool's layout (GraphPoolStats)
+  std::size_t pool_bytes = 0;    // the shared pool's device memory (counted once)
+  std::size_t own_bytes = 0;     // the graphs' own device memory: outputs and state they pin
+  std::size_t driver_bytes = 0;  // the driver's memory for the graphs' executables
+  std::size_t modelled_graphs = 0;  // of the graphs, those whose driver bytes are the model's
+  std::size_t total() const noexcept { return pool_bytes + own_bytes + driver_bytes; }
 };
 
 template <class Key, class Hash = std::hash<Key>, class KeyEqual = std::equal_to<Key>>
@@ -120,6 +141,34 @@ class GraphCache {
     stats.bytes = bytes();
     return stats;
   }
+
+  GraphCacheFootprint footprint() const {
+    GraphCacheFootprint footprint;
+    for (const Slot& slot : slots_) {
+      if (!slot.entry || !slot.entry->graph) continue;
+      const GraphMemory& memory = slot.entry->graph.report().memory;
+      ++footprint.graphs;
+      footprint.own_bytes += memory.own_bytes;
+      footprint.driver_bytes += memory.driver_bytes;
+      if (memory.driver_source == DriverBytesSource::model) ++footprint.modelled_graphs;
+    }
+    if (pool_) {
+      footprint.pool_bytes = pool_->bytes_held();
+      footprint.pool_on_virtual_memory = pool_->stats().virtual_memory;
+    }
+    return footprint;
+  }
+
+  // Runs every key of `keys` once, as run() does (recorded on its first run), `record` being
+  // callable as Result<void>(const Key&); then the footprint. The first error stops it. On a
+  // fake device this is the plan: the footprint the same keys will have on the GPU.
+  template <class Keys, class Record>
+  Result<GraphCacheFootprint> record_all(const Keys& keys, Record&& record) {
+    for (const auto& key : keys) {
+      if (Result<void> ran = run(key, [&] { return record(key); }); !ran) return ran.error();
+    }
+    return footprint();
+  }
   // Why the cache's last refused recording was refused (the run fell back to the warm-up's
   // result, so run() returned success): the error end_capture, begin_capture or the recorded step
   // returned, naming the operation and the driver's error. nullptr while no recording was refused.
@@ -144,7 +193,7 @@ class GraphCache {
   void clear() noexcept {
     for (Slot& slot : slots_) slot.entry.reset();
     size_ = 0;
-    unshared_bytes_ = 0;
+    entry_bytes_ = 0;
   }
 
  private:
@@ -153,7 +202,7 @@ class GraphCache {
     std::size_t hash = 0;
     Graph graph{};               // empty until recorded
     std::uint64_t last_use = 0;  // clock_ at its last run: the least recently used goes first
-    std::size_t bytes = 0;       // the graph's pinned bytes but the pool's, in unshared_bytes_
+    std::size_t bytes = 0;       // the graph's own device bytes and driver bytes, in entry_bytes_
     unsigned refusals = 0;       // refused recordings in a row
     bool stale = false;          // invalidate(): re-record into graph
     bool gave_up = false;        // refused give_up_after times in a row: eager from now on
@@ -239,7 +288,7 @@ class GraphCache {
     options.claim_on_refusal = false;  // a refusal leaves the warm-up's results, which are valid
     if (options_.share_pool) {
       if (!pool_) {
-        Result<GraphPool> pool = device_->create_graph_pool(*stream_);
+        Result<GraphPool> pool = device_->create_graph_pool(*stream_, options_.pool);
         if (!pool) return pool.error().context("GraphCache: creating its graph pool");
         pool_.emplace(std::move(*pool));
       }
@@ -270,10 +319,10 @@ class GraphCache {
     entry.stale = false;
     entry.refusals = 0;
     // The graph's own bytes: its pool's shared memory is counted once for the whole cache.
-    const GraphReport& report = entry.graph.report();
-    unshared_bytes_ -= entry.bytes;
-    entry.bytes = report.pinned_bytes - report.pool_shared_bytes;
-    unshared_bytes_ += entry.bytes;
+    const GraphMemory& memory = entry.graph.report().memory;
+    entry_bytes_ -= entry.bytes;
+    entry.bytes = memory.own_bytes + memory.driver_bytes;
+    entry_bytes_ += entry.bytes;
     evict(entry);
     return {};
   }
@@ -307,15 +356,15 @@ class GraphCache {
         if (victim == nullptr || candidate->last_use < victim->last_use) victim = candidate;
       }
       if (victim == nullptr) return;
-      unshared_bytes_ -= victim->bytes;
+      entry_bytes_ -= victim->bytes;
       erase(*victim);
       ++stats_.evictions;
     }
   }
 
-  // The cached graphs' pinned bytes, the pool's shared memory counted once.
+  // The cached graphs' device bytes, the pool's shared memory counted once.
   std::size_t bytes() const noexcept {
-    return unshared_bytes_ + (pool_ ? pool_->bytes_held() : std::size_t{0});
+    return entry_bytes_ + (pool_ ? pool_->bytes_held() : std::size_t{0});
   }
 
   std::size_t graphs() const noexcept {
@@ -334,7 +383,7 @@ class GraphCache {
   std::optional<GraphPool> pool_;
   GraphCacheStats stats_;
   std::optional<Error> last_refusal_;
-  std::size_t unshared_bytes_ = 0;  // the cached graphs' pinned bytes that are not the pool's
+  std::size_t entry_bytes_ = 0;  // the cached graphs' own and driver bytes (not the pool's)
 };
 
 }  // namespace graphcap

@@ -12,4 +12,21 @@ std::size_t GraphPool::intermediates() const noexcept {
   return state_ ? state_->intermediates() : 0;
 }
 
+GraphPoolStats GraphPool::stats() const noexcept {
+  GraphPoolStats stats;
+  if (!state_) return stats;
+  stats.virtual_memory = state_->virtual_memory();
+  stats.bytes_held = state_->bytes_held();
+  stats.intermediates = state_->intermediates();
+  if (const auto& range = state_->range()) {
+    const memory::VirtualRange::Stats held = range->stats();
+    stats.granularity = range->granularity();
+    stats.reserved_bytes = range->reserved();
+    stats.used_bytes = held.used;
+    stats.growths = held.growths;
+    stats.shrinks = held.shrinks;
+  }
+  return stats;
+}
+
 }  // namespace graphcap

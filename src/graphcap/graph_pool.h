@@ -1,14 +1,21 @@
 // GraphPool: graphs that share the memory of their intermediates (Device::create_graph_pool(s),
 // CaptureOptions::pool). Every graph of a pool is recorded on the pool's stream and replays on it,
 // so stream order runs their replays one at a time and never two at once; that is what makes the
-// sharing safe. An intermediate is a buffer allocated inside a pool's window (warm-up or
-// recording) and dropped before end_capture; a later window of the pool allocates from the
-// intermediates of earlier graphs first (the smallest one that fits and that no live buffer of
-// this window uses), so graphs recorded largest first hold about the largest one's intermediates
-// between them. Buffers alive after a recording are never shared: a buffer lent from the pool
-// that outlives its recording makes end_capture refuse it (Errc::graph_state). The memory is the
-// graphs' (pinned by each graph using it) and goes back to the stream's pool when the last graph
-// using it goes; the GraphPool handle only reports it. A shared handle: copies name one pool.
+// sharing safe. An intermediate is a buffer allocated inside a pool's recording and dropped
+// before end_capture (the warm-up's allocations are never the pool's: they plan what the
+// recording takes). Buffers alive after a recording are never shared: a buffer lent from the pool
+// that outlives its recording makes end_capture refuse it (Errc::graph_state).
+//
+// Where the device supports CUDA's virtual memory management (and GraphPoolOptions asks for it,
+// as it does by default), a pool reserves one range of addresses and lays every recording's
+// intermediates out in it from the base, in the order the recording allocates them: every graph
+// of the pool uses the same bytes from the base, so the pool holds what its largest graph needs
+// (rounded up to the driver's 2 MiB granularity), whatever order the graphs are recorded in.
+// begin_capture maps what the warm-up's allocations need at the end of what is mapped (no
+// address any graph holds moves; the recording itself never maps); the tail no graph uses any
+// more is unmapped and given back as graphs go. Elsewhere a pool lends earlier graphs' whole
+// intermediates to later recordings that fit in them: graphs recorded largest first share, others
+// hold their own. stats() says which. A shared handle: copies name one pool.
 #pragma once
 
 #include <cstddef>
@@ -21,15 +28,39 @@ class GraphPoolState;
 }
 struct HandleAccess;
 
+struct GraphPoolOptions {
+  // Lay the pool out in one reserved range of virtual memory where the device supports it
+  // (CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED); false: plain allocations.
+  bool virtual_memory = true;
+  // Addresses to reserve for it (rounded up to the granularity); 0: as many as the device has
+  // memory (cuMemGetInfo's total). Reserving costs no device memory (measured on the H200).
+  std::size_t reserve_bytes = 0;
+};
+
+struct GraphPoolStats {
+  bool virtual_memory = false;  // laid out in a reserved range; false: plain allocations
+  std::size_t bytes_held = 0;   // device memory the pool holds for its graphs (bytes_held())
+  std::size_t intermediates = 0;  // pieces of memory that is (intermediates())
+  // On virtual memory (0 otherwise):
+  std::size_t granularity = 0;   // the driver's mapping granularity
+  std::size_t reserved_bytes = 0;  // addresses reserved
+  std::size_t used_bytes = 0;    // from the base to the end of the farthest intermediate in use
+  std::size_t growths = 0;       // pieces mapped, ever
+  std::size_t shrinks = 0;       // pieces unmapped and given back, ever
+};
+
 class GraphPool {
  public:
   GraphPool() = default;  // empty: naming it in CaptureOptions is Errc::invalid_argument
 
   explicit operator bool() const noexcept { return state_ != nullptr; }
-  // Bytes of intermediate memory the pool's graphs share now (each shared slice once).
+  // Bytes of device memory the pool's graphs share now: the range's mapped memory, or (on plain
+  // allocations) each shared intermediate slice once.
   std::size_t bytes_held() const noexcept;
-  // How many shared intermediate slices that is.
+  // How many pieces of memory that is: physical allocations mapped into the range, or shared
+  // intermediate slices.
   std::size_t intermediates() const noexcept;
+  GraphPoolStats stats() const noexcept;
 
  private:
   friend struct HandleAccess;

@@ -120,7 +120,8 @@ void ConformanceTest::TearDown() {
         << "leaked: streams " << live.streams << ", events " << live.events << ", modules "
         << live.modules << ", graphs " << live.graphs << ", execs " << live.execs
         << ", device allocations " << live.device_allocations << ", host allocations "
-        << live.host_allocations;
+        << live.host_allocations << ", address ranges " << live.address_ranges
+        << ", memory handles " << live.memory_handles << ", mappings " << live.mappings;
   }
   if (context_retained_) {
     EXPECT_EQ(api().cuDevicePrimaryCtxRelease(device_), CUDA_SUCCESS);

@@ -35,8 +35,14 @@
 //     own, so nothing is reclaimed behind its back). On the fake, the fake's own count agrees
 //     (only the harness's context reference is left, nothing was reclaimed) and it saw no
 //     memory-safety violation;
-//   - the device's free memory (cuMemGetInfo) after the run is what it was before: exactly on the
-//     fake, within kMemorySlack on libcuda (whose own bookkeeping may hold a little).
+//   - the device's free memory (cuMemGetInfo) after the run is what it was before, but for what
+//     the driver keeps of its executables' memory (docs/cuda-driver-facts.md, "Device memory the
+//     driver holds per executable": taken at instantiate, never given back, reused by later
+//     executables): on the fake exactly (FakeDriver::executable_memory() says what it keeps); on
+//     libcuda exactly after an injected failure (the fault-free counting run before it took what
+//     the driver keeps, which the injected runs reuse), and within kMemorySlack in the counting
+//     run itself (issue 25 §4: 0 bytes retained after every failure). Each scenario prints the
+//     most any of its runs retained.
 // The number of injections and their outcomes are printed (docs/reliability.md records them).
 #include <algorithm>
 #include <cstdint>
@@ -72,9 +78,11 @@
 namespace graphcap::testing {
 namespace {
 
-// How much less free device memory a run may leave on libcuda (none on the fake). A leaked
-// allocation of graphcap's pools is at least a size class; the leaks that matter are found by the
-// decorator's handle count, this is the cross-check that the driver itself got everything back.
+// How much less free device memory the fault-free counting run may leave on libcuda: what the
+// driver keeps of the first executables' memory, and its own lazily created state (none after an
+// injected failure, and none on the fake but what it keeps for executables). The leaks that
+// matter are found by the decorator's handle count; this is the cross-check that the driver
+// itself got everything back.
 constexpr std::size_t kMemorySlack = std::size_t{64} << 20;
 
 // An error the real entry point can return: the first of its codes in entry_points.def (every
@@ -925,6 +933,75 @@ bool pool_rerecord_abort(Session& s) {
   return true;
 }
 
+// Issue 25: a pool's growth and shrink inside the window. Three graphs recorded smallest first, each
+// needing more than is mapped (a growth at its begin_capture: cuMemCreate, cuMemMap,
+// cuMemSetAccess), the largest destroyed (its tail unmapped and released), the other two replayed,
+// then a larger one recorded again (growth again) and all of them replayed. A failure anywhere
+// leaves what it was told: each graph that exists replays what it recorded, and nothing is held
+// once the device closes.
+bool pool_growth_shrink(Session& s) {
+  Result<GraphPool> pool = s.dev().create_graph_pool(s.main());
+  if (!s.ok(pool)) return false;
+  const std::size_t granularity = pool->stats().granularity == 0 ? std::size_t{2} << 20
+                                                                  : pool->stats().granularity;
+  // An intermediate pad of `bytes` (no operation touches it: it only takes its place in the
+  // layout), then tmp = x + 1 past it, y = tmp + 1: the graph uses the pool up to bytes + tmp.
+  auto capture = [&](const std::string& y, std::size_t bytes) -> bool {
+    auto pass = [&](bool eager) {
+      Result<Buffer> pad = s.dev().alloc(bytes, s.main());
+      if (!s.ok(pad)) return false;
+      Result<Buffer> tmp = s.dev().alloc(kN * 4, s.main());
+      if (!s.ok(tmp)) return false;
+      s.keep("tmp", *tmp, s.main());
+      const bool ran = add_one(s, "x", "tmp", kN, s.main(), eager) &&
+                       add_one(s, "tmp", y, kN, s.main(), eager);
+      s.buffers.erase("tmp");
+      s.owners.erase("tmp");
+      s.shadows.erase("tmp");
+      s.claims.erase(std::remove(s.claims.begin(), s.claims.end(), std::string("tmp")),
+                     s.claims.end());
+      return ran;
+    };
+    CaptureOptions options;
+    options.pool = &*pool;
+    if (!s.ok(s.dev().prepare_capture(s.main(), options)) || !pass(true)) return false;
+    if (!s.ok(s.dev().begin_capture(s.main())) || !pass(false)) return false;
+    return end(s, s.main());
+  };
+  auto replay_all = [&](const std::vector<std::string>& outputs) {
+    for (std::size_t i = 0; i < outputs.size(); ++i) {
+      if (!s.ok(s.graphs[i].replay())) return false;
+      s.set(outputs[i], plus(s.values("x"), 2));
+      s.clear_failure(outputs[i]);
+    }
+    if (!s.ok(s.dev().sync(s.main()))) return false;
+    for (const std::string& y : outputs) {
+      if (!s.read(y + " after the pool's replays", y, s.main())) return false;
+    }
+    return true;
+  };
+  if (!upload(s, "x", iota_u32(kN, 40), s.main())) return false;
+  for (const char* y : {"y1", "y2", "y3"}) {
+    if (!alloc(s, y, kN, s.main())) return false;
+  }
+  if (!capture("y1", granularity / 2) || !capture("y2", granularity + granularity / 2) ||
+      !capture("y3", 2 * granularity + granularity / 2)) {
+    return false;
+  }
+  if (s.counting() && pool->stats().virtual_memory) {
+    EXPECT_EQ(pool->stats().growths, 3u) << "each recording grew the pool";
+  }
+  if (!replay_all({"y1", "y2", "y3"})) return false;
+  if (!s.ok(s.graphs.back().destroy())) return false;  // the tail goes back
+  s.graphs.pop_back();
+  if (s.counting() && pool->stats().virtual_memory) {
+    EXPECT_EQ(pool->stats().shrinks, 1u) << "the largest graph's tail went back";
+  }
+  if (!replay_all({"y1", "y2"})) return false;
+  if (!capture("y3", 3 * granularity)) return false;  // grown again
+  return replay_all({"y1", "y2", "y3"});
+}
+
 // ---- events and fork/join (issue 12) --------------------------------------------------------------
 
 // A step that must name its graphcap operation when it fails (besides the entry point: checked
@@ -1095,7 +1172,25 @@ bool graph_cache(Session& s) {
     }
     std::size_t pinned = 0;
     if (const Graph* graph = cache.graph(kKey)) pinned = graph->report().pinned_bytes;
-    EXPECT_EQ(after.bytes, pinned) << "stats().bytes is the cached graph's pinned bytes";
+    (void)pinned;
+    // Issue 25: the bytes are the device memory the cached graph accounts for and the pool's; a
+    // miss that kept no graph leaves the pool holding nothing (once the stream passed its
+    // recording, which the flushes at the window's close and the settled queries see).
+    const GraphCacheFootprint footprint = cache.footprint();
+    EXPECT_EQ(after.bytes, footprint.total());
+    if (const Graph* graph = cache.graph(kKey)) {
+      const GraphMemory& memory = graph->report().memory;
+      EXPECT_EQ(footprint.own_bytes + footprint.driver_bytes,
+                memory.own_bytes + memory.driver_bytes);
+    } else if (cache.pool() != nullptr && s.ok(s.dev().sync(s.main()))) {
+      // (A piece whose unmap failed stays mapped until the next shrink or the pool's close.)
+      const bool unmap_failed = std::any_of(s.warnings.begin(), s.warnings.end(), [](const auto& w) {
+        return w.find("cuMemUnmap") != std::string::npos;
+      });
+      if (!unmap_failed) {
+        EXPECT_EQ(cache.pool()->bytes_held(), 0u) << "a refused miss left pool memory mapped";
+      }
+    }
     EXPECT_EQ(cache.size(), 1u);
     if (!ran) {
       s.errors.push_back(ran.error());
@@ -1142,6 +1237,7 @@ const std::vector<Scenario>& scenarios() {
       {"param_set", open_device, param_set},
       {"graph_pool", open_device, graph_pool},
       {"pool_rerecord_abort", open_device, pool_rerecord_abort},
+      {"pool_growth_shrink", open_device, pool_growth_shrink},
       {"copies_and_fills", open_device, copies_and_fills},
       {"events_across_streams", open_device, events_across_streams},
       {"fork_join_recording", open_device, fork_join_recording},
@@ -1223,7 +1319,9 @@ void close_and_count(Session& s, const Injection* injection) {
   s.device.reset();
   const fake::LiveHandles live = s.driver.live_handles();
   fake::LiveHandles expected;
-  if (injection != nullptr) {
+  // A graph pool whose piece could not be unmapped keeps it and unmaps it again at its next
+  // shrink or when it closes (memory/virtual_range.h): that failed release leaves nothing.
+  if (injection != nullptr && injection->entry != "cuMemUnmap") {
     if (std::size_t fake::LiveHandles::*kind = released_kind(injection->entry)) expected.*kind = 1;
   }
   EXPECT_EQ(live, expected)
@@ -1241,19 +1339,45 @@ void close_and_count(Session& s, const Injection* injection) {
   }
 }
 
-// The device memory the run did not give back (cuMemGetInfo before and after), checked against
-// what the driver allows; returns it for the report.
-std::size_t check_memory(Session& s) {
+// The device memory the run did not give back (cuMemGetInfo before and after), but what the
+// driver keeps of its executables' memory, checked to be none (the counting run on libcuda: within
+// kMemorySlack); returns it for the report. `driver_kept` is what the driver keeps, where known.
+std::size_t check_memory(Session& s, const Injection* injection, std::size_t* driver_kept) {
   const std::size_t after = s.free_memory();
-  const std::size_t lost = after < s.free_before ? s.free_before - after : 0;
-  EXPECT_LE(lost, s.fake_driver != nullptr ? 0 : kMemorySlack)
-      << "free device memory fell by " << lost << " bytes over the run (cuMemGetInfo)";
-  return lost;
+  std::size_t lost = after < s.free_before ? s.free_before - after : 0;
+  if (s.fake_driver != nullptr) {
+    *driver_kept = s.fake_driver->executable_memory();  // a fresh fake per run: all this run's
+    lost = lost > *driver_kept ? lost - *driver_kept : 0;
+    EXPECT_EQ(lost, 0u) << "free device memory fell by " << lost
+                        << " bytes over the run (cuMemGetInfo), beyond the " << *driver_kept
+                        << " the driver keeps of its executables' memory";
+  } else if (injection != nullptr) {
+    EXPECT_EQ(lost, 0u) << "free device memory fell by " << lost << " bytes over the run "
+                        << "(cuMemGetInfo), after the counting run took what the driver keeps";
+  } else {
+    *driver_kept = lost;  // the first run: what the driver keeps, and its own lazy state
+    EXPECT_LE(lost, kMemorySlack)
+        << "free device memory fell by " << lost << " bytes over the run (cuMemGetInfo)";
+  }
+  return injection != nullptr ? lost : 0;
+}
+
+// The bytes the current scenario's runs retained, for its line of the report.
+struct ScenarioMemory {
+  std::size_t retained = 0;     // most, after an injected failure
+  std::size_t driver_kept = 0;  // most the driver kept of its executables' memory
+};
+ScenarioMemory& scenario_memory() {
+  static ScenarioMemory memory;
+  return memory;
 }
 
 struct Totals {
   std::size_t injections = 0;
-  std::size_t most_memory_lost = 0;  // bytes, over any one run (cuMemGetInfo before and after)
+  // Bytes, over any one run after an injected failure (cuMemGetInfo before and after, but what
+  // the driver keeps of its executables' memory).
+  std::size_t most_memory_lost = 0;
+  std::size_t most_driver_kept = 0;  // what the driver kept of its executables' memory, most
   std::map<Outcome, std::size_t> outcomes;
   std::map<std::string, std::size_t> by_entry;
   std::map<std::string, std::map<Outcome, std::size_t>> outcome_by_entry;
@@ -1372,8 +1496,12 @@ std::vector<fake::CallRecord> run_scenario(const Scenario& scenario, const Injec
       EXPECT_EQ(s.fake_driver->reclaimed_handles(), 0u);
     }
   }
-  const std::size_t lost = check_memory(s);
+  std::size_t driver_kept = 0;
+  const std::size_t lost = check_memory(s, injection, &driver_kept);
   totals().most_memory_lost = std::max(totals().most_memory_lost, lost);
+  totals().most_driver_kept = std::max(totals().most_driver_kept, driver_kept);
+  scenario_memory().retained = std::max(scenario_memory().retained, lost);
+  scenario_memory().driver_kept = std::max(scenario_memory().driver_kept, driver_kept);
   return window;
 }
 
@@ -1381,6 +1509,7 @@ class FaultSweep : public ::testing::TestWithParam<std::size_t> {};
 
 TEST_P(FaultSweep, EveryDriverCallFailsInTurn) {
   const Scenario& scenario = scenarios()[GetParam()];
+  scenario_memory() = ScenarioMemory{};
   std::map<std::string, bool> golden_errors;
   const std::vector<fake::CallRecord> window = [&] {
     SCOPED_TRACE(std::string(scenario.name) + ": the fault-free counting run");
@@ -1417,8 +1546,11 @@ TEST_P(FaultSweep, EveryDriverCallFailsInTurn) {
     if (::testing::Test::HasFailure()) break;  // the first failing injection is the one to read
   }
   totals().injections += injections;
-  std::printf("[ sweep    ] %s on %s: %zu driver calls in the window, %zu injections\n",
-              scenario.name, make_test_driver()->api().name(), window.size(), injections);
+  std::printf("[ sweep    ] %s on %s: %zu driver calls in the window, %zu injections; "
+              "most device memory a failed run retained: %zu bytes (the driver kept %zu bytes "
+              "of its executables' memory)\n",
+              scenario.name, make_test_driver()->api().name(), window.size(), injections,
+              scenario_memory().retained, scenario_memory().driver_kept);
   RecordProperty("injections", static_cast<int>(injections));
 }
 
@@ -1436,8 +1568,9 @@ class SweepReport : public ::testing::Environment {
     if (t.injections == 0) return;
     std::printf("[ sweep    ] total: %zu injections:", t.injections);
     for (const auto& [outcome, count] : t.outcomes) std::printf(" %zu %s", count, to_text(outcome));
-    std::printf("; most device memory a run did not give back (cuMemGetInfo): %zu bytes\n",
-                t.most_memory_lost);
+    std::printf("; most device memory a failed run retained (cuMemGetInfo): %zu bytes; most the "
+                "driver kept of its executables' memory: %zu bytes\n",
+                t.most_memory_lost, t.most_driver_kept);
     for (const auto& [entry, count] : t.by_entry) {
       std::printf("[ sweep    ]   %-28s %5zu:", entry.c_str(), count);
       if (auto it = t.outcome_by_entry.find(entry); it != t.outcome_by_entry.end()) {

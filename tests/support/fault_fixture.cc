@@ -6,7 +6,9 @@ void PrintTo(const LiveHandles& live, std::ostream* os) {
   *os << "{contexts " << live.contexts << ", streams " << live.streams << ", events "
       << live.events << ", modules " << live.modules << ", graphs " << live.graphs << ", execs "
       << live.execs << ", device allocations " << live.device_allocations
-      << ", host allocations " << live.host_allocations << "}";
+      << ", host allocations " << live.host_allocations << ", address ranges "
+      << live.address_ranges << ", memory handles " << live.memory_handles << ", mappings "
+      << live.mappings << "}";
 }
 
 }  // namespace graphcap::fake

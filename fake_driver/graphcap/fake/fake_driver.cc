@@ -71,6 +71,9 @@ bool FakeDriver::read_device(CUdeviceptr address, std::span<std::byte> out) cons
 bool FakeDriver::write_device(CUdeviceptr address, std::span<const std::byte> bytes) {
   return state_->write_device(address, bytes);
 }
+std::size_t FakeDriver::executable_memory(int device) const {
+  return state_->executable_memory(device);
+}
 
 // ---- DriverApi ---------------------------------------------------------------------------------
 

@@ -113,6 +113,11 @@ struct FakeDriverOptions {
   bool peer_access = true;
   std::size_t device_memory_bytes = std::size_t{1} << 30;  // per device; cuMemGetInfo's total
   std::size_t pinned_host_bytes = std::size_t{256} << 20;  // cuMemAllocHost's limit
+  // Virtual memory management (cuMemAddressReserve, cuMemCreate, cuMemMap, ...), as the H200
+  // supports it (CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED 1, granularity 2 MiB).
+  // false: a device without it: the attribute is 0, and cuMemCreate and
+  // cuMemGetAllocationGranularity are CUDA_ERROR_NOT_SUPPORTED.
+  bool virtual_memory = true;
   int driver_version = 13000;
   bool record_calls = true;  // keep the ordered call log (counts are always kept)
   // A WHILE node that runs its body this many times in one launch is reported as a violation
@@ -195,6 +200,12 @@ class FakeDriver : public DriverApi {
   // While paused, cuStreamQuery and cuEventQuery of unfinished work report CUDA_ERROR_NOT_READY
   // instead of letting the device catch up; waits still run the work.
   void set_device_paused(bool paused);
+
+  // The device memory the driver holds for executables on `device`: taken at instantiate in
+  // 2 MiB chunks the executables share, and kept when they are destroyed (later ones reuse it),
+  // as on the H200 (docs/cuda-driver-facts.md, "Device memory the driver holds per executable").
+  // cuMemGetInfo counts it as used.
+  std::size_t executable_memory(int device = 0) const;
 
   // Direct, checked access to simulated device memory, for tests. False if the range is not
   // inside one live allocation.

@@ -9,6 +9,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 
@@ -40,48 +41,50 @@ H handle_of(std::uintptr_t key) {
 }
 
 // Live handles by kind (entry_traits.h's HandleKind), each with its count: contexts count
-// retains, every other handle is there once.
+// retains, every other handle is there once. An address range (a reservation, a mapping) keeps its
+// size too: its release takes (address, size).
 class Tracker {
  public:
   static constexpr std::size_t kKinds = kHandleKindCount;
 
-  void add(HandleKind kind, std::uintptr_t key) {
+  void add(HandleKind kind, std::uintptr_t key, std::size_t extent = 0) {
     std::lock_guard<std::mutex> guard(mutex_);
-    std::size_t& count = handles_[index(kind)][key];
-    count = kind == HandleKind::contexts ? count + 1 : 1;
+    Held& held = handles_[index(kind)][key];
+    held.count = kind == HandleKind::contexts ? held.count + 1 : 1;
+    held.extent = extent;
   }
   void remove(HandleKind kind, std::uintptr_t key) {
     std::lock_guard<std::mutex> guard(mutex_);
     auto& handles = handles_[index(kind)];
     auto it = handles.find(key);
-    if (it != handles.end() && --it->second == 0) handles.erase(it);
+    if (it != handles.end() && --it->second.count == 0) handles.erase(it);
   }
 
   LiveHandles count() const {
     std::lock_guard<std::mutex> guard(mutex_);
     LiveHandles live;
     for (std::size_t kind = 1; kind < kKinds; ++kind) {
-      for (const auto& [key, refs] : handles_[kind]) {
-        live.*LiveHandles::field(static_cast<HandleKind>(kind)) += refs;
+      for (const auto& [key, held] : handles_[kind]) {
+        live.*LiveHandles::field(static_cast<HandleKind>(kind)) += held.count;
       }
     }
     return live;
   }
 
   // Forgets everything and releases it through `driver`, dependents first (the kinds in reverse:
-  // allocations, executables, graphs, modules, events, streams, then context references), each
-  // with the one-parameter release entry_points.def names for its kind.
+  // mappings, physical memory, address ranges, allocations, executables, graphs, modules, events,
+  // streams, then context references), each with the release entry_points.def names for its kind.
   std::size_t release_all(DriverApi& driver) {
-    std::array<std::map<std::uintptr_t, std::size_t>, kKinds> taken;
+    std::array<std::map<std::uintptr_t, Held>, kKinds> taken;
     {
       std::lock_guard<std::mutex> guard(mutex_);
       taken.swap(handles_);
     }
     std::size_t released = 0;
     for (std::size_t kind = kKinds - 1; kind >= 1; --kind) {
-      for (const auto& [key, refs] : taken[kind]) {
-        for (std::size_t i = 0; i < refs; ++i) {
-          release(driver, static_cast<HandleKind>(kind), key);
+      for (const auto& [key, held] : taken[kind]) {
+        for (std::size_t i = 0; i < held.count; ++i) {
+          release(driver, static_cast<HandleKind>(kind), key, held.extent);
           ++released;
         }
       }
@@ -90,30 +93,43 @@ class Tracker {
   }
 
  private:
+  struct Held {
+    std::size_t count = 0;
+    std::size_t extent = 0;  // an address range's size
+  };
   static std::size_t index(HandleKind kind) { return static_cast<std::size_t>(kind); }
 
+  // The release of `kind`: one parameter (the handle), or an address range's (address, size).
   template <class Entry, class... Params>
   static bool release_with(DriverApi& driver, HandleKind kind, std::uintptr_t key,
-                           CUresult (DriverApi::*destroy)(Params...)) {
+                           std::size_t extent, CUresult (DriverApi::*destroy)(Params...)) {
     if constexpr (Entry::handle == EntryHandle::releases && sizeof...(Params) == 1) {
       if (kind == Entry::kind) {
         (void)(driver.*destroy)(handle_of<Params...>(key));
         return true;
       }
+    } else if constexpr (Entry::handle == EntryHandle::releases &&
+                         std::is_same_v<std::tuple<Params...>,
+                                        std::tuple<CUdeviceptr, std::size_t>>) {
+      if (kind == Entry::kind) {
+        (void)(driver.*destroy)(static_cast<CUdeviceptr>(key), extent);
+        return true;
+      }
     }
-    (void)driver, (void)kind, (void)key, (void)destroy;
+    (void)driver, (void)kind, (void)key, (void)extent, (void)destroy;
     return false;
   }
-  static void release(DriverApi& driver, HandleKind kind, std::uintptr_t key) {
+  static void release(DriverApi& driver, HandleKind kind, std::uintptr_t key,
+                      std::size_t extent) {
     (void)(false
 #define GRAPHCAP_DRIVER_ENTRY(name, version, versioned, params, ...) \
-  || release_with<entry::name>(driver, kind, key, &DriverApi::name)
+  || release_with<entry::name>(driver, kind, key, extent, &DriverApi::name)
 #include <graphcap/driver/entry_points.def>
     );
   }
 
   mutable std::mutex mutex_;
-  std::array<std::map<std::uintptr_t, std::size_t>, kKinds> handles_;
+  std::array<std::map<std::uintptr_t, Held>, kKinds> handles_;
 };
 
 bool capturing(DriverApi& driver, CUstream stream) {
@@ -123,22 +139,25 @@ bool capturing(DriverApi& driver, CUstream stream) {
 }
 
 // What a call that succeeded created or released (its handle column): `handle` is the parameter
-// the column names. A stream-ordered call on a capturing stream is a graph node: nothing now.
-template <class Entry, class Handle>
-void track(DriverApi& driver, Tracker& tracker, CUstream stream, Handle handle) {
+// the column names, `extent` the created range's size (0 when the column names none). A
+// stream-ordered call on a capturing stream is a graph node: nothing now.
+template <class Entry, class Handle, class Extent>
+void track(DriverApi& driver, Tracker& tracker, CUstream stream, Handle handle, Extent extent) {
   if constexpr (Entry::handle != EntryHandle::none) {
     if constexpr (Entry::order == EntryOrder::ordered) {
       if (capturing(driver, stream)) return;
     }
+    const auto size = static_cast<std::size_t>(extent);
     if constexpr (Entry::handle == EntryHandle::creates && std::is_pointer_v<Handle>) {
-      if (handle != nullptr) tracker.add(Entry::kind, key_of(*handle));
+      if (handle != nullptr) tracker.add(Entry::kind, key_of(*handle), size);
     } else if constexpr (Entry::handle == EntryHandle::creates) {
-      tracker.add(Entry::kind, key_of(handle));  // a context, retained on the device `handle`
+      // A context, retained on the device `handle`; a mapping, at the address `handle`.
+      tracker.add(Entry::kind, key_of(handle), size);
     } else {
       tracker.remove(Entry::kind, key_of(handle));
     }
   }
-  (void)driver, (void)tracker, (void)stream, (void)handle;
+  (void)driver, (void)tracker, (void)stream, (void)handle, (void)extent;
 }
 
 // ---- the undo table (fault_injecting_driver.h): what a failed call does ------------------------
@@ -265,7 +284,8 @@ std::size_t FaultInjectingDriver::release_leaked() { return state_->tracker.rele
                        call GRAPHCAP_TRAILING_ARGS(params));                                      \
       if (result == CUDA_SUCCESS) {                                                               \
         track<entry::name>(wrapped, state_->tracker, GRAPHCAP_TRAIT_STREAM(traits),               \
-                           GRAPHCAP_TRAIT_HANDLE_PARAM(traits));                                  \
+                           GRAPHCAP_TRAIT_HANDLE_PARAM(traits),                                   \
+                           GRAPHCAP_TRAIT_HANDLE_EXTENT(traits));                                 \
       }                                                                                           \
     }                                                                                             \
     state_->record(#name, result, code.has_value());                                              \

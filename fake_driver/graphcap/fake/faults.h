@@ -31,6 +31,9 @@ namespace graphcap::fake {
 //   streams, events, modules, graphs, execs
 //   device_allocations  cuMemAlloc + cuMemAllocAsync not yet freed
 //   host_allocations    cuMemAllocHost not yet freed
+//   address_ranges      cuMemAddressReserve not yet freed
+//   memory_handles      cuMemCreate not yet released
+//   mappings            cuMemMap not yet unmapped
 struct LiveHandles {
 #define GRAPHCAP_LIVE_HANDLES_FIELD(kind) std::size_t kind = 0;
   GRAPHCAP_HANDLE_KINDS(GRAPHCAP_LIVE_HANDLES_FIELD)

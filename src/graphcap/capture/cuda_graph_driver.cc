@@ -1,10 +1,12 @@
 #include <graphcap/capture/cuda_graph_driver.h>
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <graphcap/driver/error_names.h>
+#include <graphcap/driver/executable_memory.h>
 #include <graphcap/log.h>
 
 namespace graphcap::capture {
@@ -19,6 +21,48 @@ std::string memory_nodes(const GraphReport& report) {
   if (allocs + frees == 0) return {};
   return std::to_string(allocs + frees) + " memory node(s) (" + std::to_string(allocs) +
          " MEM_ALLOC, " + std::to_string(frees) + " MEM_FREE)";
+}
+
+// The device's free memory, or nothing (warned: the driver's bytes then come from the model).
+std::optional<std::size_t> free_memory(DriverApi& driver, const char* when) {
+  std::size_t free = 0;
+  std::size_t total = 0;
+  if (CUresult result = driver.cuMemGetInfo(&free, &total); result != CUDA_SUCCESS) {
+    log(LogLevel::warn, Error::from_driver("cuMemGetInfo", result)
+                            .context(std::string("end_capture: measuring the executable's driver "
+                                                 "memory ") + when)
+                            .message() +
+                            "; its driver bytes come from the measured model instead");
+    return std::nullopt;
+  }
+  return free;
+}
+
+// The model's figure for the report's nodes (executable_memory.h).
+std::size_t model_driver_bytes(const GraphReport& report) {
+  ExecutableNodes nodes;
+  nodes.kernels = report.nodes(CU_GRAPH_NODE_TYPE_KERNEL) + report.nodes(CU_GRAPH_NODE_TYPE_MEMCPY);
+  nodes.conditionals = report.nodes(CU_GRAPH_NODE_TYPE_CONDITIONAL);
+  const std::size_t empty = report.nodes(CU_GRAPH_NODE_TYPE_EMPTY);
+  const std::size_t counted = nodes.kernels + nodes.conditionals + empty;
+  nodes.others = report.node_count > counted ? report.node_count - counted : 0;
+  return executable_driver_bytes(nodes);
+}
+
+// The driver's own bytes for the executable just instantiated: what cuMemGetInfo saw
+// instantiate take where that can be this executable's (the model's figure is at least one of the
+// driver's 2 MiB chunks, and the drop is within reach of it: nothing else allocated meanwhile and
+// the driver had no kept memory to reuse), else the measured model's figure.
+void account_driver_bytes(GraphReport& report, std::size_t model,
+                          std::optional<std::size_t> taken) {
+  GraphMemory& memory = report.memory;
+  memory.driver_model_bytes = model;
+  memory.driver_taken_known = taken.has_value();
+  memory.driver_taken_bytes = taken.value_or(0);
+  const bool measurable = taken && *taken > 0 && model >= kDriverMemoryChunk &&
+                          *taken >= model / 2 && *taken <= 2 * model + kDriverMemoryChunk;
+  memory.driver_bytes = measurable ? *taken : model;
+  memory.driver_source = measurable ? DriverBytesSource::measured : DriverBytesSource::model;
 }
 
 }  // namespace
@@ -99,6 +143,14 @@ Result<GraphReport> CudaGraphDriver::inspect(const CapturedGraph& graph,
 
 Result<Executable> CudaGraphDriver::instantiate_inspected(const CapturedGraph& graph,
                                                           GraphReport& report) {
+  // The driver takes its memory for the executable at instantiate (measured on the H200: none at
+  // upload or launch), so free memory is asked around it; not for an executable smaller than one
+  // of the driver's 2 MiB chunks, which the drop can't tell from its neighbours' (the model's
+  // figure stands for it).
+  const std::size_t model = model_driver_bytes(report);
+  const bool measure = model >= kDriverMemoryChunk;
+  const std::optional<std::size_t> free_before =
+      measure ? free_memory(*driver_, "before instantiating") : std::nullopt;
   const auto start = Clock::now();
   CUgraphExec exec = nullptr;
   const CUresult instantiated = driver_->cuGraphInstantiateWithFlags(&exec, graph.get(), 0);
@@ -107,6 +159,13 @@ Result<Executable> CudaGraphDriver::instantiate_inspected(const CapturedGraph& g
     if (exec != nullptr) (void)driver_->cuGraphExecDestroy(exec);
     return Error::from_driver("cuGraphInstantiateWithFlags", instantiated).context("end_capture");
   }
+  std::optional<std::size_t> taken;
+  if (free_before) {
+    if (const std::optional<std::size_t> free_after = free_memory(*driver_, "after instantiating")) {
+      taken = *free_after < *free_before ? *free_before - *free_after : 0;
+    }
+  }
+  account_driver_bytes(report, model, taken);
   return Executable(*driver_, exec);
 }
 

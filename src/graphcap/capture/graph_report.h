@@ -1,5 +1,6 @@
 // GraphReport: what closing a recording produced: node counts by type, the memory pinned for the
-// graph's lifetime, and how long each step of closing took.
+// graph's lifetime, the device memory the graph accounts for, and how long each step of closing
+// took.
 #pragma once
 
 #include <array>
@@ -11,6 +12,36 @@
 #include <graphcap/driver/cuda_types.h>
 
 namespace graphcap {
+
+// Where GraphMemory::driver_bytes comes from.
+enum class DriverBytesSource : unsigned char {
+  none,      // no executable (an empty report)
+  measured,  // the drop of the device's free memory (cuMemGetInfo) across cuGraphInstantiate
+  model,     // executable_driver_bytes() of the graph's nodes: the per-node model measured on the
+             // H200 (src/graphcap/driver/executable_memory.h), where cuMemGetInfo can't measure it
+};
+
+// The device memory a graph accounts for (docs/capture-lifecycle.md, "The device memory a graph
+// accounts for"): its own buffers, its share of its pool, and the driver's memory for its
+// executable. GraphCache's byte budget counts all of it, a shared pool once.
+struct GraphMemory {
+  std::size_t own_bytes = 0;   // device memory pinned for the graph that is not its pool's (its
+                               // outputs and state, buffers from before the window)
+  std::size_t pool_bytes = 0;  // its share of its pool: the pool memory its intermediates take
+                               // (other graphs of the pool use it too)
+  std::size_t host_bytes = 0;  // pinned host staging it replays from (host memory, not device)
+  std::size_t driver_bytes = 0;  // the driver's own memory for the executable
+  DriverBytesSource driver_source = DriverBytesSource::none;
+  std::size_t driver_model_bytes = 0;  // the model's figure for the executable's nodes
+  // cuMemGetInfo's drop across instantiate, when it was asked (driver_taken_known: for an
+  // executable the model puts at one 2 MiB chunk or more): 0 where the driver fitted it into
+  // memory it already held (memory destroyed executables left: the driver keeps it).
+  std::size_t driver_taken_bytes = 0;
+  bool driver_taken_known = false;
+
+  // Device memory: own + pool share + driver.
+  std::size_t device_bytes() const noexcept { return own_bytes + pool_bytes + driver_bytes; }
+};
 
 struct GraphReport {
   std::array<std::size_t, kGraphNodeTypeCount> nodes_by_type{};  // indexed by CUgraphNodeType
@@ -26,6 +57,9 @@ struct GraphReport {
   // Recorded into a graph pool (CaptureOptions::pool): the bytes of pinned_bytes that are the
   // pool's shared intermediate memory (used by other graphs of the pool too).
   std::size_t pool_shared_bytes = 0;
+  // The device memory the graph accounts for (filled at end_capture; an exec update keeps the
+  // executable's driver bytes).
+  GraphMemory memory;
 
   // Re-recording into an existing graph (Device::end_capture(s, into)). `updated`: the graph's
   // executable took the new recording in place (cuGraphExecUpdate); false: it was re-instantiated

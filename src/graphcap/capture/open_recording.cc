@@ -238,10 +238,19 @@ ClosedRecording OpenRecording::close(CloseRequest request) {
     dedupe(recording.keep_alive);
     recording.buffers.dedupe();
     recording.report.pinned_slices = recording.pins.size();
+    GraphMemory& memory = recording.report.memory;
+    std::size_t device_pinned = 0;
     for (const auto& allocation : recording.pins) {
       recording.report.pinned_bytes += allocation->slice().capacity;
+      if (allocation->slice().kind == memory::SliceKind::device) {
+        device_pinned += allocation->slice().capacity;
+      } else {
+        memory.host_bytes += allocation->slice().capacity;
+      }
     }
     if (pool_) recording.report.pool_shared_bytes = pool_->adopt(recording.pins);
+    memory.pool_bytes = recording.report.pool_shared_bytes;
+    memory.own_bytes = device_pinned - memory.pool_bytes;
     // An updated executable needs no upload (the facts file: its first launch costs the same as
     // an uploaded one's).
     if (request.upload && recording.executable) {
@@ -439,12 +448,13 @@ Result<void> OpenRecording::join(Window& side, int stream, std::uint64_t id,
   return {};
 }
 
-std::shared_ptr<memory::BufferState> OpenRecording::lend(std::size_t bytes) {
-  return pool_ ? pool_->lend(bytes) : nullptr;
+std::shared_ptr<memory::BufferState> OpenRecording::lend(
+    std::size_t bytes, const std::shared_ptr<memory::SliceOwner>& owner) {
+  return pool_ ? pool_->lend(bytes, owner) : nullptr;
 }
 
-void OpenRecording::allocated(const std::shared_ptr<memory::Allocation>& memory) {
-  if (pool_) pool_->allocated(memory);
+void OpenRecording::allocated(const std::shared_ptr<memory::Allocation>& memory, bool warm_up) {
+  if (pool_) pool_->allocated(memory, warm_up);
 }
 
 std::optional<Error> OpenRecording::unjoined_locked() const {

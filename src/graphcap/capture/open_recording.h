@@ -101,11 +101,17 @@ class OpenRecording {
   // `side` (stream `stream`) waited on an event of recording `id` marking `after`: it joins.
   Result<void> join(Window& side, int stream, std::uint64_t id,
                     const std::vector<std::size_t>& after);
-  // A graph pool's window: in the recording, a buffer in memory the pool lends (or nullptr).
-  std::shared_ptr<memory::BufferState> lend(std::size_t bytes);
-  // Memory the window allocated (warm-up or recording), when it shares a pool.
-  void allocated(const std::shared_ptr<memory::Allocation>& memory);
+  // A graph pool's window: in the recording, a buffer in memory the pool lends (or nullptr),
+  // owned by `owner` (the pool's stream) where the pool makes it anew.
+  std::shared_ptr<memory::BufferState> lend(std::size_t bytes,
+                                            const std::shared_ptr<memory::SliceOwner>& owner);
+  // Memory the window allocated (in the warm-up, or the recording), when it shares a pool.
+  void allocated(const std::shared_ptr<memory::Allocation>& memory, bool warm_up);
   bool shares_pool() const noexcept { return static_cast<bool>(pool_); }
+  bool pool_on_virtual_memory() const noexcept { return pool_ && pool_->virtual_memory(); }
+  // begin_capture, before open(): a pool on virtual memory maps what the warm-up planned (the
+  // pool never grows inside the recording). A failure maps nothing more.
+  Result<void> lay_out_pool() { return pool_ ? pool_->lay_out() : Result<void>{}; }
 
   // ---- WHILE loops (docs/capture-lifecycle.md, "Device-side loops") ----------------------
   struct LoopInfo {

@@ -1,8 +1,13 @@
 #include <graphcap/capture/pool_share.h>
 
 #include <algorithm>
+#include <string>
+
+#include <graphcap/memory/size_class.h>
 
 namespace graphcap::capture {
+
+// ---- PoolShare: plain allocations -------------------------------------------------------------
 
 std::shared_ptr<memory::Allocation> PoolShare::take(std::size_t bytes) {
   std::lock_guard lock(mutex_);
@@ -27,6 +32,15 @@ void PoolShare::borrowed(const memory::Allocation* memory,
 std::size_t PoolShare::adopt(const std::vector<std::shared_ptr<memory::Allocation>>& pins,
                              const std::vector<const memory::Allocation*>& allocated) {
   std::lock_guard lock(mutex_);
+  if (range_) {
+    // Every view of the range the graph pins is the pool's memory: its intermediates, laid out
+    // from the base (nothing to adopt: the range holds them).
+    std::size_t shared = 0;
+    for (const auto& pin : pins) {
+      if (pin->home() == range_.get()) shared += pin->slice().capacity;
+    }
+    return shared;
+  }
   // Forget entries whose memory is gone (every graph pinning it went).
   std::erase_if(entries_, [](const Entry& e) { return e.memory.expired(); });
   std::size_t shared = 0;
@@ -49,6 +63,7 @@ std::size_t PoolShare::adopt(const std::vector<std::shared_ptr<memory::Allocatio
 }
 
 std::size_t PoolShare::bytes_held() const {
+  if (range_) return range_->stats().mapped;
   std::lock_guard lock(mutex_);
   std::size_t held = 0;
   for (const Entry& entry : entries_) {
@@ -58,23 +73,95 @@ std::size_t PoolShare::bytes_held() const {
 }
 
 std::size_t PoolShare::intermediates() const {
+  if (range_) return range_->stats().pieces;
   std::lock_guard lock(mutex_);
   return static_cast<std::size_t>(std::count_if(
       entries_.begin(), entries_.end(), [](const Entry& e) { return !e.memory.expired(); }));
 }
 
-std::shared_ptr<memory::BufferState> PoolWindow::lend(std::size_t bytes) {
-  std::shared_ptr<memory::Allocation> memory = share_->take(bytes);
-  if (!memory) return nullptr;
-  auto buffer = std::make_shared<memory::BufferState>(memory, bytes);
-  share_->borrowed(memory.get(), buffer);
-  std::erase_if(lent_, [](const auto& weak) { return weak.expired(); });
-  lent_.push_back(buffer);
+// ---- PoolShare: virtual memory ----------------------------------------------------------------
+
+std::size_t PoolShare::place_locked(std::size_t from, std::size_t bytes) {
+  std::erase_if(lent_, [](const Lent& lent) { return lent.buffer.expired(); });
+  std::size_t at = from;
+  for (bool moved = true; moved;) {
+    moved = false;
+    for (const Lent& lent : lent_) {
+      if (at < lent.end && lent.begin < at + bytes) {
+        at = lent.end;
+        moved = true;
+      }
+    }
+  }
+  return at;
+}
+
+// ---- PoolWindow -------------------------------------------------------------------------------
+
+PoolWindow::~PoolWindow() {
+  if (holding_) share_->range()->hold(0);
+}
+
+void PoolWindow::allocated(const std::shared_ptr<memory::Allocation>& memory, bool warm_up) {
+  allocated_.push_back(memory.get());
+  if (warm_up && virtual_memory() && memory->slice().kind == memory::SliceKind::device) {
+    plan_.push_back(memory::exact_size(memory->slice().capacity));
+  }
+}
+
+Result<void> PoolWindow::lay_out() {
+  if (!virtual_memory()) return {};
+  const std::shared_ptr<memory::VirtualRange>& range = share_->range();
+  {
+    std::lock_guard lock(share_->mutex_);
+    std::size_t end = 0;
+    for (std::size_t bytes : plan_) end = share_->place_locked(end, bytes) + bytes;
+    planned_ = end;
+  }
+  cursor_ = 0;
+  // Held first: a graph that goes meanwhile gives back nothing of what this window lays out.
+  range->hold(planned_);
+  holding_ = true;
+  if (Result<void> grown = range->grow_to(planned_); !grown) {
+    return std::move(grown).error().context(
+        "laying out the graph pool's recording (" + std::to_string(planned_) +
+        " bytes of intermediates, as the warm-up allocated them)");
+  }
+  return {};
+}
+
+std::shared_ptr<memory::BufferState> PoolWindow::lend_view(
+    std::size_t bytes, const std::shared_ptr<memory::SliceOwner>& owner) {
+  const std::size_t size = memory::exact_size(bytes);
+  if (size == 0 || !holding_) return nullptr;
+  std::lock_guard lock(share_->mutex_);
+  const std::size_t at = share_->place_locked(cursor_, size);
+  // Within the warm-up's plan, the window holds it mapped. Beyond it, only what is mapped now
+  // (earlier graphs' memory, the rest of a granule): the pool may not grow inside the recording,
+  // so past that the stream's pools decide (and refuse it).
+  std::shared_ptr<memory::Allocation> view =
+      at + size <= planned_ ? share_->range()->view(owner, at, size)
+                            : share_->range()->view_if_mapped(owner, at, size);
+  if (!view) return nullptr;
+  auto buffer = std::make_shared<memory::BufferState>(std::move(view), bytes);
+  share_->lent_.push_back({buffer, at, at + size});
+  cursor_ = at + size;
   return buffer;
 }
 
-void PoolWindow::allocated(const std::shared_ptr<memory::Allocation>& memory) {
-  allocated_.push_back(memory.get());
+std::shared_ptr<memory::BufferState> PoolWindow::lend(
+    std::size_t bytes, const std::shared_ptr<memory::SliceOwner>& owner) {
+  std::shared_ptr<memory::BufferState> buffer;
+  if (virtual_memory()) {
+    buffer = lend_view(bytes, owner);
+  } else if (std::shared_ptr<memory::Allocation> memory = share_->take(bytes)) {
+    buffer = std::make_shared<memory::BufferState>(memory, bytes);
+    share_->borrowed(memory.get(), buffer);
+  }
+  if (!buffer) return nullptr;
+  std::erase_if(lent_, [](const auto& weak) { return weak.expired(); });
+  lent_.push_back(buffer);
+  return buffer;
 }
 
 std::optional<Error> PoolWindow::outlived() const {

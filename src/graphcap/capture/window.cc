@@ -69,11 +69,22 @@ Result<void> Window::begin() {
     if (Result<void> drained = drops_->drain(); !drained) {
       return std::move(drained).error().context("begin_capture");
     }
+    device_pool_->end_priming();
+    if (recording_.pool_on_virtual_memory()) {
+      // The recording lays its intermediates out in the pool's range: what the warm-up's
+      // allocations left free in the stream's persistent pool would only stay cached.
+      device_pool_->trim_persistent();
+    }
   }
-  device_pool_->end_priming();
   staging_pool_->end_priming();
   device_pool_->set_recording(true);
   staging_pool_->set_recording(true);
+  if (Result<void> laid_out = recording_.lay_out_pool(); !laid_out) {
+    disarm();
+    recording_.unprepare();  // lets go of what the layout held: nothing more stays mapped
+    set_state(CaptureState::no_capture);
+    return std::move(laid_out).error().context("begin_capture");
+  }
   if (Result<void> opened = recording_.open(stream_index_); !opened) {
     // Undo all of it: the stream stays usable and can capture again.
     disarm();

@@ -68,19 +68,25 @@ class Window {
 
   // A graph pool's window on this stream (not on a side stream): inside its recording, a buffer in
   // memory the pool lends (nullptr when it can't, or outside the recording: the warm-up's
-  // buffers are never the pool's); and the memory the window allocated itself.
-  std::shared_ptr<memory::BufferState> lend(std::size_t bytes) {
-    return recording() && !is_side() ? recording_.lend(bytes) : nullptr;
+  // buffers are never the pool's), owned by `owner` (this stream); and the memory the window
+  // allocated itself (in the warm-up, it plans the recording's layout).
+  std::shared_ptr<memory::BufferState> lend(std::size_t bytes,
+                                            const std::shared_ptr<memory::SliceOwner>& owner) {
+    return recording() && !is_side() ? recording_.lend(bytes, owner) : nullptr;
   }
   void allocated(const std::shared_ptr<memory::Allocation>& memory) {
-    if (state() != CaptureState::no_capture && !is_side()) recording_.allocated(memory);
+    const CaptureState now = state();
+    if (now != CaptureState::no_capture && !is_side()) {
+      recording_.allocated(memory, now == CaptureState::prepare);
+    }
   }
 
   // Arm the pools (every allocation of this stream goes to the persistent pool, which primes),
   // and keep the recording's options: its mode, whether a refusal claims, the graph pool.
   Result<void> prepare(CUstreamCaptureMode mode, bool claim_on_refusal,
                        std::shared_ptr<PoolShare> pool);
-  // Drain the drop queue, end priming, open the driver's recording. On failure, undo all of it.
+  // Drain the drop queue, end priming, lay out a graph pool's recording (mapping what a pool on
+  // virtual memory needs), open the driver's recording. On failure, undo all of it.
   Result<void> begin();
   // Close the recording (into `into` when given: re-recording an existing graph): the graph's
   // whole state, or the refusal (then the claims are marked). Refused with the recording still

@@ -1,7 +1,10 @@
 // GraphPoolState: the state behind a GraphPool handle: the memory its graphs share
-// (capture::PoolShare, which the capture windows of the pool lend from and adopt into), and the
-// stream the pool belongs to (its graphs are recorded and replayed there, one at a time).
+// (capture::PoolShare, which the capture windows of the pool lend from and adopt into: one
+// reserved range on virtual memory, or earlier graphs' intermediates), and the stream the pool
+// belongs to (its graphs are recorded and replayed there, one at a time).
 #pragma once
+
+#include <memory>
 
 #include <graphcap/capture/pool_share.h>
 
@@ -11,7 +14,8 @@ class StreamCore;
 
 class GraphPoolState final : public capture::PoolShare {
  public:
-  explicit GraphPoolState(const StreamCore* stream) noexcept : stream_(stream) {}
+  GraphPoolState(const StreamCore* stream, std::shared_ptr<memory::VirtualRange> range) noexcept
+      : PoolShare(std::move(range)), stream_(stream) {}
 
   const StreamCore* stream() const noexcept { return stream_; }
 

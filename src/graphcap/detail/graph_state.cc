@@ -42,6 +42,14 @@ capture::Recording GraphState::adopt(capture::Recording recording) noexcept {
   if (!recording.executable) {
     recording.executable = std::move(old.executable);
     recording.report.uploaded = old.report.uploaded;
+    // The executable's memory is the driver's from its instantiate: an update takes none.
+    GraphMemory& memory = recording.report.memory;
+    const GraphMemory& kept = old.report.memory;
+    memory.driver_bytes = kept.driver_bytes;
+    memory.driver_source = kept.driver_source;
+    memory.driver_model_bytes = kept.driver_model_bytes;
+    memory.driver_taken_bytes = kept.driver_taken_bytes;
+    memory.driver_taken_known = kept.driver_taken_known;
     // Replays already enqueued still run the old nodes: the modules of their kernels stay loaded
     // as long as this graph (unloading one under a running kernel is not safe).
     auto& keep = recording.keep_alive;

@@ -50,7 +50,8 @@ void StreamCore::failed(capture::Operation& op, capture::OpenRecording* recordin
 
 Result<std::shared_ptr<memory::BufferState>> StreamCore::allocate(std::size_t bytes) {
   capture::OpenRecording* recording = window_.recording_into();
-  std::shared_ptr<memory::BufferState> state = window_.lend(bytes);
+  std::shared_ptr<memory::BufferState> state =
+      window_.lend(bytes, std::static_pointer_cast<memory::SliceOwner>(shared_from_this()));
   if (!state) {
     Result<std::shared_ptr<memory::Allocation>> allocation = take_slice(device_pool_, bytes);
     if (!allocation) {
@@ -87,6 +88,24 @@ void StreamCore::drop(const memory::Slice& slice, std::uint64_t last_use) noexce
   } catch (...) {
     log(LogLevel::error, "dropping a buffer failed unexpectedly; its memory stays reserved");
   }
+}
+
+void StreamCore::drop_to(const memory::Slice& slice, std::uint64_t last_use,
+                         std::shared_ptr<memory::SliceHome> home) noexcept {
+  try {
+    std::lock_guard lock(mutex_);
+    if (closed()) return;  // closing gave the range back already (keep_range)
+    drops_.drop(slice, last_use, std::move(home));
+  } catch (...) {
+    log(LogLevel::error, "dropping a graph pool's buffer failed unexpectedly; its memory stays "
+                         "mapped until the pool goes");
+  }
+}
+
+void StreamCore::keep_range(const std::shared_ptr<memory::VirtualRange>& range) {
+  std::lock_guard lock(mutex_);
+  std::erase_if(ranges_, [](const auto& weak) { return weak.expired(); });
+  ranges_.push_back(range);
 }
 
 void StreamCore::count_failed_buffer(int delta) noexcept {
@@ -165,6 +184,9 @@ void StreamCore::close() noexcept {
   }
   std::lock_guard lock(mutex_);
   drops_.destroy_events();
+  for (const auto& weak : std::exchange(ranges_, {})) {
+    if (auto range = weak.lock()) range->close();
+  }
   device_pool_.free_all(kept_at_close_);
   staging_pool_.free_all();
   if (CUresult result = device_->driver().cuStreamDestroy(handle_); result != CUDA_SUCCESS) {

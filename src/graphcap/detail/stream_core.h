@@ -25,6 +25,7 @@
 #include <graphcap/memory/drop_queue.h>
 #include <graphcap/memory/slice_owner.h>
 #include <graphcap/memory/slice_pool.h>
+#include <graphcap/memory/virtual_range.h>
 #include <graphcap/result.h>
 
 namespace graphcap::detail {
@@ -98,7 +99,13 @@ class StreamCore final : public memory::SliceOwner,
   // memory::SliceOwner: a slice's last handle went away (any thread); a buffer of this stream
   // started (+1) or stopped (-1) carrying a failure.
   void drop(const memory::Slice& slice, std::uint64_t last_use) noexcept override;
+  void drop_to(const memory::Slice& slice, std::uint64_t last_use,
+               std::shared_ptr<memory::SliceHome> home) noexcept override;
   void count_failed_buffer(int delta) noexcept override;
+
+  // A graph pool of this stream lays its graphs out in `range`: closing the stream gives it back
+  // to the driver (its graphs' executables are gone by then).
+  void keep_range(const std::shared_ptr<memory::VirtualRange>& range);
 
   // Asynchronous failures (of replays, of waits in destructors) surface on the next sync or read.
   void queue_error(const Error& error);
@@ -172,6 +179,7 @@ class StreamCore final : public memory::SliceOwner,
   std::vector<std::pair<const memory::SliceOwner*, std::uint64_t>> ordered_in_recording_;
   std::vector<CUstream> loop_streams_;  // by loop depth
   std::vector<std::uintptr_t> kept_at_close_;  // device slices other devices' graphs pin
+  std::vector<std::weak_ptr<memory::VirtualRange>> ranges_;  // of this stream's graph pools
 };
 
 template <class Issue, class What, class UseName>

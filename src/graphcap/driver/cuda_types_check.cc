@@ -124,6 +124,18 @@ GRAPHCAP_SAME_VALUE(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
 GRAPHCAP_SAME_VALUE(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
 GRAPHCAP_SAME_VALUE(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
 GRAPHCAP_SAME_VALUE(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
+GRAPHCAP_SAME_VALUE(CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED);
+GRAPHCAP_SAME_VALUE(CU_MEM_HANDLE_TYPE_NONE);
+GRAPHCAP_SAME_VALUE(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+GRAPHCAP_SAME_VALUE(CU_MEM_ACCESS_FLAGS_PROT_NONE);
+GRAPHCAP_SAME_VALUE(CU_MEM_ACCESS_FLAGS_PROT_READ);
+GRAPHCAP_SAME_VALUE(CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
+GRAPHCAP_SAME_VALUE(CU_MEM_LOCATION_TYPE_INVALID);
+GRAPHCAP_SAME_VALUE(CU_MEM_LOCATION_TYPE_DEVICE);
+GRAPHCAP_SAME_VALUE(CU_MEM_ALLOCATION_TYPE_INVALID);
+GRAPHCAP_SAME_VALUE(CU_MEM_ALLOCATION_TYPE_PINNED);
+GRAPHCAP_SAME_VALUE(CU_MEM_ALLOC_GRANULARITY_MINIMUM);
+GRAPHCAP_SAME_VALUE(CU_MEM_ALLOC_GRANULARITY_RECOMMENDED);
 GRAPHCAP_SAME_VALUE(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
 GRAPHCAP_SAME_VALUE(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES);
 GRAPHCAP_SAME_VALUE(CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES);
@@ -147,6 +159,14 @@ GRAPHCAP_SAME_VALUE(CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
 #define GRAPHCAP_SAME_SIZE(type) \
   static_assert(sizeof(graphcap::type) == sizeof(::type), #type ": size differs from cuda.h")
 
+GRAPHCAP_SAME_SIZE(CUmemAllocationHandleType);
+GRAPHCAP_SAME_SIZE(CUmemAccess_flags);
+GRAPHCAP_SAME_SIZE(CUmemLocationType);
+GRAPHCAP_SAME_SIZE(CUmemAllocationType);
+GRAPHCAP_SAME_SIZE(CUmemAllocationGranularity_flags);
+GRAPHCAP_SAME_SIZE(CUmemLocation);
+GRAPHCAP_SAME_SIZE(CUmemAllocationProp);
+GRAPHCAP_SAME_SIZE(CUmemAccessDesc);
 GRAPHCAP_SAME_SIZE(CUresult);
 GRAPHCAP_SAME_SIZE(CUstream_flags);
 GRAPHCAP_SAME_SIZE(CUevent_flags);
@@ -186,6 +206,8 @@ static_assert(std::is_same_v<graphcap::CUgraphNode, ::CUgraphNode>);
 static_assert(std::is_same_v<graphcap::CUgraphExec, ::CUgraphExec>);
 static_assert(std::is_same_v<graphcap::CUkernel, ::CUkernel>);
 static_assert(std::is_same_v<graphcap::CUgraphConditionalHandle, ::CUgraphConditionalHandle>);
+static_assert(std::is_same_v<graphcap::CUmemGenericAllocationHandle,
+                             ::CUmemGenericAllocationHandle>);
 
 // Structs the driver writes into: same layout, member by member.
 #define GRAPHCAP_SAME_MEMBER(type, member)                                                  \
@@ -193,6 +215,19 @@ static_assert(std::is_same_v<graphcap::CUgraphConditionalHandle, ::CUgraphCondit
                 #type "::" #member ": offset differs from cuda.h");                        \
   static_assert(sizeof(graphcap::type::member) == sizeof(::type::member),                 \
                 #type "::" #member ": size differs from cuda.h")
+
+static_assert(alignof(graphcap::CUmemLocation) == alignof(::CUmemLocation));
+GRAPHCAP_SAME_MEMBER(CUmemLocation, type);
+GRAPHCAP_SAME_MEMBER(CUmemLocation, id);
+static_assert(alignof(graphcap::CUmemAllocationProp) == alignof(::CUmemAllocationProp));
+GRAPHCAP_SAME_MEMBER(CUmemAllocationProp, type);
+GRAPHCAP_SAME_MEMBER(CUmemAllocationProp, requestedHandleTypes);
+GRAPHCAP_SAME_MEMBER(CUmemAllocationProp, location);
+GRAPHCAP_SAME_MEMBER(CUmemAllocationProp, win32HandleMetaData);
+GRAPHCAP_SAME_MEMBER(CUmemAllocationProp, allocFlags);
+static_assert(alignof(graphcap::CUmemAccessDesc) == alignof(::CUmemAccessDesc));
+GRAPHCAP_SAME_MEMBER(CUmemAccessDesc, location);
+GRAPHCAP_SAME_MEMBER(CUmemAccessDesc, flags);
 
 static_assert(alignof(graphcap::CUgraphExecUpdateResultInfo) ==
               alignof(::CUgraphExecUpdateResultInfo));

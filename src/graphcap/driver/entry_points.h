@@ -25,6 +25,7 @@
 //   GRAPHCAP_TRAIT_HANDLE(traits)        ->  none | creates | releases
 //   GRAPHCAP_TRAIT_HANDLE_KIND(traits)   ->  none | streams | events | ... (fake::LiveHandles' fields)
 //   GRAPHCAP_TRAIT_HANDLE_PARAM(traits)  ->  the parameter that holds the handle, or 0
+//   GRAPHCAP_TRAIT_HANDLE_EXTENT(traits) ->  the parameter that holds a created range's size, or 0
 //   GRAPHCAP_TRAIT_CODES(traits)         ->  CUDA_ERROR_..., CUDA_ERROR_...
 //
 // A caution for translation units that include cuda.h first (nvcc ones, cuda_types_check.cc):
@@ -47,6 +48,8 @@
 #define GRAPHCAP_TRAIT_HANDLE_KIND(traits) GRAPHCAP_PP_APPLY(GRAPHCAP_PP_ARG1, GRAPHCAP_PP_ARG4 traits)
 #define GRAPHCAP_TRAIT_HANDLE_PARAM(traits) \
   GRAPHCAP_PP_APPLY(GRAPHCAP_PP_ARG2, GRAPHCAP_PP_ARG4 traits)
+#define GRAPHCAP_TRAIT_HANDLE_EXTENT(traits) \
+  GRAPHCAP_PP_APPLY(GRAPHCAP_PP_EXTENT, GRAPHCAP_PP_ARG4 traits)
 #define GRAPHCAP_TRAIT_CODES(traits) GRAPHCAP_PP_APPLY(GRAPHCAP_PP_UNPAREN, GRAPHCAP_PP_ARG5 traits)
 
 // The nth element of a parenthesized group; `m args` once `args` is expanded.
@@ -57,6 +60,8 @@
 #define GRAPHCAP_PP_ARG4(a, b, c, d, e, ...) e
 #define GRAPHCAP_PP_ARG5(a, b, c, d, e, f, ...) f
 #define GRAPHCAP_PP_APPLY(m, args) m args
+// The handle group's optional fourth element, or 0.
+#define GRAPHCAP_PP_EXTENT(a, b, c, ...) GRAPHCAP_PP_ARG0(__VA_ARGS__ __VA_OPT__(, ) 0)
 // #x once x is expanded.
 #define GRAPHCAP_PP_STRINGIZE(x) GRAPHCAP_PP_STRINGIZE_(x)
 #define GRAPHCAP_PP_STRINGIZE_(x) #x

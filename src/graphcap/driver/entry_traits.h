@@ -16,10 +16,12 @@
 namespace graphcap {
 
 // The kinds of handle a call creates or releases: fake::LiveHandles has one count of each, in
-// this order. Contexts are reference-counted (each retain is one); the others are one each.
+// this order. Contexts are reference-counted (each retain is one); the others are one each. The
+// order is the one dependents are created in (FaultInjectingDriver releases leaked handles in
+// reverse): an address range before the physical memory mapped into it, a mapping last.
 #define GRAPHCAP_HANDLE_KINDS(X) \
   X(contexts) X(streams) X(events) X(modules) X(graphs) X(execs) X(device_allocations) \
-  X(host_allocations)
+  X(host_allocations) X(address_ranges) X(memory_handles) X(mappings)
 
 enum class HandleKind {
   none,

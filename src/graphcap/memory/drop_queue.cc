@@ -6,12 +6,21 @@
 
 namespace graphcap::memory {
 
-void DropQueue::drop(const Slice& slice, std::uint64_t last_use) {
+void DropQueue::drop(const Slice& slice, std::uint64_t last_use, std::shared_ptr<SliceHome> home) {
+  Dropped dropped{slice, last_use, std::move(home)};
   if (last_use <= completed_) {
-    (slice.kind == SliceKind::device ? device_ : host_)->release(slice);
+    release(dropped);
     return;
   }
-  pending_.push_back({slice, last_use});
+  pending_.push_back(std::move(dropped));
+}
+
+void DropQueue::release(const Dropped& dropped) {
+  if (dropped.home) {
+    dropped.home->release(dropped.slice);
+  } else {
+    (dropped.slice.kind == SliceKind::device ? device_ : host_)->release(dropped.slice);
+  }
 }
 
 void DropQueue::passed(std::uint64_t sequence) {
@@ -27,10 +36,11 @@ void DropQueue::passed(std::uint64_t sequence) {
 void DropQueue::release_passed() {
   auto passed_end = std::stable_partition(pending_.begin(), pending_.end(),
                                           [&](const Dropped& d) { return d.last_use <= completed_; });
-  for (auto it = pending_.begin(); it != passed_end; ++it) {
-    (it->slice.kind == SliceKind::device ? device_ : host_)->release(it->slice);
-  }
+  // Out of the queue first: a home released here may be destroyed, and it may drop more.
+  std::vector<Dropped> passed(std::make_move_iterator(pending_.begin()),
+                              std::make_move_iterator(passed_end));
   pending_.erase(pending_.begin(), passed_end);
+  for (const Dropped& dropped : passed) release(dropped);
 }
 
 Result<void> DropQueue::record_fence() {

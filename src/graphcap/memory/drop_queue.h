@@ -18,7 +18,10 @@
 #include <vector>
 
 #include <graphcap/driver/driver_api.h>
+#include <memory>
+
 #include <graphcap/memory/slice.h>
+#include <graphcap/memory/slice_home.h>
 #include <graphcap/memory/slice_pool.h>
 #include <graphcap/result.h>
 
@@ -37,7 +40,8 @@ class DropQueue {
   std::uint64_t last_enqueued() const noexcept { return enqueued_; }
 
   // A slice's last handle went away; `last_use` is the sequence number of its last operation.
-  void drop(const Slice& slice, std::uint64_t last_use);
+  // It goes back to `home` when given (a graph pool's range), else to its pool.
+  void drop(const Slice& slice, std::uint64_t last_use, std::shared_ptr<SliceHome> home = nullptr);
 
   // The stream has completed everything enqueued up to `sequence` (a synchronization returned).
   void passed(std::uint64_t sequence);
@@ -56,7 +60,9 @@ class DropQueue {
   struct Dropped {
     Slice slice;
     std::uint64_t last_use;
+    std::shared_ptr<SliceHome> home;
   };
+  void release(const Dropped& dropped);
   struct Fence {
     CUevent event;
     std::uint64_t sequence;

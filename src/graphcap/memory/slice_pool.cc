@@ -128,23 +128,28 @@ CUresult SlicePool::driver_free(const Slice& slice) noexcept {
                                          : driver_->cuMemFreeHost(slice.host_ptr());
 }
 
-void SlicePool::trim_free() noexcept {
-  for (auto* lists : {&dynamic_free_, &persistent_free_}) {
-    for (auto& [size, slices] : *lists) {
-      for (const Slice& slice : slices) {
-        if (CUresult result = driver_free(slice); result != CUDA_SUCCESS) {
-          log(LogLevel::warn, "trimming the pool: " +
-                                  Error::from_driver(slice.kind == SliceKind::device
-                                                         ? "cuMemFree" : "cuMemFreeHost",
-                                                     result).message());
-        }
-        owned_.erase(slice.address);
-        reserved_bytes_ -= slice.capacity;
+void SlicePool::trim(std::map<std::size_t, std::vector<Slice>>& lists) noexcept {
+  for (auto& [size, slices] : lists) {
+    for (const Slice& slice : slices) {
+      if (CUresult result = driver_free(slice); result != CUDA_SUCCESS) {
+        log(LogLevel::warn, "trimming the pool: " +
+                                Error::from_driver(slice.kind == SliceKind::device
+                                                       ? "cuMemFree" : "cuMemFreeHost",
+                                                   result).message());
       }
+      owned_.erase(slice.address);
+      reserved_bytes_ -= slice.capacity;
     }
-    lists->clear();
   }
+  lists.clear();
 }
+
+void SlicePool::trim_free() noexcept {
+  trim(dynamic_free_);
+  trim(persistent_free_);
+}
+
+void SlicePool::trim_persistent() noexcept { trim(persistent_free_); }
 
 void SlicePool::free_all(const std::vector<std::uintptr_t>& kept) noexcept {
   std::unordered_map<std::uintptr_t, std::size_t> still_owned;

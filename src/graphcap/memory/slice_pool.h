@@ -42,6 +42,11 @@ class SlicePool {
   bool armed() const noexcept { return armed_; }
   bool priming() const noexcept { return priming_; }
 
+  // Give the persistent pool's free slices back to the driver (a graph pool on virtual memory lays
+  // its recordings out in its own range, so what the warm-up left here would only be cached).
+  // Call where an unsafe call is allowed.
+  void trim_persistent() noexcept;
+
   // Return every slice, free or not, to the driver (the device is closing), except those at
   // `kept` (held by graphs of other devices: each goes to the driver with free_kept later).
   void free_all(const std::vector<std::uintptr_t>& kept = {}) noexcept;
@@ -53,6 +58,7 @@ class SlicePool {
  private:
   Result<Slice> allocate(std::size_t capacity, bool persistent);
   void trim_free() noexcept;  // give free cached slices back to the driver (on out-of-memory)
+  void trim(std::map<std::size_t, std::vector<Slice>>& lists) noexcept;
   CUresult driver_free(const Slice& slice) noexcept;
 
   DriverApi* driver_;

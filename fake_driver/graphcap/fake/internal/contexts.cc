@@ -26,6 +26,7 @@ constexpr std::pair<CUdevice_attribute, int> kH200Attributes[] = {
     {CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, 9},
     {CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, 0},
     {CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, 232448},
+    {CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, 1},
 };
 
 bool h200_attribute(CUdevice_attribute attribute, int* value) {
@@ -86,7 +87,11 @@ CUresult FakeState::cuDeviceGetAttribute(int* value, CUdevice_attribute attribut
   if (CUresult r = need_init(); r != CUDA_SUCCESS) return r;
   if (value == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (device < 0 || device >= static_cast<int>(contexts_.size())) return CUDA_ERROR_INVALID_DEVICE;
-  return h200_attribute(attribute, value) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  if (!h200_attribute(attribute, value)) return CUDA_ERROR_INVALID_VALUE;
+  if (attribute == CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED) {
+    *value = options_.virtual_memory ? 1 : 0;
+  }
+  return CUDA_SUCCESS;
 }
 
 CUresult FakeState::cuDevicePrimaryCtxRetain(CUcontext* context, CUdevice device) {
@@ -150,7 +155,7 @@ CUresult FakeState::cuCtxSynchronize() {
 void FakeState::destroy_context(Context& context) {
   run_all();
   const int device = context.device;
-  std::size_t reclaimed = 0;
+  std::size_t reclaimed = reclaim_virtual_memory(device);
 
   for (auto it = captures_.begin(); it != captures_.end();) {
     Capture& capture = it->second;
@@ -235,6 +240,7 @@ void FakeState::destroy_context(Context& context) {
   // Peer access ends with either context of the pair.
   context.peers.clear();
   for (Context& other : contexts_) other.peers.erase(device);
+  executable_arena_.clear(device);  // what the driver kept for executables goes with the context
 }
 
 }  // namespace graphcap::fake

@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <new>
 
+#include <sys/mman.h>
+
 #include <graphcap/fake/internal/work.h>
 
 namespace graphcap::fake::internal {
@@ -11,18 +13,30 @@ namespace {
 // Device addresses look like CUDA's (high in the 48-bit space), one window per device.
 constexpr CUdeviceptr kFirstAddress = 0x7f0000000000ULL;
 constexpr CUdeviceptr kDeviceWindow = 0x10000000000ULL;
+// Reserved ranges (cuMemAddressReserve) come from a window of their own per device, 128 TiB wide:
+// the H200 granted 16 TiB and refused 128 TiB (V01).
+constexpr CUdeviceptr kFirstReservation = 0x10000000000000ULL;
+constexpr CUdeviceptr kReservationWindow = CUdeviceptr{1} << 47;
 // CUDA aligns allocations to at least 256 bytes; the guard gap keeps a small overrun from
 // landing in the next allocation.
 constexpr CUdeviceptr kAlignment = 0x1000;
 constexpr CUdeviceptr kGuardGap = 0x10000;
 constexpr std::size_t kHostAlignment = 256;
+constexpr std::size_t kDirectMapBytes = std::size_t{1} << 20;
 
 CUdeviceptr align_up(CUdeviceptr value, CUdeviceptr alignment) {
   return (value + alignment - 1) / alignment * alignment;
 }
 
-// Zeroed, 256-byte aligned host memory. calloc keeps large untouched allocations cheap.
+// Zeroed, 256-byte aligned host memory, cheap while untouched: large sizes straight from mmap
+// (calloc would memset them once glibc's dynamic mmap threshold has risen past them).
 std::shared_ptr<std::byte> zeroed_bytes(std::size_t size) {
+  if (size >= kDirectMapBytes) {
+    void* raw = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (raw == MAP_FAILED) throw std::bad_alloc();
+    return std::shared_ptr<std::byte>(static_cast<std::byte*>(raw),
+                                      [size](std::byte* p) { ::munmap(p, size); });
+  }
   void* raw = std::calloc(size + kHostAlignment, 1);
   if (raw == nullptr) throw std::bad_alloc();
   auto address = reinterpret_cast<std::uintptr_t>(raw);
@@ -36,8 +50,12 @@ std::shared_ptr<std::byte> zeroed_bytes(std::size_t size) {
 DeviceMemory::DeviceMemory(int devices, std::size_t bytes_per_device)
     : total_(bytes_per_device),
       used_(static_cast<std::size_t>(devices > 0 ? devices : 1), 0),
-      next_(used_.size()) {
-  for (std::size_t d = 0; d < next_.size(); ++d) next_[d] = kFirstAddress + d * kDeviceWindow;
+      next_(used_.size()),
+      next_reserved_(used_.size()) {
+  for (std::size_t d = 0; d < next_.size(); ++d) {
+    next_[d] = kFirstAddress + d * kDeviceWindow;
+    next_reserved_[d] = kFirstReservation + d * kReservationWindow;
+  }
 }
 
 DeviceMemory::Allocation& DeviceMemory::reserve(std::size_t size, int device, CUcontext context,
@@ -54,17 +72,45 @@ DeviceMemory::Allocation& DeviceMemory::reserve(std::size_t size, int device, CU
 }
 
 void DeviceMemory::make_live(Allocation& allocation) {
-  if (allocation.device_live) return;
+  if (allocation.device_live || allocation.kind == Kind::mapping) return;
   allocation.bytes = zeroed_bytes(allocation.size);
   allocation.device_live = true;
   used_.at(static_cast<std::size_t>(allocation.device)) += allocation.size;
 }
 
 void DeviceMemory::make_dead(Allocation& allocation) {
-  if (!allocation.device_live) return;
+  if (!allocation.device_live || allocation.kind == Kind::mapping) return;
   allocation.bytes.reset();
   allocation.device_live = false;
   used_.at(static_cast<std::size_t>(allocation.device)) -= allocation.size;
+}
+
+CUdeviceptr DeviceMemory::take_range(std::size_t size, std::size_t alignment, int device) {
+  CUdeviceptr& next = next_reserved_.at(static_cast<std::size_t>(device));
+  const CUdeviceptr end = kFirstReservation + (static_cast<CUdeviceptr>(device) + 1) * kReservationWindow;
+  const CUdeviceptr base = align_up(next, alignment < kAlignment ? kAlignment : alignment);
+  if (base >= end || size > end - base - kGuardGap) return 0;
+  next = align_up(base + (size == 0 ? 1 : size), kAlignment) + kGuardGap;
+  return base;
+}
+
+DeviceMemory::Allocation& DeviceMemory::add_mapping(CUdeviceptr base, std::size_t size,
+                                                    int device, CUcontext context,
+                                                    std::shared_ptr<std::byte> bytes) {
+  allocations_.erase(base);
+  Allocation mapping;
+  mapping.base = base;
+  mapping.size = size;
+  mapping.device = device;
+  mapping.context = context;
+  mapping.kind = Kind::mapping;
+  mapping.bytes = std::move(bytes);
+  return allocations_.emplace(base, std::move(mapping)).first->second;
+}
+
+void DeviceMemory::remove_mapping(CUdeviceptr base) {
+  auto it = allocations_.find(base);
+  if (it != allocations_.end() && it->second.kind == Kind::mapping) allocations_.erase(it);
 }
 
 DeviceMemory::Allocation* DeviceMemory::find_base(CUdeviceptr base) {
@@ -87,22 +133,51 @@ std::byte* DeviceMemory::access(CUdeviceptr address, std::size_t bytes, std::str
       bytes <= allocation->size - (address - allocation->base)) {
     return allocation->bytes.get() + (address - allocation->base);
   }
+  // A range running on from one accessible mapping into the next ones of its reservation: the
+  // device sees one range (measured on the H200, V05), and so does the host behind it.
+  if (allocation != nullptr && allocation->kind == Kind::mapping && allocation->device_live) {
+    std::size_t covered = allocation->size - (address - allocation->base);
+    const Allocation* last = allocation;
+    while (covered < bytes) {
+      auto next = allocations_.find(last->base + last->size);
+      if (next == allocations_.end() || next->second.kind != Kind::mapping ||
+          !next->second.device_live ||
+          next->second.bytes.get() != last->bytes.get() + last->size) {
+        break;
+      }
+      last = &next->second;
+      covered += last->size;
+    }
+    if (covered >= bytes) return allocation->bytes.get() + (address - allocation->base);
+  }
   // Only failures pay for the message.
   const std::string range = hex(address) + " (" + std::to_string(bytes) + " bytes)";
+  auto in_reservation = [&]() -> std::string {
+    auto it = reservations_.upper_bound(address);
+    if (it == reservations_.begin()) return {};
+    --it;
+    if (address - it->first >= it->second) return {};
+    return " (a range reserved by cuMemAddressReserve at " + hex(it->first) + " of " +
+           std::to_string(it->second) + " bytes, with no accessible mapping there)";
+  };
   if (address == 0) {
     *why = range + " is a null device pointer";
   } else if (allocation == nullptr) {
-    *why = range + " is not inside any device allocation";
+    *why = range + " is not inside any device allocation" + in_reservation();
   } else {
-    const std::string owner = "allocation " + hex(allocation->base) + " of " +
-                              std::to_string(allocation->size) + " bytes";
-    if (!allocation->device_live) {
+    const std::string owner = (allocation->kind == Kind::mapping ? "mapping " : "allocation ") +
+                              hex(allocation->base) + " of " + std::to_string(allocation->size) +
+                              " bytes";
+    if (allocation->kind == Kind::mapping && !allocation->device_live) {
+      *why = range + " is in " + owner + ", which cuMemSetAccess has not made accessible";
+    } else if (!allocation->device_live) {
       *why = range + (allocation->kind == Kind::graph && !allocation->host_allocated
                           ? " is in " + owner + " of a graph, not allocated at this point"
                           : " is in freed memory (" + owner + ")");
     } else {
       const std::size_t room = allocation->size - (address - allocation->base);
-      *why = range + " runs " + std::to_string(bytes - room) + " bytes past the end of " + owner;
+      *why = range + " runs " + std::to_string(bytes - room) + " bytes past the end of " + owner +
+             in_reservation();
     }
   }
   return nullptr;

@@ -1,6 +1,8 @@
 // Simulated device memory: host bytes behind fake 64-bit device addresses. Ranges never overlap
 // and are never handed out twice (with a guard gap between them), so an access to freed or
-// foreign memory is always detectable and always names the allocation it hit.
+// foreign memory is always detectable and always names the allocation it hit. Address ranges
+// reserved for virtual memory management (cuMemAddressReserve) are taken from the same windows;
+// what is mapped into them (cuMemMap) is a mapping record each, whose bytes VirtualMemory owns.
 #pragma once
 
 #include <cstddef>
@@ -17,7 +19,9 @@ namespace graphcap::fake::internal {
 
 class DeviceMemory {
  public:
-  enum class Kind { sync, async, graph };  // cuMemAlloc, cuMemAllocAsync, a MEM_ALLOC node
+  // cuMemAlloc, cuMemAllocAsync, a MEM_ALLOC node, a cuMemMap of physical memory into a reserved
+  // range (its bytes are the physical allocation's, accounted at cuMemCreate, not here).
+  enum class Kind { sync, async, graph, mapping };
 
   struct Allocation {
     CUdeviceptr base = 0;
@@ -37,9 +41,25 @@ class DeviceMemory {
 
   // A fresh address range for `size` bytes, neither live nor host-allocated yet.
   Allocation& reserve(std::size_t size, int device, CUcontext context, Kind kind);
-  // Give a reserved range backing bytes (zeroed) / take them away.
+  // Give a reserved range backing bytes (zeroed) / take them away. No-ops for a mapping.
   void make_live(Allocation& allocation);
   void make_dead(Allocation& allocation);
+
+  // ---- virtual memory management ----
+  // A fresh range of `size` bytes in `device`'s window of reserved ranges, aligned to
+  // `alignment` (a power of two), never handed out again; 0 when the window has no room.
+  // `reserved` makes accesses to a range's unmapped parts say so.
+  CUdeviceptr take_range(std::size_t size, std::size_t alignment, int device);
+  void reserved(CUdeviceptr base, std::size_t size) { reservations_[base] = size; }
+  void unreserved(CUdeviceptr base) { reservations_.erase(base); }
+  // A mapping record over [base, base + size) whose bytes are `bytes` (owned elsewhere), not
+  // accessible until its device_live is set (cuMemSetAccess). Replaces an unmapped record at the
+  // same address. access() takes a range over consecutive accessible mappings of one reservation
+  // as one (contiguous in host memory too: VirtualMemory lays each reservation out as one host
+  // range).
+  Allocation& add_mapping(CUdeviceptr base, std::size_t size, int device, CUcontext context,
+                          std::shared_ptr<std::byte> bytes);
+  void remove_mapping(CUdeviceptr base);
 
   Allocation* find_base(CUdeviceptr base);
   Allocation* find_containing(CUdeviceptr address);
@@ -58,7 +78,9 @@ class DeviceMemory {
   std::size_t total_;
   std::vector<std::size_t> used_;
   std::vector<CUdeviceptr> next_;
+  std::vector<CUdeviceptr> next_reserved_;
   std::map<CUdeviceptr, Allocation> allocations_;
+  std::map<CUdeviceptr, std::size_t> reservations_;  // reserved ranges, by base
 };
 
 }  // namespace graphcap::fake::internal

@@ -19,6 +19,8 @@ FakeState::FakeState(FakeDriverOptions options)
       options_(options),
       device_memory_(options.device_count, options.device_memory_bytes),
       pinned_memory_(options.pinned_host_bytes),
+      virtual_memory_(options.device_count),
+      executable_arena_(options.device_count),
       log_(options.record_calls) {
   const int devices = options_.device_count > 0 ? options_.device_count : 0;
   contexts_.resize(static_cast<std::size_t>(devices));

@@ -7,7 +7,8 @@
 // reclaiming), memory_calls.cc, stream_calls.cc, event_calls.cc, work_queue.cc (the lazy device:
 // running queued work and graph launches), capture_calls.cc (capture sequences and the
 // invalidation rules), graph_calls.cc (graphs and executables), module_calls.cc (modules, kernels,
-// launches), peer_calls.cc (peer access between devices), observation.cc (what tests look at).
+// launches), peer_calls.cc (peer access between devices), vmm_calls.cc (virtual memory
+// management), observation.cc (what tests look at).
 #pragma once
 
 #include <cstddef>
@@ -31,9 +32,11 @@
 #include <graphcap/fake/fake_driver.h>
 #include <graphcap/fake/internal/call_log.h>
 #include <graphcap/fake/internal/device_memory.h>
+#include <graphcap/fake/internal/executable_arena.h>
 #include <graphcap/fake/internal/fault_plan.h>
 #include <graphcap/fake/internal/graph_model.h>
 #include <graphcap/fake/internal/pinned_memory.h>
+#include <graphcap/fake/internal/virtual_memory.h>
 #include <graphcap/fake/internal/work.h>
 
 namespace graphcap::fake {
@@ -89,6 +92,7 @@ class FakeState {
   void set_device_paused(bool paused);
   bool read_device(CUdeviceptr address, std::span<std::byte> out);
   bool write_device(CUdeviceptr address, std::span<const std::byte> bytes);
+  std::size_t executable_memory(int device);  // FakeDriver::executable_memory
 
   // ---- entry points (lock held) -----------------------------------------------------------------
   // One per line of entry_points.def, named and typed as the entry point, implemented in the .cc of
@@ -200,6 +204,7 @@ class FakeState {
     CUgraph source = nullptr;
     std::shared_ptr<const internal::ExecBody> body;
     bool uploaded = false;
+    std::size_t driver_bytes = 0;  // what the driver took for it at instantiate
   };
 
   struct EventRecordWork {
@@ -236,6 +241,11 @@ class FakeState {
   // A device allocation the host owns from now on, if the device has room.
   CUresult allocate_live(const Context& context, std::size_t bytes,
                          internal::DeviceMemory::Kind kind, CUdeviceptr* pointer);
+  // Device memory in use on `device`: allocations, physical memory created for virtual memory
+  // management, and the chunks the driver holds for executables (what cuMemGetInfo counts).
+  std::size_t bytes_in_use(int device) const;
+  // Whether `bytes` more fit on `device`.
+  bool has_room(int device, std::size_t bytes) const;
   Context* find_context(CUcontext handle);
   void destroy_context(Context& context);
   Stream& new_stream(int device, CUstream handle, unsigned flags, bool legacy);
@@ -299,6 +309,11 @@ class FakeState {
   CUresult instantiate_body(const internal::Graph& graph,
                             std::shared_ptr<const internal::ExecBody>* body);
 
+  // ---- vmm_calls.cc ---------------------------------------------------------------------------
+  // The primary context of `device` is destroyed: its mappings, physical memory and reserved
+  // ranges go (the number of handles reclaimed: each a leak of whoever made it).
+  std::size_t reclaim_virtual_memory(int device);
+
   // ---- conditional_nodes.cc ---------------------------------------------------------------------
   CUresult add_conditional_node(internal::Graph& graph, std::vector<std::size_t> deps,
                                 CUDA_CONDITIONAL_NODE_PARAMS& params, CUgraphNode* node);
@@ -350,6 +365,8 @@ class FakeState {
 
   internal::DeviceMemory device_memory_;
   internal::PinnedMemory pinned_memory_;
+  internal::VirtualMemory virtual_memory_;
+  internal::ExecutableArena executable_arena_;
   std::deque<Op> queue_;
   RunningKernel running_;
 

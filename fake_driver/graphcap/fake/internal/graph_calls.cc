@@ -1,6 +1,6 @@
 // Graphs and executables: inspection, instantiation (with the one-executable rule for graphs
-// holding memory nodes), upload, launch (with the memory-node relaunch rule), exec update and
-// destruction.
+// holding memory nodes, and the driver's own memory for the executable), upload, launch (with
+// the memory-node relaunch rule), exec update and destruction.
 #include <graphcap/fake/internal/fake_state.h>
 
 #include <algorithm>
@@ -9,6 +9,32 @@
 #include <graphcap/fake/internal/kernel_params.h>
 
 namespace graphcap::fake {
+namespace {
+
+// What an executable's nodes cost the driver (executable_memory.h), conditional bodies included.
+void count_nodes(const internal::ExecBody& body, ExecutableNodes& nodes) {
+  for (const internal::NodeData& node : body.nodes) {
+    switch (internal::node_type(node.work)) {
+      case CU_GRAPH_NODE_TYPE_KERNEL:
+      case CU_GRAPH_NODE_TYPE_MEMCPY:
+        ++nodes.kernels;
+        break;
+      case CU_GRAPH_NODE_TYPE_CONDITIONAL:
+        ++nodes.conditionals;
+        for (const auto& inner : std::get<internal::ConditionalWork>(node.work).exec_bodies) {
+          count_nodes(*inner, nodes);
+        }
+        break;
+      case CU_GRAPH_NODE_TYPE_EMPTY:
+        break;
+      default:
+        ++nodes.others;
+        break;
+    }
+  }
+}
+
+}  // namespace
 
 using internal::DeviceMemory;
 
@@ -74,6 +100,8 @@ void FakeState::erase_exec(CUgraphExec handle) {
       graph != graphs_.end() && graph->second.live_execs > 0) {
     --graph->second.live_execs;
   }
+  // The driver keeps the chunks the executable's memory came from (ExecutableArena).
+  executable_arena_.give_back(it->second.device, it->second.driver_bytes);
   execs_.erase(it);  // launches still queued hold their own reference to the body
 }
 
@@ -143,7 +171,17 @@ CUresult FakeState::cuGraphInstantiateWithFlags(CUgraphExec* exec, CUgraph handl
   if (graph.has_memory_nodes() && graph.live_execs > 0) return CUDA_ERROR_NOT_SUPPORTED;
   std::shared_ptr<const internal::ExecBody> body;
   if (CUresult r = instantiate_body(graph, &body); r != CUDA_SUCCESS) return r;
+  // Instantiate takes the driver's memory for the executable (measured: upload and launch take
+  // none), in 2 MiB chunks; without room for them it fails (not measured: a guess).
+  ExecutableNodes counted;
+  count_nodes(*body, counted);
+  const std::size_t driver_bytes = executable_driver_bytes(counted);
+  if (!has_room(context->device, executable_arena_.growth(context->device, driver_bytes))) {
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  executable_arena_.take(context->device, driver_bytes);
   Exec created;
+  created.driver_bytes = driver_bytes;
   created.handle = new_handle<CUgraphExec>();
   created.device = context->device;
   created.flags = flags;

@@ -14,17 +14,24 @@ CUresult FakeState::cuMemGetInfo(std::size_t* free, std::size_t* total) {
   if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
   if (free == nullptr || total == nullptr) return CUDA_ERROR_INVALID_VALUE;
   *total = device_memory_.total();
-  const std::size_t used = device_memory_.used(context->device);
+  const std::size_t used = bytes_in_use(context->device);
   *free = used >= *total ? 0 : *total - used;
   return CUDA_SUCCESS;
 }
 
+std::size_t FakeState::bytes_in_use(int device) const {
+  return device_memory_.used(device) + virtual_memory_.used(device) +
+         executable_arena_.held(device);
+}
+
+bool FakeState::has_room(int device, std::size_t bytes) const {
+  const std::size_t used = bytes_in_use(device);
+  return used <= device_memory_.total() && bytes <= device_memory_.total() - used;
+}
+
 CUresult FakeState::allocate_live(const Context& context, std::size_t bytes,
                                   internal::DeviceMemory::Kind kind, CUdeviceptr* pointer) {
-  const std::size_t used = device_memory_.used(context.device);
-  if (used > device_memory_.total() || bytes > device_memory_.total() - used) {
-    return CUDA_ERROR_OUT_OF_MEMORY;
-  }
+  if (!has_room(context.device, bytes)) return CUDA_ERROR_OUT_OF_MEMORY;
   DeviceMemory::Allocation& allocation =
       device_memory_.reserve(bytes, context.device, context.handle, kind);
   device_memory_.make_live(allocation);

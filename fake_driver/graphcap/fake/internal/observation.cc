@@ -61,7 +61,16 @@ LiveHandles FakeState::live_handles() {
     live.device_allocations += allocation.host_allocated ? 1 : 0;
   });
   live.host_allocations = pinned_memory_.count();
+  live.address_ranges = virtual_memory_.reservation_count();
+  live.memory_handles = virtual_memory_.handle_count();
+  live.mappings = virtual_memory_.mappings().size();
   return live;
+}
+
+std::size_t FakeState::executable_memory(int device) {
+  std::lock_guard<std::mutex> guard(mutex_);
+  if (device < 0 || device >= static_cast<int>(contexts_.size())) return 0;
+  return executable_arena_.held(device);
 }
 
 std::size_t FakeState::reclaimed_handles() const {
