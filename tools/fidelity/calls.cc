@@ -663,6 +663,94 @@ RUN(cuMemFree) {
   return r;
 }
 
+// ---- Virtual memory (docs/cuda-driver-facts.md, "Virtual memory management") -----------------
+// Device 0's pinned memory, as graphcap's pools ask for it; sizes in generated programs are whole
+// 2 MiB granules or a deliberate misfit. No kernel or copy touches VMM memory here.
+CUmemAllocationProp vmm_prop() {
+  CUmemAllocationProp prop{};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = 0;
+  return prop;
+}
+
+RUN(cuMemGetAllocationGranularity) {
+  const unsigned option = a.u();
+  const CUmemAllocationProp prop = vmm_prop();
+  std::size_t granularity = 0;
+  return a.h().driver().cuMemGetAllocationGranularity(
+      &granularity, &prop, static_cast<CUmemAllocationGranularity_flags>(option));
+}
+
+RUN(cuMemAddressReserve) {
+  const std::string name = a.name();
+  const std::size_t bytes = a.u();
+  CUdeviceptr pointer = 0;
+  const CUresult r = a.h().driver().cuMemAddressReserve(&pointer, bytes, 0, 0, 0);
+  if (r == CUDA_SUCCESS) a.h().bind(name, Kind::vrange, pointer).bytes = bytes;
+  return r;
+}
+
+RUN(cuMemAddressFree) {
+  const std::string name = a.name();
+  Symbol& range = a.h().need(name, Kind::vrange);
+  const CUresult r =
+      a.h().driver().cuMemAddressFree(static_cast<CUdeviceptr>(range.value), range.bytes);
+  if (r == CUDA_SUCCESS) a.h().kill(name);
+  return r;
+}
+
+RUN(cuMemCreate) {
+  const std::string name = a.name();
+  const std::size_t bytes = a.u();
+  const CUmemAllocationProp prop = vmm_prop();
+  CUmemGenericAllocationHandle handle = 0;
+  const CUresult r = a.h().driver().cuMemCreate(&handle, bytes, &prop, 0);
+  if (r == CUDA_SUCCESS) a.h().bind(name, Kind::vmem, static_cast<std::uintptr_t>(handle)).bytes = bytes;
+  return r;
+}
+
+RUN(cuMemRelease) {
+  const std::string name = a.name();
+  Symbol& memory = a.h().need(name, Kind::vmem);
+  // A mapped allocation stays alive through its mapping (V02): the harness keeps the symbol's
+  // size for the unmap, and forgets the handle.
+  const CUresult r =
+      a.h().driver().cuMemRelease(static_cast<CUmemGenericAllocationHandle>(memory.value));
+  if (r == CUDA_SUCCESS) memory.live = false;
+  return r;
+}
+
+RUN(cuMemMap) {
+  Symbol& range = a.h().need(a.name(), Kind::vrange);
+  const std::string memory_name = a.name();
+  const Symbol& memory = a.h().need(memory_name, Kind::vmem);
+  const CUresult r = a.h().driver().cuMemMap(static_cast<CUdeviceptr>(range.value), memory.bytes,
+                                             0, memory.value, 0);
+  if (r == CUDA_SUCCESS) range.mapped = memory_name;
+  return r;
+}
+
+RUN(cuMemUnmap) {
+  Symbol& range = a.h().need(a.name(), Kind::vrange);
+  const std::size_t bytes = range.mapped.empty() ? std::size_t{2} << 20
+                                                 : a.h().find(range.mapped)->bytes;
+  const CUresult r = a.h().driver().cuMemUnmap(static_cast<CUdeviceptr>(range.value), bytes);
+  if (r == CUDA_SUCCESS) range.mapped.clear();
+  return r;
+}
+
+RUN(cuMemSetAccess) {
+  Symbol& range = a.h().need(a.name(), Kind::vrange);
+  const std::size_t bytes = range.mapped.empty() ? std::size_t{2} << 20
+                                                 : a.h().find(range.mapped)->bytes;
+  CUmemAccessDesc desc{};
+  desc.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  desc.location.id = 0;
+  desc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  return a.h().driver().cuMemSetAccess(static_cast<CUdeviceptr>(range.value), bytes, &desc, 1);
+}
+
 RUN(cuMemAllocAsync) {
   const std::string name = a.name();
   const std::size_t bytes = a.u();

@@ -420,6 +420,56 @@ GENERATE(cuMemFree) {
   g.emit(g.thread(), "cuMemFree", {g.chance(0.1) ? b + "+16" : b});
   return true;
 }
+// Virtual memory: ranges of 1-2 granules, physical allocations of one granule (now and then a
+// size that is not a whole granule: refused with 1), mapped whole at a range's base.
+constexpr unsigned kGranule = 2u << 20;
+GENERATE(cuMemGetAllocationGranularity) {
+  g.emit(g.thread(), "cuMemGetAllocationGranularity", {g.chance(0.9) ? std::to_string(g.below(2)) : "5"});
+  return true;
+}
+GENERATE(cuMemAddressReserve) {
+  if (g.h.live(Kind::vrange).size() >= 3) return false;
+  const unsigned bytes = g.chance(0.93) ? kGranule * g.range(1, 2) : kGranule / 2;
+  g.emit(g.thread(), "cuMemAddressReserve", {g.fresh("v"), std::to_string(bytes)});
+  return true;
+}
+GENERATE(cuMemAddressFree) {
+  std::vector<std::string> ranges = g.h.live(Kind::vrange);
+  if (ranges.empty()) return false;
+  g.emit(g.thread(), "cuMemAddressFree", {g.pick(ranges)});
+  return true;
+}
+GENERATE(cuMemCreate) {
+  if (g.h.live(Kind::vmem).size() >= 3) return false;
+  g.emit(g.thread(), "cuMemCreate",
+         {g.fresh("m"), std::to_string(g.chance(0.93) ? kGranule : kGranule / 2)});
+  return true;
+}
+GENERATE(cuMemRelease) {
+  std::vector<std::string> memory = g.h.live(Kind::vmem);
+  if (memory.empty()) return false;
+  g.emit(g.thread(), "cuMemRelease", {g.pick(memory)});
+  return true;
+}
+GENERATE(cuMemMap) {
+  std::vector<std::string> ranges = g.h.live(Kind::vrange);
+  std::vector<std::string> memory = g.h.live(Kind::vmem);
+  if (ranges.empty() || memory.empty()) return false;
+  g.emit(g.thread(), "cuMemMap", {g.pick(ranges), g.pick(memory)});
+  return true;
+}
+GENERATE(cuMemUnmap) {
+  std::vector<std::string> ranges = g.h.live(Kind::vrange);
+  if (ranges.empty()) return false;
+  g.emit(g.thread(), "cuMemUnmap", {g.pick(ranges)});
+  return true;
+}
+GENERATE(cuMemSetAccess) {
+  std::vector<std::string> ranges = g.h.live(Kind::vrange);
+  if (ranges.empty()) return false;
+  g.emit(g.thread(), "cuMemSetAccess", {g.pick(ranges)});
+  return true;
+}
 GENERATE(cuMemAllocAsync) {
   auto s = g.stream();
   if (!s || g.buffers(true).size() >= 8) return false;

@@ -519,6 +519,21 @@ void Harness::finish() {
       s.live = false;
     }
   }
+  // Virtual memory: unmap, free the ranges, release the physical allocations (by kind, not by
+  // value: a handle and an address may be equal numbers).
+  for (auto& [name, s] : symbols_) {
+    if (s.kind != Kind::vrange || !s.live) continue;
+    if (!s.mapped.empty()) {
+      (void)driver_.cuMemUnmap(static_cast<CUdeviceptr>(s.value), symbols_.at(s.mapped).bytes);
+    }
+    (void)driver_.cuMemAddressFree(static_cast<CUdeviceptr>(s.value), s.bytes);
+    s.live = false;
+  }
+  for (auto& [name, s] : symbols_) {
+    if (s.kind != Kind::vmem || !s.live) continue;
+    (void)driver_.cuMemRelease(static_cast<CUmemGenericAllocationHandle>(s.value));
+    s.live = false;
+  }
   each(Kind::module, [&](Symbol& s) {
     (void)driver_.cuModuleUnload(reinterpret_cast<CUmodule>(s.value));
   });

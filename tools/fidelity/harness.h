@@ -64,7 +64,11 @@ struct Use {  // the last stream-ordered use of a buffer or module
   std::uint64_t seq = 0;
 };
 
-enum class Kind { stream, event, buffer, host, pageable, module, function, graph, exec, cond };
+enum class Kind {
+  stream, event, buffer, host, pageable, module, function, graph, exec, cond,
+  vrange,  // a reserved virtual address range (cuMemAddressReserve)
+  vmem,    // a physical allocation (cuMemCreate)
+};
 
 struct Symbol {
   Kind kind{};
@@ -91,6 +95,9 @@ struct Symbol {
   bool terminates = false;   // a WHILE body graph: sets its condition to 0
   std::string owner;         // body graphs: the graph holding the node; conds: their graph
   std::vector<std::string> bodies;  // graphs: body graphs of its conditional nodes
+  // vranges: the vmem mapped at its base ("" when none; no kernel ever uses VMM memory here, so
+  // every VMM call's outcome is defined by the call alone)
+  std::string mapped;
   bool borrowed = false;     // a capture's graph, named from cuStreamGetCaptureInfo
   std::string source;        // executables: the graph instantiated
   int order = 0;             // creation order (observations list streams in it)
