@@ -22,6 +22,7 @@ GraphPoolStats GraphPool::stats() const noexcept {
     const memory::VirtualRange::Stats held = range->stats();
     stats.granularity = range->granularity();
     stats.reserved_bytes = range->reserved();
+    stats.base = static_cast<std::uintptr_t>(range->base());
     stats.used_bytes = held.used;
     stats.growths = held.growths;
     stats.shrinks = held.shrinks;

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 
 namespace graphcap {
@@ -44,6 +45,7 @@ struct GraphPoolStats {
   // On virtual memory (0 otherwise):
   std::size_t granularity = 0;   // the driver's mapping granularity
   std::size_t reserved_bytes = 0;  // addresses reserved
+  std::uintptr_t base = 0;         // the first of them (a buffer at or past it is the pool's)
   std::size_t used_bytes = 0;    // from the base to the end of the farthest intermediate in use
   std::size_t growths = 0;       // pieces mapped, ever
   std::size_t shrinks = 0;       // pieces unmapped and given back, ever

@@ -387,8 +387,8 @@ INSTANTIATE_TEST_SUITE_P(Modes, VirtualMemoryInCapture,
                          ::testing::Values(CU_STREAM_CAPTURE_MODE_GLOBAL,
                                            CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
                                            CU_STREAM_CAPTURE_MODE_RELAXED),
-                         [](const ::testing::TestParamInfo<CUstreamCaptureMode>& info) {
-                           switch (info.param) {
+                         [](const ::testing::TestParamInfo<CUstreamCaptureMode>& param_info) {
+                           switch (param_info.param) {
                              case CU_STREAM_CAPTURE_MODE_GLOBAL: return "Global";
                              case CU_STREAM_CAPTURE_MODE_THREAD_LOCAL: return "ThreadLocal";
                              default: return "Relaxed";

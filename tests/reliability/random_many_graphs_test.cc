@@ -319,7 +319,10 @@ class Sequence {
       : rng_(seed),
         test_driver_(std::move(driver)),
         fake_(test_driver_->fake()),
-        faults_(test_driver_->api(), {.settle_queries = fake_ == nullptr, .record_calls = false}) {
+        faults_(test_driver_->api(), {.settle_queries = fake_ == nullptr, .record_calls = false}),
+        // One sequence in four lays its pools out on plain allocations, the rest on virtual
+        // memory (the default): by the seed, so the random draws stay those of earlier revisions.
+        virtual_pools_(seed % 4 != 0) {
     faults_enabled_ = chance(kFaultSequencePercent);
   }
 
@@ -351,7 +354,8 @@ class Sequence {
       check_events_[e] = std::move(*check);
     }
     for (int s = 0; s < kStreams; ++s) {
-      Result<GraphPool> pool = device_->create_graph_pool(*streams_[s].handle);
+      Result<GraphPool> pool = device_->create_graph_pool(
+          *streams_[s].handle, GraphPoolOptions{.virtual_memory = virtual_pools_});
       if (!pool) return "create_graph_pool failed: " + to_string(pool.error());
       pools_[s] = std::move(*pool);
     }
@@ -1220,15 +1224,22 @@ class Sequence {
   // pool's memory, each slice once (a window's allocations are exact-fit: kBytes): its
   // intermediates (memory its window allocated, or the pool lent it, that no handle holds any
   // more), and buffers the pool lent to earlier windows closed without a graph (their memory is
-  // the pool's already); nothing from before the window.
+  // the pool's already); nothing from before the window. On virtual memory, what the recording
+  // uses of the pool's range: the pool lends there what the warm-up planned and what is mapped,
+  // and the stream's own pools serve the rest (memory the graph holds alone).
   std::size_t shared_bytes() const {
     if (recording_.pool < 0) return 0;
+    const GraphPool* pool = pool_of(recording_.pool);
+    const GraphPoolStats stats = pool != nullptr ? pool->stats() : GraphPoolStats{};
     std::set<CUdeviceptr> shared;
     for (const std::set<int>* used : {&recording_.reads, &recording_.writes}) {
       for (int b : *used) {
         const ModelBuffer& buffer = buffers_[static_cast<std::size_t>(b)];
-        if ((!buffer.live && buffer.window == recording_.window) ||
-            (buffer.for_good && buffer.lent_by == recording_.pool)) {
+        const bool in_range = buffer.ptr >= stats.base &&
+                              buffer.ptr < stats.base + stats.reserved_bytes;
+        if (stats.virtual_memory ? in_range
+                                 : (!buffer.live && buffer.window == recording_.window) ||
+                                       (buffer.for_good && buffer.lent_by == recording_.pool)) {
           shared.insert(buffer.ptr);
         }
       }
@@ -2223,12 +2234,13 @@ class Sequence {
   }
 
   // ---- checks ----------------------------------------------------------------------------------
+  const GraphPool* pool_of(int pool) const {
+    if (pool == kCachePool) return cache_ ? cache_->pool() : nullptr;
+    return &pools_[static_cast<std::size_t>(pool)];
+  }
   std::size_t pool_bytes_held(int pool) const {
-    if (pool == kCachePool) {
-      const GraphPool* shared = cache_ ? cache_->pool() : nullptr;
-      return shared != nullptr ? shared->bytes_held() : 0;
-    }
-    return pools_[pool].bytes_held();
+    const GraphPool* held = pool_of(pool);
+    return held != nullptr ? held->bytes_held() : 0;
   }
 
   // The model after every call: capture states, the driver's view of them, every live buffer's
@@ -2549,6 +2561,7 @@ class Sequence {
   int in_cache_run_ = 0;
   // Faults.
   bool faults_enabled_ = false;
+  const bool virtual_pools_;
   bool degraded_ = false;  // a fault fired: from then on only safety is checked
   int fault_depth_ = 0;
   std::string armed_;

@@ -176,6 +176,16 @@ void DeviceCore::collect_deferred() noexcept {
   if (unsafe_calls_forbidden()) return;
   std::vector<std::shared_ptr<GraphState>> graphs;
   std::vector<CUmodule> unloads;
+  std::vector<std::shared_ptr<StreamCore>> streams;
+  try {
+    std::lock_guard lock(mutex_);
+    streams = streams_;
+  } catch (...) {
+    // Out of memory for the copy: the drops wait for their streams' next operation.
+  }
+  // Buffers dropped while a recording forbade querying their fences (graph pools' views among
+  // them, whose memory a pool gives back only then).
+  for (const auto& stream : streams) stream->flush_drops();
   {
     std::lock_guard lock(mutex_);
     if (deferred_graphs_.empty() && deferred_unloads_.empty()) return;

@@ -96,10 +96,30 @@ void StreamCore::drop_to(const memory::Slice& slice, std::uint64_t last_use,
     std::lock_guard lock(mutex_);
     if (closed()) return;  // closing gave the range back already (keep_range)
     drops_.drop(slice, last_use, std::move(home));
+    // A pool's memory is given back (unmapped) as soon as the stream is seen past the view's
+    // last use: poll now rather than at the stream's next allocation, which may never come.
+    flush_drops_locked();
   } catch (...) {
     log(LogLevel::error, "dropping a graph pool's buffer failed unexpectedly; its memory stays "
                          "mapped until the pool goes");
   }
+}
+
+void StreamCore::flush_drops() noexcept {
+  try {
+    std::lock_guard lock(mutex_);
+    if (!closed()) flush_drops_locked();
+  } catch (...) {
+    log(LogLevel::error, "polling a stream's drop queue failed unexpectedly");
+  }
+}
+
+void StreamCore::flush_drops_locked() {
+  // A recording stream (or a side stream forked into one) takes no fence; the window's close
+  // flushes. A query is an unsafe call: without one, only the fence is recorded.
+  if (drops_.pending() == 0 || window_.recording()) return;
+  capture::CaptureTracker::UnsafeCall call = device_->tracker().enter_unsafe_call();
+  drops_.flush(static_cast<bool>(call));
 }
 
 void StreamCore::keep_range(const std::shared_ptr<memory::VirtualRange>& range) {

@@ -102,6 +102,9 @@ class StreamCore final : public memory::SliceOwner,
   void drop_to(const memory::Slice& slice, std::uint64_t last_use,
                std::shared_ptr<memory::SliceHome> home) noexcept override;
   void count_failed_buffer(int delta) noexcept override;
+  // Release what the stream is now seen to have passed (non-blocking): after a recording
+  // elsewhere closes, drops it kept from querying their fences go back.
+  void flush_drops() noexcept;
 
   // A graph pool of this stream lays its graphs out in `range`: closing the stream gives it back
   // to the driver (its graphs' executables are gone by then).
@@ -179,6 +182,7 @@ class StreamCore final : public memory::SliceOwner,
   std::vector<std::pair<const memory::SliceOwner*, std::uint64_t>> ordered_in_recording_;
   std::vector<CUstream> loop_streams_;  // by loop depth
   std::vector<std::uintptr_t> kept_at_close_;  // device slices other devices' graphs pin
+  void flush_drops_locked();
   std::vector<std::weak_ptr<memory::VirtualRange>> ranges_;  // of this stream's graph pools
 };
 
