@@ -1,5 +1,6 @@
 #include <graphcap/fake/internal/device_memory.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <new>
 
@@ -63,6 +64,7 @@ void DeviceMemory::make_live(Allocation& allocation) {
 void DeviceMemory::make_dead(Allocation& allocation) {
   if (!allocation.device_live) return;
   allocation.bytes.reset();
+  allocation.buffers.clear();
   allocation.device_live = false;
   used_.at(static_cast<std::size_t>(allocation.device)) -= allocation.size;
 }
@@ -82,30 +84,82 @@ DeviceMemory::Allocation* DeviceMemory::find_containing(CUdeviceptr address) {
 }
 
 std::byte* DeviceMemory::access(CUdeviceptr address, std::size_t bytes, std::string* why) {
-  Allocation* allocation = address == 0 ? nullptr : find_containing(address);
-  if (allocation != nullptr && allocation->device_live &&
-      bytes <= allocation->size - (address - allocation->base)) {
-    return allocation->bytes.get() + (address - allocation->base);
+  Extent found;
+  if (extent(address, &found, why, false)) {
+    const std::size_t offset = address - found.base;  // the address may lie past a Buffer
+    if (offset <= found.size && bytes <= found.size - offset) return found.bytes + offset;
+    *why = overrun(found, address, bytes);  // only failures pay for the message
+    return nullptr;
   }
-  // Only failures pay for the message.
-  const std::string range = hex(address) + " (" + std::to_string(bytes) + " bytes)";
+  *why = hex(address) + " (" + std::to_string(bytes) + " bytes) " + *why;
+  return nullptr;
+}
+
+bool DeviceMemory::extent(CUdeviceptr address, Extent* out, std::string* why, bool buffers) {
+  Allocation* allocation = address == 0 ? nullptr : find_containing(address);
+  if (allocation != nullptr && allocation->device_live) {
+    Extent found;
+    found.allocation = allocation->base;
+    found.allocation_size = allocation->size;
+    found.base = allocation->base;
+    found.size = allocation->size;
+    if (buffers && !allocation->buffers.empty()) {
+      auto it = allocation->buffers.upper_bound(address);
+      if (it == allocation->buffers.begin()) {
+        *why = "is in allocation " + hex(allocation->base) + " of " +
+               std::to_string(allocation->size) + " bytes but before its first Buffer";
+        return false;
+      }
+      --it;
+      if (it->second == 0) {
+        *why = "is in the memory of a Buffer that was dropped (at " +
+               hex(it->first) + ", in allocation " + hex(allocation->base) + " of " +
+               std::to_string(allocation->size) +
+               " bytes, back in graphcap's pool: no Buffer holds it now)";
+        return false;
+      }
+      found.base = it->first;
+      found.size = it->second;
+      found.buffer = true;
+    }
+    found.bytes = allocation->bytes.get() + (found.base - allocation->base);
+    *out = found;
+    return true;
+  }
   if (address == 0) {
-    *why = range + " is a null device pointer";
+    *why = "is a null device pointer";
   } else if (allocation == nullptr) {
-    *why = range + " is not inside any device allocation";
+    *why = "is not inside any device allocation";
   } else {
     const std::string owner = "allocation " + hex(allocation->base) + " of " +
                               std::to_string(allocation->size) + " bytes";
-    if (!allocation->device_live) {
-      *why = range + (allocation->kind == Kind::graph && !allocation->host_allocated
-                          ? " is in " + owner + " of a graph, not allocated at this point"
-                          : " is in freed memory (" + owner + ")");
-    } else {
-      const std::size_t room = allocation->size - (address - allocation->base);
-      *why = range + " runs " + std::to_string(bytes - room) + " bytes past the end of " + owner;
-    }
+    *why = allocation->kind == Kind::graph && !allocation->host_allocated
+               ? "is in " + owner + " of a graph, not allocated at this point"
+               : "is in freed memory (" + owner + ")";
   }
-  return nullptr;
+  return false;
+}
+
+std::string DeviceMemory::overrun(const Extent& extent, CUdeviceptr address, std::size_t bytes) {
+  const std::string range = hex(address) + " (" + std::to_string(bytes) + " bytes)";
+  const std::size_t past = address + bytes - (extent.base + extent.size);
+  const std::string allocation =
+      "allocation " + hex(extent.allocation) + " of " + std::to_string(extent.allocation_size) +
+      " bytes";
+  if (!extent.buffer) return range + " runs " + std::to_string(past) + " bytes past the end of " +
+                             allocation;
+  return range + " runs " + std::to_string(past) + " bytes past the end of the Buffer at " +
+         hex(extent.base) + " of " + std::to_string(extent.size) + " bytes (in " + allocation +
+         ")";
+}
+
+void DeviceMemory::annotate(CUdeviceptr address, std::size_t bytes) {
+  Allocation* allocation = address == 0 ? nullptr : find_containing(address);
+  if (allocation == nullptr || !allocation->device_live) return;
+  // A Buffer never reaches past its allocation (graphcap lends slices of it). 0: returned, no
+  // Buffer holds it until it is lent again.
+  const std::size_t room = allocation->size - (address - allocation->base);
+  allocation->buffers[address] = std::min(room, bytes);
 }
 
 void DeviceMemory::for_each(const std::function<void(Allocation&)>& visit) {
