@@ -45,6 +45,9 @@ Result<Buffer> Device::alloc(std::size_t bytes, Stream& s) {
     if (std::shared_ptr<memory::Allocation> shared = pool->lend(bytes, nullptr)) {
       auto state = std::make_shared<memory::BufferState>(shared, bytes);
       pool->lent(shared, state);
+      // The driver learns the Buffer's extent inside the slice (a checking driver, the fake,
+      // checks kernels against it); the slice's other graphs may use more of it meanwhile.
+      core_->driver().annotate_buffer(state->device_ptr(), bytes);
       return HandleAccess::buffer(std::move(state));
     }
   }
@@ -56,6 +59,7 @@ Result<Buffer> Device::alloc(std::size_t bytes, Stream& s) {
     return error;
   }
   auto state = std::make_shared<memory::BufferState>(std::move(*allocation), bytes);
+  core_->driver().annotate_buffer(state->device_ptr(), bytes);  // the Buffer's extent in its slice
   // The allocation counts as the buffer's first use, on its stream: another stream uses it once
   // ordered after that (docs/capture-lifecycle.md, "Buffers on several streams").
   state->used_by(stream, stream.drops().next_use(), true);
