@@ -26,8 +26,11 @@ Result<Graph> CaptureScope::end() {
   if (!open_) {
     return Error(Errc::graph_state, "CaptureScope::end: the recording was already ended or aborted");
   }
-  open_ = false;  // end_capture leaves capture state on every path
-  return device_->end_capture(*stream_);
+  Result<Graph> graph = device_->end_capture(*stream_);
+  // Refused with the recording still open (a loop left open, ended from another thread): the
+  // scope still owns it, and aborts it when it goes unless end() is called again.
+  open_ = !graph && stream_->capture_state() == CaptureState::capture;
+  return graph;
 }
 
 Result<void> CaptureScope::abort() {

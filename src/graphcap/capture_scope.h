@@ -1,7 +1,8 @@
 // CaptureScope: a recording as a scope. The constructor begins it (after prepare_capture and the
 // warm-up, as Device::begin_capture); end() closes it into a Graph. Leaving the scope without
 // end() (an exception, an early return) aborts the recording: what it would have written is
-// claimed, and the stream is back in no_capture and usable.
+// claimed, and the stream is back in no_capture and usable. Whatever happens, once the scope is
+// gone its stream is not capturing.
 //
 //   device.prepare_capture(s);  run_step();                 // warm-up
 //   CaptureScope scope(device, s);
@@ -28,8 +29,10 @@ class CaptureScope {
   // Whether the recording is open (began and neither ended nor aborted).
   bool open() const noexcept { return open_; }
 
-  // Close the recording: the graph, or the refusal (Device::end_capture). Once only: a second
-  // call, or one after a failed begin, is Errc::graph_state (or begin's error).
+  // Close the recording: the graph, or the refusal (Device::end_capture). A refusal that leaves
+  // the recording open (a loop still open, ended from another thread) leaves the scope open too:
+  // mend it and call end() again, or let the scope abort it. Once closed, another call (or one
+  // after a failed begin) is Errc::graph_state (or begin's error).
   Result<Graph> end();
   // Abandon the recording now (Device::abort_capture).
   Result<void> abort();

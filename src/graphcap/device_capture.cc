@@ -1,5 +1,5 @@
 // Device: the capture lifecycle, per stream (the rules are the capture window's).
-#include <optional>
+#include <memory>
 #include <string>
 #include <utility>
 
@@ -11,8 +11,6 @@
 #include <graphcap/handle_access.h>
 #include <graphcap/try.h>
 
-#include <string>
-
 namespace graphcap {
 
 using detail::StreamCore;
@@ -21,9 +19,7 @@ Result<void> Device::prepare_capture(Stream& s) {
   GRAPHCAP_TRY(check_stream(s, "prepare_capture"));
   StreamCore& stream = HandleAccess::core(s);
   std::lock_guard lock(stream.mutex());
-  GRAPHCAP_TRY(stream.window().prepare(core_->options().capture_mode));
-  stream.pool_window().reset();
-  return {};
+  return stream.window().prepare(core_->options().capture_mode, true, nullptr);
 }
 
 Result<void> Device::prepare_capture(Stream& s, CaptureOptions options) {
@@ -51,9 +47,7 @@ Result<void> Device::prepare_capture(Stream& s, CaptureOptions options) {
     }
   }
   std::lock_guard lock(stream.mutex());
-  GRAPHCAP_TRY(stream.window().prepare(mode, options.claim_on_refusal));
-  stream.pool_window() = std::move(pool);
-  return {};
+  return stream.window().prepare(mode, options.claim_on_refusal, std::move(pool));
 }
 
 Result<GraphPool> Device::create_graph_pool(Stream& s) {
@@ -71,27 +65,6 @@ Result<void> Device::begin_capture(Stream& s) {
 }
 
 namespace {
-
-// A closed recording of a pool window: refuse it if a buffer lent from the pool outlived it, else
-// share its intermediates. Always forgets the window's pool. (stream mutex held)
-Result<void> close_pool_window(StreamCore& stream, Result<capture::Recording>& closed) {
-  std::shared_ptr<detail::GraphPoolState> pool = std::exchange(stream.pool_window(), nullptr);
-  if (!pool || !closed) {
-    if (pool) pool->window_closed();
-    return {};
-  }
-  if (std::optional<Error> outlived = pool->check_borrowers()) {
-    pool->window_closed();
-    for (const auto& weak : closed->buffers.writes) {
-      if (auto buffer = weak.lock()) buffer->fail(*outlived);
-    }
-    closed = *outlived;  // unpins the recording
-    return {};
-  }
-  closed->report.pool_shared_bytes = pool->adopt(closed->pins);
-  pool->window_closed();
-  return {};
-}
 
 // What a re-recording replaced: released once the stream has passed the replays that used it.
 void release_replaced(detail::DeviceCore& device, const std::shared_ptr<StreamCore>& stream,
@@ -121,9 +94,6 @@ Result<Graph> Device::end_capture(Stream& s) {
   Result<capture::Recording> closed = [&] {
     std::lock_guard lock(stream.mutex());
     Result<capture::Recording> recording = stream.window().end(core_->options().upload_on_capture);
-    if (stream.window().state() == CaptureState::no_capture) {
-      (void)close_pool_window(stream, recording);
-    }
     stream.forget_abandoned_loop_streams();
     return recording;
   }();
@@ -158,11 +128,9 @@ Result<void> Device::end_capture(Stream& s, Graph& into) {
   StreamCore& stream = HandleAccess::core(s);
   Result<capture::Recording> closed = [&] {
     std::lock_guard lock(stream.mutex());
-    Result<capture::Recording> recording = stream.window().end(
-        core_->options().upload_on_capture, target->executable(), target->source_nodes());
-    if (stream.window().state() == CaptureState::no_capture) {
-      (void)close_pool_window(stream, recording);
-    }
+    const capture::IntoGraph into_graph{target->executable(), target->source_nodes()};
+    Result<capture::Recording> recording =
+        stream.window().end(core_->options().upload_on_capture, &into_graph);
     stream.forget_abandoned_loop_streams();
     return recording;
   }();
@@ -183,9 +151,6 @@ Result<void> Device::abort_capture(Stream& s) {
     std::lock_guard lock(stream.mutex());
     Result<void> result = stream.window().abort();
     stream.forget_abandoned_loop_streams();
-    if (std::shared_ptr<detail::GraphPoolState> pool = std::exchange(stream.pool_window(), nullptr)) {
-      pool->window_closed();
-    }
     return result;
   }();
   core_->collect_deferred();

@@ -268,7 +268,8 @@ Result<void> Device::launch(Stream& s, const Kernel& kernel, LaunchDims dims,
   } else if (log_enabled(LogLevel::debug)) {
     op.label = launch_label(state, dims, args);
   }
-  // A recorded launch that takes params: what Graph::set needs to set its node again.
+  // A recorded launch that takes params: what Graph::set needs to set its node again (the
+  // recording names the node as it records the launch).
   capture::ParamNode param_node;
   if (recording && takes_params) {
     param_node.function = state->function();
@@ -286,6 +287,10 @@ Result<void> Device::launch(Stream& s, const Kernel& kernel, LaunchDims dims,
       }
       ++i;
     }
+    op.params = &param_node;
+  }
+  if (condition_recording != 0) {
+    std::memcpy(&op.condition, params[condition_arg], sizeof op.condition);
   }
   return stream.run(
       op,
@@ -302,27 +307,6 @@ Result<void> Device::launch(Stream& s, const Kernel& kernel, LaunchDims dims,
                 nullptr);
             result != CUDA_SUCCESS) {
           return Error::from_driver("cuLaunchKernel", result);
-        }
-        if (recording && takes_params) {
-          // The node just recorded is the capture's one dependency now: what follows on the
-          // stream would depend on it (docs/cuda-driver-facts.md, cuStreamGetCaptureInfo).
-          CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
-          const CUgraphNode* dependencies = nullptr;
-          std::size_t count = 0;
-          if (CUresult result = core_->driver().cuStreamGetCaptureInfo(
-                  stream.target(), &status, nullptr, nullptr, &dependencies, nullptr, &count);
-              result != CUDA_SUCCESS) {
-            return Error::from_driver("cuStreamGetCaptureInfo", result)
-                .context("finding the recorded node of a launch that takes a Param");
-          }
-          if (status != CU_STREAM_CAPTURE_STATUS_ACTIVE || count != 1 || dependencies == nullptr) {
-            return Error(Errc::driver,
-                         "cuStreamGetCaptureInfo: the recording is not active or the launch's "
-                         "node is not its only dependency (" + std::to_string(count) +
-                             "), so the node that took the Param can't be named");
-          }
-          param_node.node = dependencies[0];
-          op.params = &param_node;
         }
         return {};
       },

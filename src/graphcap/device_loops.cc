@@ -18,7 +18,7 @@ Result<Loop> Device::begin_while(Stream& s, bool first) {
   capture::Window& window = stream.window();
   GRAPHCAP_ASSIGN_OR_RETURN(std::size_t depth, window.check_loop_begin());
   GRAPHCAP_ASSIGN_OR_RETURN(CUstream body, stream.loop_stream(depth));
-  GRAPHCAP_ASSIGN_OR_RETURN(capture::Window::LoopInfo loop,
+  GRAPHCAP_ASSIGN_OR_RETURN(capture::OpenRecording::LoopInfo loop,
                             window.begin_loop(body, first ? 1u : 0u));
   return HandleAccess::loop(loop.id, window.recording_id(), loop.handle);
 }

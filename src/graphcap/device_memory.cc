@@ -3,7 +3,6 @@
 #include <string>
 
 #include <graphcap/detail/device_core.h>
-#include <graphcap/detail/graph_pool_state.h>
 #include <graphcap/detail/stream_core.h>
 #include <graphcap/device.h>
 #include <graphcap/handle_access.h>
@@ -40,30 +39,12 @@ Result<Buffer> Device::alloc(std::size_t bytes, Stream& s) {
   GRAPHCAP_TRY(core_->bind_thread());
   StreamCore& stream = HandleAccess::core(s);
   std::lock_guard lock(stream.mutex());
-  if (const std::shared_ptr<detail::GraphPoolState>& pool = stream.pool_window()) {
-    // A window of a graph pool: the pool's shared intermediates first.
-    if (std::shared_ptr<memory::Allocation> shared = pool->lend(bytes, nullptr)) {
-      auto state = std::make_shared<memory::BufferState>(shared, bytes);
-      pool->lent(shared, state);
-      // The driver learns the Buffer's extent inside the slice (a checking driver, the fake,
-      // checks kernels against it); the slice's other graphs may use more of it meanwhile.
-      core_->driver().annotate_buffer(state->device_ptr(), bytes);
-      return HandleAccess::buffer(std::move(state));
-    }
-  }
-  Result<std::shared_ptr<memory::Allocation>> allocation =
-      stream.take_slice(stream.device_pool(), bytes);
-  if (!allocation) {
-    Error error = std::move(allocation).error().context("alloc");
-    if (stream.window().recording()) stream.window().doom(error);
-    return error;
-  }
-  auto state = std::make_shared<memory::BufferState>(std::move(*allocation), bytes);
-  core_->driver().annotate_buffer(state->device_ptr(), bytes);  // the Buffer's extent in its slice
-  // The allocation counts as the buffer's first use, on its stream: another stream uses it once
-  // ordered after that (docs/capture-lifecycle.md, "Buffers on several streams").
-  state->used_by(stream, stream.drops().next_use(), true);
-  return HandleAccess::buffer(std::move(state));
+  Result<std::shared_ptr<memory::BufferState>> state = stream.allocate(bytes);
+  if (!state) return std::move(state).error().context("alloc");
+  // The driver learns the Buffer's extent inside its slice (a checking driver, the fake, checks
+  // kernels against it; libcuda ignores it).
+  core_->driver().annotate_buffer((*state)->device_ptr(), bytes);
+  return HandleAccess::buffer(std::move(*state));
 }
 
 Result<Buffer> Device::upload(std::span<const std::byte> bytes, Stream& s) {

@@ -22,17 +22,10 @@ Graph::~Graph() { (void)destroy(); }
 
 namespace {
 
-// The recording's outputs carry `error`: what they hold now no replay produced.
-void fail_writes(const detail::GraphState& state, const Error& error) {
-  for (const auto& weak : state.buffers().writes) {
-    if (auto buffer = weak.lock()) buffer->fail(error);
-  }
-}
-
 // A replay that did not run: the error is returned and queued on the stream (it surfaces on the
 // next sync too), and the recording's outputs carry it.
 Error replay_failed(detail::GraphState& state, Error error) {
-  fail_writes(state, error);
+  state.buffers().fail_writes(error);  // what they hold now no replay produced
   state.stream().queue_error(error);
   return error;
 }
@@ -61,16 +54,12 @@ Result<void> replay_slow(detail::GraphState* state) {
   }
   // Some buffer of the stream carries a failure: a replay reading one would compute from bytes
   // no operation produced. Skip it, and let its outputs say why.
-  for (const auto& weak : state->buffers().reads) {
-    auto buffer = weak.lock();
-    if (!buffer) continue;
-    if (std::optional<Error> failure = buffer->failure()) {
-      return replay_failed(
-          *state, Error(Errc::failed_buffer,
-                        "replay: a buffer the graph reads carries an error, so the replay was "
-                        "skipped: " + failure->message(),
-                        failure->driver_code()));
-    }
+  if (std::optional<Error> failure = state->buffers().first_failed_read()) {
+    return replay_failed(
+        *state, Error(Errc::failed_buffer,
+                      "replay: a buffer the graph reads carries an error, so the replay was "
+                      "skipped: " + failure->message(),
+                      failure->driver_code()));
   }
   if (Result<void> bound = state->stream().device().bind_thread(); !bound) return bound;
   if (const CUresult result = hot.driver->cuGraphLaunch(hot.exec, hot.stream);
@@ -78,9 +67,7 @@ Result<void> replay_slow(detail::GraphState* state) {
     return launch_failed(*state, result);
   }
   // Enqueued: what the graph produces whole replaces whatever those buffers carried.
-  for (const auto& weak : state->buffers().produces) {
-    if (auto buffer = weak.lock()) buffer->clear_failure();
-  }
+  state->buffers().clear_produced();
   return {};
 }
 

@@ -17,7 +17,9 @@
 // Every graph of a cache is recorded into one GraphPool on the cache's stream (unless
 // options.share_pool is false), so their intermediates share memory; graphs are evicted least
 // recently used first, to keep within max_graphs and byte_budget (the pinned bytes of the cache's
-// graphs). Not thread-safe: one cache per stream, used by the thread that issues that stream's work.
+// graphs, the pool's shared memory counted once). Whatever a run does (a refused recording, a
+// step that throws), when it returns or unwinds its stream is not capturing. Not thread-safe: one
+// cache per stream, used by the thread that issues that stream's work.
 //
 // Params and the cache combine: a launch recorded with Arg::param(p) takes p's value at the
 // recording; to change it for the next replays, patch every cached graph that took it (a graph
@@ -76,7 +78,7 @@ struct GraphCacheStats {
   std::size_t updates = 0;    // re-recordings applied by exec update
   std::size_t fallbacks = 0;  // runs whose step ran eagerly: a refused recording, or a key given up
   std::size_t evictions = 0;  // graphs dropped for the budget or the count
-  std::size_t bytes = 0;      // pinned bytes of the cached graphs now
+  std::size_t bytes = 0;      // pinned bytes of the cached graphs now (a shared pool's once)
 };
 
 template <class Key, class Hash = std::hash<Key>, class KeyEqual = std::equal_to<Key>>
@@ -129,7 +131,7 @@ class GraphCache {
 
   GraphCacheStats stats() const {
     GraphCacheStats stats = stats_;
-    stats.bytes = bytes_;
+    stats.bytes = bytes();
     return stats;
   }
   // Why the cache's last refused recording was refused (the run fell back to the warm-up's
@@ -171,7 +173,7 @@ class GraphCache {
   void clear() noexcept {
     for (Slot& slot : slots_) slot.entry.reset();
     size_ = 0;
-    bytes_ = 0;
+    unshared_bytes_ = 0;
   }
 
  private:
@@ -180,7 +182,7 @@ class GraphCache {
     std::size_t hash = 0;
     Graph graph{};               // empty until recorded
     std::uint64_t last_use = 0;  // clock_ at its last run: the least recently used goes first
-    std::size_t bytes = 0;       // the graph's pinned bytes, counted in bytes_
+    std::size_t bytes = 0;       // the graph's pinned bytes but the pool's, in unshared_bytes_
     unsigned refusals = 0;       // refused recordings in a row
     bool stale = false;          // invalidate(): re-record into graph
     bool gave_up = false;        // refused give_up_after times in a row: eager from now on
@@ -248,6 +250,16 @@ class GraphCache {
     --size_;
   }
 
+  // Whatever leaves record_entry (a return, a refusal that leaves the recording open, an
+  // exception from the step), the cache's window is closed: its stream is never left capturing.
+  struct WindowGuard {
+    Device* device;
+    Stream* stream;
+    ~WindowGuard() {
+      if (stream->capture_state() != CaptureState::no_capture) (void)device->abort_capture(*stream);
+    }
+  };
+
   // Record the key's entry: the warm-up is this run's execution of the step.
   template <class Record>
   Result<void> record_entry(Entry& entry, Record& record) {
@@ -265,18 +277,14 @@ class GraphCache {
     if (Result<void> prepared = device_->prepare_capture(*stream_, options); !prepared) {
       return prepared.error().context("GraphCache");  // nothing ran
     }
+    const WindowGuard guard{device_, stream_};
     if (Result<void> warm = record(); !warm) {
-      (void)device_->abort_capture(*stream_);
       return warm;  // the step itself failed, eagerly: as it would have without a cache
     }
     if (Result<void> begun = device_->begin_capture(*stream_); !begun) {
-      (void)device_->abort_capture(*stream_);  // if begin left the window prepared
       return refused(entry, begun.error());
     }
-    if (Result<void> recorded = record(); !recorded) {
-      (void)device_->abort_capture(*stream_);
-      return refused(entry, recorded.error());
-    }
+    if (Result<void> recorded = record(); !recorded) return refused(entry, recorded.error());
     if (entry.graph && entry.stale) {
       if (Result<void> ended = device_->end_capture(*stream_, entry.graph); !ended) {
         return refused(entry, ended.error());  // the graph is unchanged, and still stale
@@ -290,9 +298,11 @@ class GraphCache {
     }
     entry.stale = false;
     entry.refusals = 0;
-    bytes_ -= entry.bytes;
-    entry.bytes = entry.graph.report().pinned_bytes;
-    bytes_ += entry.bytes;
+    // The graph's own bytes: its pool's shared memory is counted once for the whole cache.
+    const GraphReport& report = entry.graph.report();
+    unshared_bytes_ -= entry.bytes;
+    entry.bytes = report.pinned_bytes - report.pool_shared_bytes;
+    unshared_bytes_ += entry.bytes;
     evict(entry);
     return {};
   }
@@ -316,7 +326,7 @@ class GraphCache {
   void evict(const Entry& keep) noexcept {
     auto over = [&] {
       return (options_.max_graphs != 0 && graphs() > options_.max_graphs) ||
-             (options_.byte_budget != 0 && bytes_ > options_.byte_budget);
+             (options_.byte_budget != 0 && bytes() > options_.byte_budget);
     };
     while (over()) {
       const Entry* victim = nullptr;
@@ -326,10 +336,15 @@ class GraphCache {
         if (victim == nullptr || candidate->last_use < victim->last_use) victim = candidate;
       }
       if (victim == nullptr) return;
-      bytes_ -= victim->bytes;
+      unshared_bytes_ -= victim->bytes;
       erase(*victim);
       ++stats_.evictions;
     }
+  }
+
+  // The cached graphs' pinned bytes, the pool's shared memory counted once.
+  std::size_t bytes() const noexcept {
+    return unshared_bytes_ + (pool_ ? pool_->bytes_held() : std::size_t{0});
   }
 
   std::size_t graphs() const noexcept {
@@ -348,7 +363,7 @@ class GraphCache {
   std::optional<GraphPool> pool_;
   GraphCacheStats stats_;
   std::optional<Error> last_refusal_;
-  std::size_t bytes_ = 0;
+  std::size_t unshared_bytes_ = 0;  // the cached graphs' pinned bytes that are not the pool's
 };
 
 }  // namespace graphcap

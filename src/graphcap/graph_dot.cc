@@ -47,9 +47,9 @@ std::string Graph::dot() const {
     out += "  }\n";
   }
   for (std::size_t i = 0; i < nodes.size(); ++i) {
-    for (std::size_t from : nodes[i].depends_on) {
+    nodes[i].for_each_dependency([&](std::size_t from) {
       out += "  n" + std::to_string(from) + " -> n" + std::to_string(i) + ";\n";
-    }
+    });
   }
   out += "}\n";
   return out;

@@ -362,5 +362,25 @@ TEST_F(CaptureDiagnosticsTest, AnInvalidationByAnotherThreadIsNamedWithItsThread
   ASSERT_THAT(device_->end_capture(stream()), IsOk());
 }
 
+
+// Defect 7: a scope whose end was refused with the recording still open (a loop left open) does
+// not leave the stream capturing once the scope is gone.
+TEST_F(CaptureDiagnosticsTest, ACaptureScopeWhoseEndWasRefusedLeavesNoRecordingOpen) {
+  ASSERT_THAT(device_->prepare_capture(stream()), IsOk());
+  {
+    CaptureScope scope(*device_, stream());
+    ASSERT_THAT(scope.began(), IsOk());
+    Result<Loop> loop = device_->begin_while(stream(), false);
+    ASSERT_THAT(loop, IsOk());
+    EXPECT_THAT(scope.end(), StatusIs(Errc::graph_state, CUDA_SUCCESS, HasSubstr("loop")));
+    EXPECT_TRUE(scope.open()) << "the recording is still open: the scope still owns it";
+  }
+  EXPECT_EQ(stream().capture_state(), CaptureState::no_capture);
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_ACTIVE;
+  ASSERT_EQ(device_->driver().cuStreamIsCapturing(stream().handle(), &status), CUDA_SUCCESS);
+  EXPECT_EQ(status, CU_STREAM_CAPTURE_STATUS_NONE);
+  ASSERT_THAT(device_->sync(stream()), IsOk());
+}
+
 }  // namespace
 }  // namespace graphcap::testing

@@ -4,6 +4,7 @@
 // end_capture, before the driver's bare CUDA_ERROR_STREAM_CAPTURE_UNJOINED; every stream the
 // recording touched is left in no_capture and usable.
 #include <cstdint>
+#include <thread>
 #include <vector>
 
 #include <gmock/gmock.h>
@@ -114,8 +115,12 @@ TEST_F(ForkJoinTest, UnjoinedSideWorkIsRefusedByNameAndEveryStreamIsLeftUsable) 
   EXPECT_EQ(side_->capture_state(), CaptureState::no_capture);
   EXPECT_EQ(driver_status(stream()), CU_STREAM_CAPTURE_STATUS_NONE);
   EXPECT_EQ(driver_status(*side_), CU_STREAM_CAPTURE_STATUS_NONE);
-  // The claims cover the side stream's writes: y holds what no operation produced. (Its last
-  // writer is the side stream, which the recording stream never waited for: read it there.)
+  // The claims cover the side stream's writes: y holds what no operation produced. (A closed
+  // recording's side-stream uses count as the recording stream's, at the close: order the side
+  // stream after it to read there.)
+  Event closed = new_event();
+  ASSERT_THAT(device_->record(closed, stream()), IsOk());
+  ASSERT_THAT(device_->wait(*side_, closed), IsOk());
   EXPECT_THAT(device_->read(y, *side_), StatusIs(Errc::graph_state, CUDA_SUCCESS,
                                                   HasSubstr("not joined back")));
   // Both streams are usable; the recording stream can record again.
@@ -148,6 +153,13 @@ TEST_F(ForkJoinTest, ASideStreamObeysTheRecordingsRules) {
   Result<Graph> graph = device_->end_capture(stream());
   ASSERT_THAT(graph, IsOk());  // the refusals above did not invalidate the recording
   EXPECT_EQ(graph->report().node_count, 2u);
+  // The graph runs on the recording stream: its side-stream uses count as that stream's now, so
+  // the side stream reads its own buffer once ordered after the close.
+  EXPECT_THAT(device_->read(own, *side_), StatusIs(Errc::invalid_argument, CUDA_SUCCESS,
+                                                    HasSubstr("nothing orders")));
+  Event closed = new_event();
+  ASSERT_THAT(device_->record(closed, stream()), IsOk());
+  ASSERT_THAT(device_->wait(*side_, closed), IsOk());
   EXPECT_THAT(read_u32(own, *side_), ElementsAreArray(iota_u32(64)));  // recorded, not run
   ASSERT_THAT(graph->replay(), IsOk());
   ASSERT_THAT(device_->sync(stream()), IsOk());
@@ -212,6 +224,47 @@ TEST_F(ForkJoinTest, AbortingTheRecordingReleasesItsSideStreams) {
   EXPECT_EQ(side_->capture_state(), CaptureState::no_capture);
   EXPECT_EQ(driver_status(*side_), CU_STREAM_CAPTURE_STATUS_NONE);
   EXPECT_THAT(device_->sync(*side_), IsOk());
+}
+
+
+// Defect 5: end_capture into a graph on a side stream is refused like the plain end_capture (it
+// used to end the driver's capture there, invalidating the origin's recording, and to release
+// the recording's registration twice: the process lost its guard of GLOBAL recordings).
+TEST_F(ForkJoinTest, EndCaptureIntoAGraphOnASideStreamIsRefusedAndChangesNothing) {
+  Buffer x = upload_u32(iota_u32(64));
+  Buffer y = upload_u32(iota_u32(64), *side_);
+  // A graph of the side stream to (wrongly) end into.
+  ASSERT_THAT(device_->prepare_capture(*side_), IsOk());
+  ASSERT_THAT(device_->begin_capture(*side_), IsOk());
+  ASSERT_THAT(add_one(y, y, 64, *side_), IsOk());
+  Result<Graph> side_graph = device_->end_capture(*side_);
+  ASSERT_THAT(side_graph, IsOk());
+
+  Event fork = new_event();
+  Event join = new_event();
+  ASSERT_THAT(device_->prepare_capture(stream()), IsOk());
+  ASSERT_THAT(device_->begin_capture(stream()), IsOk());
+  ASSERT_THAT(fill(x, 1, 64), IsOk());
+  ASSERT_THAT(device_->record(fork, stream()), IsOk());
+  ASSERT_THAT(device_->wait(*side_, fork), IsOk());
+  ASSERT_THAT(add_one(x, y, 64, *side_), IsOk());
+  EXPECT_THAT(device_->end_capture(*side_, *side_graph),
+              StatusIs(Errc::graph_state, CUDA_SUCCESS, HasSubstr("forked into the recording")));
+  EXPECT_EQ(side_->capture_state(), CaptureState::capture);
+  EXPECT_EQ(driver_status(stream()), CU_STREAM_CAPTURE_STATUS_ACTIVE);
+  ASSERT_THAT(device_->record(join, *side_), IsOk());
+  ASSERT_THAT(device_->wait(stream(), join), IsOk());
+  Result<Graph> graph = device_->end_capture(stream());
+  ASSERT_THAT(graph, IsOk());
+
+  // The guard still holds: while a GLOBAL recording is open, another thread's sync is refused.
+  ASSERT_THAT(device_->prepare_capture(stream()), IsOk());
+  ASSERT_THAT(device_->begin_capture(stream()), IsOk());
+  Result<void> synced = Error(Errc::driver, "not run");
+  std::thread other([&] { synced = device_->sync(*side_); });
+  other.join();
+  EXPECT_THAT(synced, StatusIs(Errc::graph_state, CUDA_SUCCESS, HasSubstr("global mode")));
+  ASSERT_THAT(device_->end_capture(stream()), IsOk());
 }
 
 }  // namespace

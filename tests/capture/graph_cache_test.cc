@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <future>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -20,6 +21,7 @@
 namespace graphcap::testing {
 namespace {
 
+using ::testing::Each;
 using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
 
@@ -198,6 +200,120 @@ TEST_F(GraphCacheTest, InvalidateWithAnotherTopologyReInstantiatesIntoTheSameKey
   EXPECT_FALSE(cache.graph(3)->report().updated);
   EXPECT_FALSE(cache.graph(3)->report().update_refusal.empty());
   EXPECT_EQ(cache.stats().bytes, cache.graph(3)->report().pinned_bytes);
+}
+
+// ---- Issue 21: a fallback's result, refusals that leave a stream recording, exceptions -----
+
+// Defect 1 (cache): a fallback's result allocated by the step's warm-up (lazily, on first use)
+// is never the pool's memory, so another key's replay can't overwrite it.
+TEST_F(GraphCacheTest, AFallbacksResultIsNeverOverwrittenByAnotherKeysReplay) {
+  GraphCache<std::uint32_t> cache(*device_, stream());
+  ASSERT_THAT(cache.run(16, [&] { return step(16); }), IsOk());  // its scratch joins the pool
+  Buffer result;
+  bool recording_refused = false;
+  auto lazy = [&]() -> Result<void> {
+    if (!result) {
+      Result<Buffer> made = device_->alloc(kN * sizeof(std::uint32_t), stream());
+      if (!made) return made.error();
+      result = *made;
+    }
+    if (stream().capture_state() == CaptureState::capture) {
+      // Refused when recorded: memory the warm-up never asked for.
+      recording_refused = true;
+      Result<Buffer> extra = device_->alloc(1 << 20, stream());
+      if (!extra) return extra.error();
+    }
+    return device_->launch(stream(), fill_, dims_for(kN),
+                           {Arg::out(result), Arg::value(std::uint32_t{77}), Arg::value(kN)});
+  };
+  ASSERT_THAT(cache.run(1, lazy), IsOk());
+  ASSERT_TRUE(recording_refused);
+  EXPECT_EQ(cache.stats().fallbacks, 1u);
+  ASSERT_THAT(cache.run(16, [&] { return step(16); }), IsOk());  // a hit: replays in the pool
+  EXPECT_THAT(read_u32(result), Each(77u));
+}
+
+// Defect 3a: a cache's window does not claim on refusal; neither does the refusal of a pool
+// buffer that outlived its recording: run() returned success, so what the warm-up produced reads.
+TEST_F(GraphCacheTest, ARefusalForAKeptPoolBufferLeavesTheWarmUpsResultReadable) {
+  GraphCache<std::uint32_t> cache(*device_, stream());
+  ASSERT_THAT(cache.run(16, [&] { return step(16); }), IsOk());  // the pool has an intermediate
+  Buffer kept;
+  auto keeps_scratch = [&]() -> Result<void> {
+    Result<Buffer> scratch = device_->alloc(kN * sizeof(std::uint32_t), stream());
+    if (!scratch) return scratch.error();
+    if (Result<void> ok = add_one(state_, *scratch, kN); !ok) return ok;
+    kept = *scratch;  // outlives the recording
+    return device_->launch(stream(), copy_, dims_for(kN),
+                           {Arg::in(*scratch), Arg::out(state_), Arg::value(kN)});
+  };
+  ASSERT_THAT(cache.run(2, keeps_scratch), IsOk());
+  EXPECT_EQ(cache.stats().fallbacks, 1u);
+  ASSERT_NE(cache.last_refusal(), nullptr);
+  EXPECT_THAT(*cache.last_refusal(),
+              StatusIs(Errc::graph_state, CUDA_SUCCESS, HasSubstr("outlived the recording")));
+  kept = Buffer{};
+  EXPECT_THAT(device_->read(state_, stream()), IsOk());
+  EXPECT_THAT(state(), ElementsAreArray(all(2)));
+}
+
+// Defect 7: a recording whose end_capture is refused with the recording still open (a loop left
+// open) is aborted by the cache: when run() returns, its stream is not capturing.
+TEST_F(GraphCacheTest, ARunNeverLeavesItsStreamRecording) {
+  GraphCache<int> cache(*device_, stream());
+  auto leaves_a_loop_open = [&]() -> Result<void> {
+    if (stream().capture_state() == CaptureState::capture) {
+      Result<Loop> loop = device_->begin_while(stream(), false);
+      if (!loop) return loop.error();
+    }
+    return step(1);
+  };
+  ASSERT_THAT(cache.run(1, leaves_a_loop_open), IsOk());  // the warm-up's result stands
+  EXPECT_EQ(stream().capture_state(), CaptureState::no_capture);
+  EXPECT_EQ(cache.stats().fallbacks, 1u);
+  ASSERT_NE(cache.last_refusal(), nullptr);
+  EXPECT_THAT(*cache.last_refusal(), StatusIs(Errc::graph_state, CUDA_SUCCESS, HasSubstr("loop")));
+  EXPECT_THAT(state(), ElementsAreArray(all(1)));
+  ASSERT_THAT(cache.run(2, [&] { return step(2); }), IsOk());
+  ASSERT_THAT(cache.run(2, [&] { return step(2); }), IsOk());
+  EXPECT_EQ(cache.stats().hits, 1u);
+}
+
+// Defect 7: a step that throws, in the warm-up or while recorded: the exception leaves run(), and
+// the stream is not capturing.
+TEST_F(GraphCacheTest, AStepThatThrowsLeavesNoWindowOpen) {
+  GraphCache<int> cache(*device_, stream());
+  auto throws_when_recorded = [&]() -> Result<void> {
+    if (stream().capture_state() == CaptureState::capture) throw std::runtime_error("recorded");
+    return step(1);
+  };
+  EXPECT_THROW((void)cache.run(1, throws_when_recorded), std::runtime_error);
+  EXPECT_EQ(stream().capture_state(), CaptureState::no_capture);
+  auto throws_eagerly = [&]() -> Result<void> { throw std::runtime_error("warm-up"); };
+  EXPECT_THROW((void)cache.run(2, throws_eagerly), std::runtime_error);
+  EXPECT_EQ(stream().capture_state(), CaptureState::no_capture);
+  ASSERT_THAT(cache.run(3, [&] { return step(3); }), IsOk());
+  ASSERT_THAT(cache.run(3, [&] { return step(3); }), IsOk());
+  EXPECT_EQ(cache.stats().hits, 1u);
+}
+
+// Defect 9: the byte budget counts a shared pool's memory once, not once per graph.
+TEST_F(GraphCacheTest, StatsCountASharedPoolsMemoryOnce) {
+  GraphCache<std::uint32_t> cache(*device_, stream());
+  for (std::uint32_t bucket : {8u, 4u, 2u}) {
+    ASSERT_THAT(cache.run(bucket, [&] { return step(bucket); }), IsOk());
+  }
+  ASSERT_NE(cache.pool(), nullptr);
+  std::size_t unshared = 0;
+  std::size_t summed = 0;
+  for (std::uint32_t bucket : {8u, 4u, 2u}) {
+    const GraphReport& report = cache.graph(bucket)->report();
+    ASSERT_GT(report.pool_shared_bytes, 0u);
+    unshared += report.pinned_bytes - report.pool_shared_bytes;
+    summed += report.pinned_bytes;
+  }
+  EXPECT_EQ(cache.stats().bytes, unshared + cache.pool()->bytes_held());
+  EXPECT_LT(cache.stats().bytes, summed);
 }
 
 TEST_F(GraphCacheTest, InvalidateOfAKeyGivenUpTriesToRecordItAgain) {

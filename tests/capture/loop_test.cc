@@ -329,5 +329,24 @@ TEST_F(LoopTest, ASideStreamCannotBeginALoop) {
   EXPECT_THAT(device_->end_capture(stream()), IsOk());
 }
 
+
+// Issue 21, defect 9: a loop whose condition starts true and that no recorded kernel takes
+// would never end on the GPU: end_while refuses it, and the loop stays open to be mended.
+TEST_F(LoopTest, ALoopStartingTrueThatNoKernelCanEndIsRefusedAndStaysOpen) {
+  begin();
+  Result<Loop> loop = device_->begin_while(stream(), true);
+  ASSERT_THAT(loop, IsOk());
+  ASSERT_THAT(add_one(counter_, out_, 1), IsOk());
+  EXPECT_THAT(device_->end_while(stream(), *loop),
+              StatusIs(Errc::graph_state, CUDA_SUCCESS, HasSubstr("Arg::condition")));
+  EXPECT_THAT(device_->end_capture(stream()), StatusIs(Errc::graph_state));  // still open
+  ASSERT_THAT(set(*loop, 0), IsOk());
+  ASSERT_THAT(device_->end_while(stream(), *loop), IsOk());
+  Result<Graph> graph = device_->end_capture(stream());
+  ASSERT_THAT(graph, IsOk());
+  ASSERT_THAT(graph->replay(), IsOk());
+  EXPECT_EQ(read_u32(out_), std::vector<std::uint32_t>{1});
+}
+
 }  // namespace
 }  // namespace graphcap::testing

@@ -246,5 +246,54 @@ TEST_F(TwoDevices, ARecordingCannotWaitForAnotherDevicesEvent) {
   EXPECT_THAT(d0().sync(d0().stream()), IsOk());
 }
 
+
+// Issue 21, defect 8: a graph keeps alive everything it replays against, across devices: device
+// 1 closing leaves the memory a graph of device 0 copies from allocated until that graph goes.
+TEST_F(TwoDevices, AGraphKeepsAnotherDevicesMemoryAliveAfterThatDeviceCloses) {
+  GRAPHCAP_REQUIRE_PEERS();
+  Buffer b0 = upload(d0(), std::vector<std::uint32_t>(64, 0));
+  Buffer b1 = upload(d1(), iota_u32(64, 1));
+  order(d1(), d0());
+  ASSERT_THAT(d0().prepare_capture(d0().stream()), IsOk());
+  ASSERT_THAT(d0().begin_capture(d0().stream()), IsOk());
+  ASSERT_THAT(d0().copy(b0, b1, d0().stream()), IsOk());
+  Result<Graph> graph = d0().end_capture(d0().stream());
+  ASSERT_THAT(graph, IsOk());
+  b1 = Buffer{};         // only the graph holds device 1's buffer now
+  devices_[1].reset();   // device 1 closes
+  ASSERT_THAT(graph->replay(), IsOk());
+  EXPECT_THAT(read(d0(), b0), ElementsAreArray(iota_u32(64, 1)));
+  if (fake::FakeDriver* fake = driver_->fake()) {
+    EXPECT_THAT(fake->violations(), ::testing::IsEmpty());
+    EXPECT_GT(fake->live_handles().device_allocations, 0u)
+        << "device 1's memory is still the graph's";
+  }
+  ASSERT_THAT(graph->destroy(), IsOk());
+  if (fake::FakeDriver* fake = driver_->fake()) {
+    // What device 1 kept for the graph went with it (TearDown checks every handle).
+    EXPECT_EQ(fake->live_handles().contexts, 1u) << "device 0's context only";
+  }
+}
+
+// Issue 21, defect 9: peer access belongs to the two devices as opened: a peer closed and
+// opened again must be enabled again (the driver dropped the access with the peer's context).
+TEST_F(TwoDevices, PeerAccessIsForgottenWhenThePeerIsClosedAndOpenedAgain) {
+  GRAPHCAP_REQUIRE_PEERS();
+  devices_[1].reset();
+  DeviceOptions options;
+  options.ordinal = 1;
+  Result<std::unique_ptr<Device>> reopened = Device::open(driver_->api(), options);
+  ASSERT_THAT(reopened, IsOk());
+  devices_[1] = std::move(*reopened);
+  Buffer b0 = upload(d0(), std::vector<std::uint32_t>(32, 0));
+  Buffer b1 = upload(d1(), iota_u32(32, 9));
+  order(d1(), d0());
+  EXPECT_THAT(d0().copy(b0, b1, d0().stream()),
+              StatusIs(Errc::invalid_argument, CUDA_SUCCESS, HasSubstr("enable_peer_access")));
+  ASSERT_THAT(d0().enable_peer_access(d1()), IsOk());
+  ASSERT_THAT(d0().copy(b0, b1, d0().stream()), IsOk());
+  EXPECT_THAT(read(d0(), b0), ElementsAreArray(iota_u32(32, 9)));
+}
+
 }  // namespace
 }  // namespace graphcap::testing

@@ -122,5 +122,32 @@ TEST_F(StreamsTest, AnEventMayOutliveItsDevice) {
   EXPECT_NE(e.native_handle(), nullptr);
 }  // ~Event: nothing left to destroy (the fake's teardown counts handles)
 
+
+// Defect 6: a wait recorded into a graph orders the graph's nodes, not the streams' eager work:
+// after it, an eager read of a buffer the other stream wrote eagerly is still unordered.
+TEST_F(StreamsTest, AWaitRecordedIntoAGraphDoesNotOrderEagerWork) {
+  Buffer x = upload_u32(iota_u32(64));
+  ASSERT_THAT(fill(x, 5, 64), IsOk());  // an eager write on stream 0
+  Event fork = new_event();
+  Event join = new_event();
+  ASSERT_THAT(device_->prepare_capture(*side_), IsOk());
+  ASSERT_THAT(device_->begin_capture(*side_), IsOk());
+  ASSERT_THAT(device_->record(fork, *side_), IsOk());
+  ASSERT_THAT(device_->wait(stream(), fork), IsOk());  // stream 0 forks into side's recording
+  ASSERT_THAT(device_->record(join, stream()), IsOk());
+  ASSERT_THAT(device_->wait(*side_, join), IsOk());    // recorded, not eager
+  Result<Graph> graph = device_->end_capture(*side_);
+  ASSERT_THAT(graph, IsOk());
+  EXPECT_THAT(device_->read(x, *side_),
+              StatusIs(Errc::invalid_argument, CUDA_SUCCESS, HasSubstr("nothing orders")));
+  // Ordered eagerly, it reads.
+  Event eager = new_event();
+  ASSERT_THAT(device_->record(eager, stream()), IsOk());
+  ASSERT_THAT(device_->wait(*side_, eager), IsOk());
+  Result<std::vector<std::byte>> bytes = device_->read(x, *side_);
+  ASSERT_THAT(bytes, IsOk());
+  EXPECT_THAT(to_u32(*bytes), Each(5u));
+}
+
 }  // namespace
 }  // namespace graphcap::testing

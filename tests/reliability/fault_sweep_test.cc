@@ -878,11 +878,39 @@ bool param_set(Session& s) {
   return set && s.read("z after the set", "z", s.main());
 }
 
-// Two graphs of one pool, the second sharing the first's intermediate: each x -> tmp -> y, with
-// tmp allocated and dropped inside the pass. Replayed second then first.
-bool graph_pool(Session& s) {
-  Result<GraphPool> pool = s.dev().create_graph_pool(s.main());
-  if (!s.ok(pool)) return false;
+// One recording of `pool`: src -> tmp -> dst over n elements, tmp an intermediate; into
+// `into` when given (re-recording it).
+bool pool_capture(Session& s, GraphPool& pool, const std::string& src, const std::string& dst,
+                  std::uint32_t n, Graph* into) {
+  auto pass = [&](bool eager) {
+    Result<Buffer> tmp = s.dev().alloc(n * 4, s.main());
+    if (!s.ok(tmp)) return false;
+    s.keep("tmp", *tmp, s.main());
+    const bool ran = add_one(s, src, "tmp", n, s.main(), eager) &&
+                     add_one(s, "tmp", dst, n, s.main(), eager);
+    s.buffers.erase("tmp");  // dropped inside the pass: an intermediate
+    s.owners.erase("tmp");
+    s.shadows.erase("tmp");
+    s.claims.erase(std::remove(s.claims.begin(), s.claims.end(), std::string("tmp")),
+                   s.claims.end());
+    return ran;
+  };
+  CaptureOptions options;
+  options.pool = &pool;
+  if (!s.ok(s.dev().prepare_capture(s.main(), options)) || !pass(true)) return false;
+  if (!s.ok(s.dev().begin_capture(s.main())) || !pass(false)) return false;
+  if (into == nullptr) return end(s, s.main());
+  Result<void> closed = s.dev().end_capture(s.main(), *into);
+  if (!closed) {
+    for (const std::string& name : s.claims) s.fail(name);
+  }
+  s.claims.clear();
+  return s.ok(closed);
+}
+
+// Two graphs of `pool`, the second sharing the first's intermediate: each x -> tmp -> y, with
+// tmp allocated and dropped inside the pass (x1 reads into graph 0, x2 into graph 1).
+bool pool_graphs(Session& s, GraphPool& pool) {
   for (const char* suffix : {"1", "2"}) {
     const std::string x = std::string("x") + suffix, y = std::string("y") + suffix;
     if (!upload(s, x, iota_u32(kN, suffix[0] == '1' ? 0 : 500), s.main()) ||
@@ -892,42 +920,61 @@ bool graph_pool(Session& s) {
   }
   for (const char* suffix : {"1", "2"}) {
     const std::string x = std::string("x") + suffix, y = std::string("y") + suffix;
-    const std::uint32_t n = suffix[0] == '1' ? kN : kN / 2;
-    auto pass = [&](bool eager) {
-      Result<Buffer> tmp = s.dev().alloc(n * 4, s.main());
-      if (!s.ok(tmp)) return false;
-      s.keep("tmp", *tmp, s.main());
-      const bool ran = add_one(s, x, "tmp", n, s.main(), eager) &&
-                       add_one(s, "tmp", y, n, s.main(), eager);
-      s.buffers.erase("tmp");  // dropped inside the pass: an intermediate
-      s.owners.erase("tmp");
-      s.shadows.erase("tmp");
-      s.claims.erase(std::remove(s.claims.begin(), s.claims.end(), std::string("tmp")),
-                     s.claims.end());
-      return ran;
-    };
-    CaptureOptions options;
-    options.pool = &*pool;
-    if (!s.ok(s.dev().prepare_capture(s.main(), options)) || !pass(true)) return false;
-    if (!s.ok(s.dev().begin_capture(s.main())) || !pass(false)) return false;
-    if (!end(s, s.main())) return false;
+    if (!pool_capture(s, pool, x, y, suffix[0] == '1' ? kN : kN / 2, nullptr)) return false;
   }
-  auto effect = [&](const char* suffix) {
-    const std::string x = std::string("x") + suffix, y = std::string("y") + suffix;
-    const std::uint32_t n = suffix[0] == '1' ? kN : kN / 2;
+  return true;
+}
+
+// The two graphs replay, the second then the first; y1 = `x1` + 2 and y2 = x2 + 2 (half).
+bool replay_pool_graphs(Session& s, const std::string& x1) {
+  auto effect = [&](const std::string& x, const std::string& y, std::uint32_t n) {
     Values out = plus(s.values(x), 2);
     out.resize(n);
     s.set(y, out);
+    s.clear_failure(y);
   };
   if (!s.ok(s.graphs[1].replay())) return false;
-  effect("2");
+  effect("x2", "y2", kN / 2);
   if (!s.ok(s.graphs[0].replay())) return false;
-  effect("1");
+  effect(x1, "y1", kN);
   if (!s.ok(s.dev().sync(s.main()))) return false;
   return s.read("y1 after the pool's replays", "y1", s.main()) &&
          s.read("y2 after the pool's replays", "y2", s.main(), 0, kN / 2);
 }
 
+bool graph_pool(Session& s) {
+  Result<GraphPool> pool = s.dev().create_graph_pool(s.main());
+  if (!s.ok(pool) || !pool_graphs(s, *pool)) return false;
+  return replay_pool_graphs(s, "x1");
+}
+
+// Issue 21: the many-graph life of a pool. Its two graphs; the first re-recorded into itself
+// (the same topology on another input: exec update) inside the pool; then a pool window whose
+// recording keeps a buffer the pool lent it, aborted (the buffer carries an error for good: it
+// is the graphs' scratch); then both graphs replay. A failure anywhere leaves each graph
+// replaying what it recorded last, and the kept buffer never reads as data.
+bool pool_rerecord_abort(Session& s) {
+  Result<GraphPool> pool = s.dev().create_graph_pool(s.main());
+  if (!s.ok(pool) || !pool_graphs(s, *pool)) return false;
+  if (!upload(s, "x3", iota_u32(kN, 9000), s.main())) return false;
+  const bool rerecorded = pool_capture(s, *pool, "x3", "y1", kN, &s.graphs[0]);
+  CaptureOptions options;
+  options.pool = &*pool;
+  if (!s.ok(s.dev().prepare_capture(s.main(), options))) return false;
+  if (!s.ok(s.dev().begin_capture(s.main()))) return false;
+  if (!alloc(s, "kept", kN / 2, s.main())) return false;  // lent by the pool, kept
+  if (!add_one(s, "x2", "kept", kN / 2, s.main(), false)) return false;
+  if (!abort(s, s.main())) return false;
+  if (!replay_pool_graphs(s, rerecorded ? "x3" : "x1")) return false;
+  // Checked apart from the shadows' reads: its error is the expected outcome, not a failure.
+  if (s.dev().read(s.buffers.at("kept"), s.main())) {
+    ADD_FAILURE() << "a buffer lent to an aborted pool recording read back as data";
+  }
+  s.buffers.erase("kept");
+  s.owners.erase("kept");
+  s.shadows.erase("kept");
+  return true;
+}
 
 // ---- events and fork/join (issue 12) --------------------------------------------------------------
 
@@ -1145,6 +1192,7 @@ const std::vector<Scenario>& scenarios() {
       {"rerecord_reinstantiate", open_device, rerecord_reinstantiate},
       {"param_set", open_device, param_set},
       {"graph_pool", open_device, graph_pool},
+      {"pool_rerecord_abort", open_device, pool_rerecord_abort},
       {"copies_and_fills", open_device, copies_and_fills},
       {"events_across_streams", open_device, events_across_streams},
       {"fork_join_recording", open_device, fork_join_recording},

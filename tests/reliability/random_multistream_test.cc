@@ -127,6 +127,10 @@ struct ModelStream {
   Stream* handle = nullptr;
   std::uint64_t seq = 0;
   Clock clock{};
+  // A wait recorded into a recording (a fork, a join) orders the graph, not eager work: what this
+  // stream is ordered after inside recording `recorded_of` only (issue 21).
+  std::uint64_t recorded_of = 0;
+  Clock recorded_clock{};
 };
 
 struct ModelEvent {
@@ -277,7 +281,11 @@ class Sequence {
 
   // ---- the ordering rule ----------------------------------------------------------------------
   bool ordered(int s, int other, std::uint64_t seq) const {
-    return other == s || seq == 0 || streams_[s].clock[static_cast<std::size_t>(other)] >= seq;
+    const ModelStream& stream = streams_[s];
+    const auto at = static_cast<std::size_t>(other);
+    if (other == s || seq == 0 || stream.clock[at] >= seq) return true;
+    return in_recording(s) && stream.recorded_of == recording_.id &&
+           stream.recorded_clock[at] >= seq;
   }
 
   // Device::check_buffer: may stream `s` use buffer `b` now (writing it when `writes`)?
@@ -318,9 +326,15 @@ class Sequence {
     buffer.readers[s] = seq;
   }
 
-  void merge(int s, int other, std::uint64_t seq) {
+  void merge(int s, int other, std::uint64_t seq, bool recorded = false) {
     if (other == s) return;
-    std::uint64_t& at = streams_[s].clock[static_cast<std::size_t>(other)];
+    ModelStream& stream = streams_[s];
+    if (recorded && stream.recorded_of != recording_.id) {
+      stream.recorded_of = recording_.id;
+      stream.recorded_clock = stream.clock;
+    }
+    Clock& clock = recorded ? stream.recorded_clock : stream.clock;
+    std::uint64_t& at = clock[static_cast<std::size_t>(other)];
     at = std::max(at, seq);
   }
 
@@ -515,9 +529,10 @@ class Sequence {
     expect(device_->wait(*streams_[s].handle, event.handle), expected, what);
     if (expected || !event.recorded) return;
     if (event.stream != s) {
-      merge(s, event.stream, event.seq);
+      const bool recorded = fork || mine != 0;  // orders the graph only
+      merge(s, event.stream, event.seq, recorded);
       for (int other = 0; other < kStreams; ++other) {
-        merge(s, other, event.clock[static_cast<std::size_t>(other)]);
+        merge(s, other, event.clock[static_cast<std::size_t>(other)], recorded);
       }
     }
     if (fork) {
@@ -572,14 +587,16 @@ class Sequence {
     streams_[0].state = CaptureState::no_capture;
     if (refusal) {
       for (int b : recording_.claims) buf(b).failure = *refusal;
-      if (!sides.empty()) {
-        for (int b : recording_.buffers) {
-          ModelBuffer& buffer = buf(b);
-          for (int side : sides) buffer.readers.erase(side);
-          if (std::find(sides.begin(), sides.end(), buffer.writer) != sides.end()) {
-            buffer.writer = 0;
-            buffer.write_seq = buffer.use_seq = 0;
-          }
+    }
+    // The side streams' uses were recorded, not run (a graph runs on stream 0; a refused one
+    // never runs): they become stream 0's, at its position at the close.
+    if (!sides.empty()) {
+      for (int b : recording_.buffers) {
+        ModelBuffer& buffer = buf(b);
+        for (int side : sides) buffer.readers.erase(side);
+        if (std::find(sides.begin(), sides.end(), buffer.writer) != sides.end()) {
+          buffer.writer = 0;
+          buffer.write_seq = buffer.use_seq = streams_[0].seq;
         }
       }
     }

@@ -50,10 +50,19 @@ void CaptureTracker::recording_ended(CUstreamCaptureMode mode, std::thread::id t
   if (--it->second == 0) own_.erase(it);
 }
 
-bool CaptureTracker::own_recording(std::thread::id thread) const noexcept {
-  if (own_total_.load(std::memory_order_seq_cst) == 0) return false;
+CaptureTracker::Registration CaptureTracker::register_recording(CUstreamCaptureMode mode) {
+  const std::thread::id thread = std::this_thread::get_id();
+  recording_started(mode, thread);
+  return Registration(this, mode, thread);
+}
+
+int CaptureTracker::own_recordings(std::thread::id thread) const noexcept {
+  if (own_total_.load(std::memory_order_seq_cst) == 0) return 0;
   std::lock_guard lock(own_mutex_);
-  return std::any_of(own_.begin(), own_.end(), [&](const auto& e) { return e.first == thread; });
+  for (const auto& [owner, count] : own_) {
+    if (owner == thread) return count;
+  }
+  return 0;
 }
 
 bool CaptureTracker::unsafe_calls_forbidden() const noexcept {
@@ -66,6 +75,21 @@ CaptureTracker::UnsafeCall CaptureTracker::enter_unsafe_call() noexcept {
   // one announced before it is seen by the check (both sequentially consistent).
   in_flight_.fetch_add(1, std::memory_order_seq_cst);
   if (unsafe_calls_forbidden()) {
+    leave_unsafe_call();
+    return UnsafeCall();
+  }
+  return UnsafeCall(this);
+}
+
+CaptureTracker::UnsafeCall CaptureTracker::enter_unsafe_call_beside(
+    const Registration& own) noexcept {
+  in_flight_.fetch_add(1, std::memory_order_seq_cst);
+  const bool counted = static_cast<bool>(own) && own.mode() != CU_STREAM_CAPTURE_MODE_RELAXED;
+  const int globals = global_recordings_.load(std::memory_order_seq_cst) -
+                      (counted && own.mode() == CU_STREAM_CAPTURE_MODE_GLOBAL ? 1 : 0);
+  const std::thread::id thread = std::this_thread::get_id();
+  const int owned = own_recordings(thread) - (counted && own.thread() == thread ? 1 : 0);
+  if (globals > 0 || owned > 0) {
     leave_unsafe_call();
     return UnsafeCall();
   }

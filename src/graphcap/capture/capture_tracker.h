@@ -31,11 +31,45 @@ class CaptureTracker {
   // One tracker per driver object, shared by every Device opened on it.
   static std::shared_ptr<CaptureTracker> for_driver(DriverApi& driver);
 
-  // A recording opens on `thread` (before the driver's cuStreamBeginCapture). In GLOBAL mode this
-  // waits for the unsafe calls other threads have in flight.
-  void recording_started(CUstreamCaptureMode mode, std::thread::id thread);
-  // It closed (after the driver's capture is closed), whichever thread closes it.
-  void recording_ended(CUstreamCaptureMode mode, std::thread::id thread) noexcept;
+  // One open recording's place in the tracker, from just before the driver's cuStreamBeginCapture
+  // until its capture is closed: released exactly once (release(), or the destructor), whichever
+  // thread closes it.
+  class Registration {
+   public:
+    Registration() noexcept = default;
+    Registration(Registration&& other) noexcept
+        : tracker_(std::exchange(other.tracker_, nullptr)), mode_(other.mode_),
+          thread_(other.thread_) {}
+    Registration& operator=(Registration&& other) noexcept {
+      if (this != &other) {
+        release();
+        tracker_ = std::exchange(other.tracker_, nullptr);
+        mode_ = other.mode_;
+        thread_ = other.thread_;
+      }
+      return *this;
+    }
+    ~Registration() { release(); }
+    explicit operator bool() const noexcept { return tracker_ != nullptr; }
+    CUstreamCaptureMode mode() const noexcept { return mode_; }
+    std::thread::id thread() const noexcept { return thread_; }
+    void release() noexcept {
+      if (CaptureTracker* tracker = std::exchange(tracker_, nullptr)) {
+        tracker->recording_ended(mode_, thread_);
+      }
+    }
+
+   private:
+    friend class CaptureTracker;
+    Registration(CaptureTracker* tracker, CUstreamCaptureMode mode, std::thread::id thread) noexcept
+        : tracker_(tracker), mode_(mode), thread_(thread) {}
+    CaptureTracker* tracker_ = nullptr;
+    CUstreamCaptureMode mode_ = CU_STREAM_CAPTURE_MODE_GLOBAL;
+    std::thread::id thread_;
+  };
+  // A recording opens on this thread in `mode` (call before the driver's cuStreamBeginCapture).
+  // In GLOBAL mode this waits for the unsafe calls other threads have in flight.
+  Registration register_recording(CUstreamCaptureMode mode);
 
   // True when an unsafe call from the calling thread would invalidate an open recording.
   bool unsafe_calls_forbidden() const noexcept;
@@ -58,9 +92,18 @@ class CaptureTracker {
     CaptureTracker* tracker_ = nullptr;
   };
   UnsafeCall enter_unsafe_call() noexcept;
+  // The same for the calls that close a recording (instantiate, update, upload), which only the
+  // *other* open recordings forbid: `own` is the one being closed.
+  UnsafeCall enter_unsafe_call_beside(const Registration& own) noexcept;
 
  private:
-  bool own_recording(std::thread::id thread) const noexcept;
+  void recording_started(CUstreamCaptureMode mode, std::thread::id thread);
+  void recording_ended(CUstreamCaptureMode mode, std::thread::id thread) noexcept;
+  // How many recordings `thread` owns in GLOBAL or THREAD_LOCAL mode.
+  int own_recordings(std::thread::id thread) const noexcept;
+  bool own_recording(std::thread::id thread) const noexcept {
+    return own_recordings(thread) > 0;
+  }
   void leave_unsafe_call() noexcept;
 
   std::atomic<int> global_recordings_{0};

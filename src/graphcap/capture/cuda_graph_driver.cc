@@ -165,6 +165,24 @@ bool CudaGraphDriver::update(const Executable& into, const CapturedGraph& graph,
   return false;
 }
 
+Result<CUgraphNode> CudaGraphDriver::last_node(CUstream stream) {
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  const CUgraphNode* dependencies = nullptr;
+  std::size_t count = 0;
+  if (CUresult result = driver_->cuStreamGetCaptureInfo(stream, &status, nullptr, nullptr,
+                                                        &dependencies, nullptr, &count);
+      result != CUDA_SUCCESS) {
+    return Error::from_driver("cuStreamGetCaptureInfo", result);
+  }
+  if (status != CU_STREAM_CAPTURE_STATUS_ACTIVE || count != 1 || dependencies == nullptr) {
+    return Error(Errc::driver,
+                 "cuStreamGetCaptureInfo: the recording is not active or the last node is not "
+                 "its only dependency (" + std::to_string(count) + " dependencies), so the node "
+                 "can't be named");
+  }
+  return dependencies[0];
+}
+
 Result<std::vector<CUgraphNode>> CudaGraphDriver::nodes(const CapturedGraph& graph) {
   std::size_t count = 0;
   if (CUresult result = driver_->cuGraphGetNodes(graph.get(), nullptr, &count);

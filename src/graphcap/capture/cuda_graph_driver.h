@@ -17,6 +17,7 @@ class CudaGraphDriver final : public GraphDriver {
   Result<Executable> instantiate_inspected(const CapturedGraph& graph,
                                            GraphReport& report) override;
   bool update(const Executable& into, const CapturedGraph& graph, GraphReport& report) override;
+  Result<CUgraphNode> last_node(CUstream stream) override;
   Result<std::vector<CUgraphNode>> nodes(const CapturedGraph& graph) override;
   bool upload(const Executable& executable, CUstream stream, GraphReport& report) override;
   void dump_dot(const CapturedGraph& graph, const std::string& path) override;

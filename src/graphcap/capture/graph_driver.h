@@ -62,6 +62,11 @@ class GraphDriver {
   // was.
   virtual bool update(const Executable& into, const CapturedGraph& graph, GraphReport& report) = 0;
 
+  // The node the last operation issued on capturing `stream` added: the capture's one dependency
+  // right after it (docs/cuda-driver-facts.md, cuStreamGetCaptureInfo). An error when the capture
+  // is not active or has another number of dependencies.
+  virtual Result<CUgraphNode> last_node(CUstream stream) = 0;
+
   // The graph's nodes, as cuGraphGetNodes lists them.
   virtual Result<std::vector<CUgraphNode>> nodes(const CapturedGraph& graph) = 0;
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include <graphcap/capture/buffer_roles.h>
 #include <graphcap/capture/captured_graph.h>
 #include <graphcap/capture/executable.h>
 #include <graphcap/capture/graph_report.h>
@@ -39,7 +40,8 @@ struct ParamNode {
     std::size_t arg = 0;                 // which argument
     std::shared_ptr<const void> param;   // the param's identity (its slot)
   };
-  CUgraphNode node = nullptr;  // in the graph the executable was instantiated from
+  CUgraphNode node = nullptr;  // in the graph the executable was instantiated from (named by the
+                               // recording when the launch is recorded)
   CUfunction function = nullptr;
   LaunchDims dims;
   std::vector<std::byte> bytes;       // every argument's bytes, each at its offset
@@ -58,7 +60,12 @@ struct Operation {
   std::shared_ptr<const void> keep_alive;
   // Work graphcap did not issue (Device::record_external): it adds nodes graphcap can't count.
   bool external = false;
-  const ParamNode* params = nullptr;  // a kernel launch that took params: its node (recording)
+  // A recorded kernel launch that took params: everything but its node, which the recording names
+  // (GraphDriver::last_node) as it records the launch.
+  ParamNode* params = nullptr;
+  // A launch that takes a WHILE loop's condition (Arg::condition): the handle, so the recording
+  // knows the loop can end (0: none).
+  CUgraphConditionalHandle condition = 0;
   // Set by StreamCore::run when an eager operation used buffers of other streams: an event
   // recorded right after it, which their owners are then made to wait for (return_borrowed).
   CUevent borrowed_fence = nullptr;
@@ -67,14 +74,13 @@ struct Operation {
   // name and launch shape, as a compact record rendered to text only when asked. Empty when not
   // asked for (eager operations).
   OperationLabel label;
-};
 
-// The buffers a recording uses, by role. Held weakly: a graph must not keep a buffer's failure
-// bookkeeping alive after its last handle (its memory is pinned separately).
-struct BufferRoles {
-  std::vector<std::weak_ptr<memory::BufferState>> reads;     // read by a recorded operation
-  std::vector<std::weak_ptr<memory::BufferState>> writes;    // written (the claims)
-  std::vector<std::weak_ptr<memory::BufferState>> produces;  // written whole
+  // The operation failed or was skipped: every buffer it writes carries `error`.
+  void fail_writes(const Error& error) const {
+    for (const BufferUse& use : uses) {
+      if (writes(use.access)) (*use.buffer)->fail(error);
+    }
+  }
 };
 
 // One operation of a recording as graphcap recorded it (what Graph::dot() draws): the node it
@@ -82,12 +88,23 @@ struct BufferRoles {
 // nodes it depends on (the recording stream's frontier when it was recorded), and the loop body
 // it is in.
 struct RecordedNode {
+  static constexpr std::size_t kNone = ~std::size_t{0};
+
   CUgraphNodeType type = CU_GRAPH_NODE_TYPE_KERNEL;
   OperationLabel label;
   int stream = 0;
-  std::vector<std::size_t> depends_on;
   std::uint64_t loop = 0;  // the WHILE loop whose body holds the node (0: the graph itself)
   std::uint64_t body = 0;  // a WHILE node: the loop it runs (the `loop` of its body's nodes)
+  // The nodes it depends on. Most nodes depend on one (their stream's last), kept inline: a
+  // recorded launch allocates nothing for it; only a join lists more.
+  std::size_t after = kNone;
+  std::vector<std::size_t> also_after;
+
+  template <class Visit>
+  void for_each_dependency(Visit&& visit) const {
+    if (after != kNone) visit(after);
+    for (std::size_t node : also_after) visit(node);
+  }
 };
 
 // "KERNEL", "MEMCPY", ... as cuda.h names CUgraphNodeType's values (without the prefix).

@@ -147,6 +147,21 @@ void DeviceCore::add_event(const std::shared_ptr<EventState>& event) {
   events_.push_back(event);
 }
 
+void DeviceCore::pinned_by_other_device(const std::shared_ptr<memory::Allocation>& memory) {
+  std::lock_guard lock(mutex_);
+  std::erase_if(pinned_elsewhere_, [](const auto& weak) { return weak.expired(); });
+  pinned_elsewhere_.push_back(memory);
+}
+
+void DeviceCore::kept_slice_freed() noexcept {
+  if (kept_after_close_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  if (CUresult result = driver_->cuDevicePrimaryCtxRelease(device_); result != CUDA_SUCCESS) {
+    warn(Error::from_driver("cuDevicePrimaryCtxRelease", result)
+             .context("releasing a closed device's context after the last graph of another device "
+                      "let go of its memory"));
+  }
+}
+
 void DeviceCore::defer(std::shared_ptr<GraphState> graph) {
   std::lock_guard lock(mutex_);
   deferred_graphs_.push_back(std::move(graph));
@@ -204,8 +219,10 @@ void DeviceCore::close() noexcept {
   std::vector<std::shared_ptr<EventState>> events;
   std::vector<std::shared_ptr<GraphState>> deferred_graphs;
   std::vector<CUmodule> deferred_unloads;
+  std::vector<std::weak_ptr<memory::Allocation>> pinned_elsewhere;
   {
     std::lock_guard lock(mutex_);
+    pinned_elsewhere.swap(pinned_elsewhere_);
     for (auto& stream : streams_) stream->gate().set(capture::ReplayGate::kClosed);  // replays stop
     streams.swap(streams_);
     for (auto& weak : graphs_) {
@@ -249,13 +266,23 @@ void DeviceCore::close() noexcept {
   modules.clear();
   for (auto& event : events) event->release();
   events.clear();
+  // 4. Memory other devices' graphs still pin (peer copies) stays allocated, and with it the
+  // context, until those graphs let go: a graph keeps alive everything it replays against. Held
+  // here until the streams are closed, so each is either kept or freed with its stream.
+  std::vector<std::shared_ptr<memory::Allocation>> kept;
+  for (const auto& weak : pinned_elsewhere) {
+    if (std::shared_ptr<memory::Allocation> memory = weak.lock()) {
+      static_cast<StreamCore&>(memory->owner()).keep_at_close(memory->slice());
+      kept.push_back(std::move(memory));
+    }
+  }
+  kept_after_close_.fetch_add(static_cast<int>(kept.size()) + 1, std::memory_order_acq_rel);
   for (auto& stream : streams) stream->close();
   streams.clear();
+  kept.clear();  // a graph that let go meanwhile frees its slice now
   if (context_retained_) {
     context_retained_ = false;
-    if (CUresult result = driver_->cuDevicePrimaryCtxRelease(device_); result != CUDA_SUCCESS) {
-      warn(Error::from_driver("cuDevicePrimaryCtxRelease", result).context("closing the device"));
-    }
+    kept_slice_freed();  // the close's own count: the context goes now, or with the last kept slice
   }
   if (t_bound_device == id_) t_bound_device = 0;
 }

@@ -16,6 +16,7 @@
 #include <graphcap/device_limits.h>
 #include <graphcap/device_options.h>
 #include <graphcap/driver/driver_api.h>
+#include <graphcap/memory/allocation.h>
 #include <graphcap/result.h>
 
 namespace graphcap::detail {
@@ -70,6 +71,12 @@ class DeviceCore : public std::enable_shared_from_this<DeviceCore> {
   bool peer_enabled(const DeviceCore& peer) const;
   void set_peer_enabled(const DeviceCore& peer);
 
+  // A graph of another device pins `memory` of this one (a peer copy): this device keeps it
+  // allocated past its own close, for as long as that graph holds it.
+  void pinned_by_other_device(const std::shared_ptr<memory::Allocation>& memory);
+  // After close: a kept slice went with its last pin; the context goes with the last of them.
+  void kept_slice_freed() noexcept;
+
   // A new non-blocking stream of this device.
   Result<std::shared_ptr<StreamCore>> create_stream();
   void add_module(const std::shared_ptr<ModuleState>& module);
@@ -109,7 +116,13 @@ class DeviceCore : public std::enable_shared_from_this<DeviceCore> {
   std::vector<std::shared_ptr<GraphState>> deferred_graphs_;
   std::vector<CUmodule> deferred_unloads_;
   mutable std::mutex peers_mutex_;
-  std::vector<CUcontext> peers_;  // contexts whose memory this context may access
+  // The devices (as opened: a peer closed and opened again is a new one, whose context the driver
+  // made anew) whose memory this context may access.
+  std::vector<std::uint64_t> peers_;
+  // Memory of this device that graphs of other devices pin (peer copies): kept allocated, with
+  // the context, past this device's close until the last of those graphs lets go.
+  std::vector<std::weak_ptr<memory::Allocation>> pinned_elsewhere_;
+  std::atomic<int> kept_after_close_{0};
 };
 
 }  // namespace graphcap::detail

@@ -17,13 +17,13 @@ std::string DeviceCore::another_device(const DeviceCore& other) const {
 
 bool DeviceCore::peer_enabled(const DeviceCore& peer) const {
   std::lock_guard lock(peers_mutex_);
-  return std::find(peers_.begin(), peers_.end(), peer.context()) != peers_.end();
+  return std::find(peers_.begin(), peers_.end(), peer.id()) != peers_.end();
 }
 
 void DeviceCore::set_peer_enabled(const DeviceCore& peer) {
   std::lock_guard lock(peers_mutex_);
-  if (std::find(peers_.begin(), peers_.end(), peer.context()) == peers_.end()) {
-    peers_.push_back(peer.context());
+  if (std::find(peers_.begin(), peers_.end(), peer.id()) == peers_.end()) {
+    peers_.push_back(peer.id());
   }
 }
 

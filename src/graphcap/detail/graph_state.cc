@@ -19,6 +19,21 @@ GraphState::GraphState(std::shared_ptr<StreamCore> stream, capture::Recording re
   hot_.stream = stream_->handle();
   hot_.gate = &stream_->gate();
   hot_.device_id = stream_->device().id();
+  tell_other_devices();
+}
+
+void GraphState::tell_other_devices() const {
+  // A peer copy's memory belongs to another device: it keeps it past its own close while this
+  // graph pins it (a graph keeps alive everything it replays against).
+  try {
+    for (const auto& pin : recording_.pins) {
+      DeviceCore& owner = static_cast<StreamCore&>(pin->owner()).device();
+      if (&owner != &stream_->device()) owner.pinned_by_other_device(pin);
+    }
+  } catch (...) {
+    log(LogLevel::error, "a graph could not tell another device it pins its memory: closing "
+                         "that device first frees memory the graph replays against");
+  }
 }
 
 capture::Recording GraphState::adopt(capture::Recording recording) noexcept {
@@ -40,6 +55,7 @@ capture::Recording GraphState::adopt(capture::Recording recording) noexcept {
   }
   recording_ = std::move(recording);
   hot_.exec = recording_.executable.get();
+  tell_other_devices();
   return old;
 }
 

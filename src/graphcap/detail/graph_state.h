@@ -65,6 +65,7 @@ class GraphState {
   void release() noexcept;
 
  private:
+  void tell_other_devices() const;
 
   ReplayBlock hot_;
   std::shared_ptr<StreamCore> stream_;

@@ -43,16 +43,47 @@ Result<std::shared_ptr<memory::Allocation>> StreamCore::take_slice(memory::Slice
       std::static_pointer_cast<memory::SliceOwner>(shared_from_this()), *slice);
 }
 
-void StreamCore::fail_writes(const capture::Operation& op, const Error& error) {
-  for (const capture::BufferUse& use : op.uses) {
-    if (capture::writes(use.access)) (*use.buffer)->fail(error);
+void StreamCore::failed(capture::Operation& op, capture::OpenRecording* recording,
+                        const Error& error) {
+  if (recording == nullptr || recording->claims()) op.fail_writes(error);
+  if (recording != nullptr) (void)recording->record(op, index_, &error, target());
+}
+
+Result<std::shared_ptr<memory::BufferState>> StreamCore::allocate(std::size_t bytes) {
+  capture::OpenRecording* recording = window_.recording_into();
+  std::shared_ptr<memory::BufferState> state = window_.lend(bytes);
+  if (!state) {
+    Result<std::shared_ptr<memory::Allocation>> allocation = take_slice(device_pool_, bytes);
+    if (!allocation) {
+      Error error = std::move(allocation).error();
+      if (recording != nullptr) recording->doom(error.context("alloc"));
+      return error;
+    }
+    window_.allocated(*allocation);
+    state = std::make_shared<memory::BufferState>(std::move(*allocation), bytes);
   }
+  // The allocation counts as the buffer's first use, a write on its stream, lent or not: another
+  // stream uses it once ordered after that (docs/capture-lifecycle.md, "Buffers on several
+  // streams"), so after the pool's replays queued here before it too.
+  state->used_by(*this, drops_.next_use(), true);
+  return state;
 }
 
 void StreamCore::drop(const memory::Slice& slice, std::uint64_t last_use) noexcept {
   try {
     std::lock_guard lock(mutex_);
-    if (closed()) return;  // the pool already gave everything back to the driver
+    if (closed()) {
+      // The pool gave everything back to the driver, but what a graph of another device pinned.
+      auto kept = std::find(kept_at_close_.begin(), kept_at_close_.end(), slice.address);
+      if (kept == kept_at_close_.end()) return;
+      kept_at_close_.erase(kept);
+      if (Result<void> bound = device_->bind_thread(); !bound) {
+        log(LogLevel::warn, bound.error().context("freeing a closed device's memory").message());
+      }
+      (void)device_pool_.free_kept(slice);
+      device_->kept_slice_freed();
+      return;
+    }
     drops_.drop(slice, last_use);
   } catch (...) {
     log(LogLevel::error, "dropping a buffer failed unexpectedly; its memory stays reserved");
@@ -137,7 +168,7 @@ void StreamCore::close() noexcept {
   }
   std::lock_guard lock(mutex_);
   drops_.destroy_events();
-  device_pool_.free_all();
+  device_pool_.free_all(kept_at_close_);
   staging_pool_.free_all();
   if (CUresult result = device_->driver().cuStreamDestroy(handle_); result != CUDA_SUCCESS) {
     log(LogLevel::warn, Error::from_driver("cuStreamDestroy", result).context("closing a stream")
@@ -151,6 +182,11 @@ void StreamCore::close() noexcept {
                               .message());
     }
   }
+}
+
+void StreamCore::keep_at_close(const memory::Slice& slice) {
+  std::lock_guard lock(mutex_);
+  if (slice.kind == memory::SliceKind::device) kept_at_close_.push_back(slice.address);
 }
 
 void StreamCore::forget_abandoned_loop_streams() {
@@ -196,30 +232,64 @@ StreamCore::OrderPoint StreamCore::order_point() {
   return point;
 }
 
-void StreamCore::order_after(const OrderPoint& point) {
-  if (point.stream == nullptr || point.stream == this) return;
-  auto merge = [this](const memory::SliceOwner* stream, std::uint64_t sequence) {
-    if (stream == this) return;
-    for (auto& [known, at] : ordered_after_) {
+namespace {
+
+using OrderList = std::vector<std::pair<const memory::SliceOwner*, std::uint64_t>>;
+
+void merge_order(OrderList& list, const memory::SliceOwner* self,
+                 const StreamCore::OrderPoint& point) {
+  auto merge = [&](const memory::SliceOwner* stream, std::uint64_t sequence) {
+    if (stream == self) return;
+    for (auto& [known, at] : list) {
       if (known == stream) {
         at = std::max(at, sequence);
         return;
       }
     }
-    ordered_after_.emplace_back(stream, sequence);
+    list.emplace_back(stream, sequence);
   };
-  std::lock_guard lock(order_mutex_);
   merge(point.stream, point.sequence);
   for (const auto& [stream, sequence] : point.after) merge(stream, sequence);
 }
 
-bool StreamCore::ordered_after(const memory::SliceOwner* stream, std::uint64_t sequence) const {
-  if (stream == this || sequence == 0) return true;
-  std::lock_guard lock(order_mutex_);
-  for (const auto& [known, at] : ordered_after_) {
+bool in_order(const OrderList& list, const memory::SliceOwner* stream, std::uint64_t sequence) {
+  for (const auto& [known, at] : list) {
     if (known == stream) return at >= sequence;
   }
   return false;
+}
+
+}  // namespace
+
+void StreamCore::order_after(const OrderPoint& point) {
+  if (point.stream == nullptr || point.stream == this) return;
+  std::lock_guard lock(order_mutex_);
+  merge_order(ordered_after_, this, point);
+}
+
+void StreamCore::order_after_in(std::uint64_t recording, const OrderPoint& point) {
+  if (point.stream == nullptr || point.stream == this) return;
+  std::lock_guard lock(order_mutex_);
+  if (recorded_order_of_ != recording) {
+    recorded_order_of_ = recording;
+    ordered_in_recording_ = ordered_after_;  // what it was ordered after eagerly holds too
+  }
+  merge_order(ordered_in_recording_, this, point);
+}
+
+bool StreamCore::ordered_after(const memory::SliceOwner* stream, std::uint64_t sequence) {
+  if (stream == this || sequence == 0) return true;
+  std::uint64_t recording = 0;
+  {
+    std::lock_guard lock(order_mutex_);
+    if (in_order(ordered_after_, stream, sequence)) return true;
+    if (recorded_order_of_ == 0) return false;
+    recording = recorded_order_of_;
+  }
+  // The order of a recorded wait counts only inside that recording.
+  if (window_.recording_id() != recording) return false;
+  std::lock_guard lock(order_mutex_);
+  return recorded_order_of_ == recording && in_order(ordered_in_recording_, stream, sequence);
 }
 
 void StreamCore::lost_order(capture::Operation& op, const Error& why) noexcept {

@@ -5,7 +5,9 @@
 //
 // Every stream operation on buffers (a launch, a write, ...) goes through run(): one place that
 // checks the inputs for carried failures, issues the driver call, stamps each buffer's last use,
-// hands the operation to the window when recording, and marks or clears failures.
+// hands the operation to the recording it enters (capture::OpenRecording) when recording, and
+// marks or clears failures. Events (record_event, wait_event) and allocations (allocate) go
+// through the stream too: nothing above it steers a recording.
 #pragma once
 
 #include <atomic>
@@ -28,7 +30,7 @@
 namespace graphcap::detail {
 
 class DeviceCore;
-class GraphPoolState;
+class EventState;
 
 class StreamCore final : public memory::SliceOwner,
                          public std::enable_shared_from_this<StreamCore> {
@@ -71,13 +73,21 @@ class StreamCore final : public memory::SliceOwner,
   memory::DropQueue& drops() noexcept { return drops_; }
   capture::Window& window() noexcept { return window_; }
   const capture::Window& window() const noexcept { return window_; }
-  // The graph pool of the window now open (prepare or capture), or null (mutex() held).
-  std::shared_ptr<GraphPoolState>& pool_window() noexcept { return pool_window_; }
-
   // A slice of `bytes` from `pool` as an Allocation of this stream: a free one, else whatever the
   // drop queue can release without waiting, else a new one from the driver when no recording
   // forbids it. Call with mutex() held.
   Result<std::shared_ptr<memory::Allocation>> take_slice(memory::SlicePool& pool, std::size_t bytes);
+
+  // A buffer of `bytes` owned by this stream (mutex() held): inside a graph pool's recording,
+  // memory the pool lends first; the allocation counts as the buffer's first use (a write), lent
+  // or not. A failure inside a recording dooms it.
+  Result<std::shared_ptr<memory::BufferState>> allocate(std::size_t bytes);
+
+  // Events (mutex() held): record `event` here now, or make this stream wait for its last record
+  // (`peer`: the event is another device's). Inside a recording: fork and join, checked before
+  // the driver sees them (each refusal would otherwise invalidate the recording).
+  Result<void> record_event(EventState& event);
+  Result<void> wait_event(const EventState& event, bool peer);
 
   // One stream operation (mutex() held). `issue` makes the driver call(s) and returns an error or
   // nothing; it may set op.staging. `what` names the operation, `use_name(i)` its i-th use (both
@@ -101,6 +111,9 @@ class StreamCore final : public memory::SliceOwner,
 
   // The device is closing: close any recording, wait, free every slice and the stream.
   void close() noexcept;
+  // Before close(): a graph of another device pins `slice`, so close() keeps it allocated and
+  // its last drop frees it.
+  void keep_at_close(const memory::Slice& slice);
 
   // ---- Order between streams (docs/capture-lifecycle.md, "Buffers on several streams") ----
   // A position on a stream, and every position of other streams known to come before it: what
@@ -114,16 +127,24 @@ class StreamCore final : public memory::SliceOwner,
   OrderPoint order_point();
   // This stream waited for an event marking `point`: what follows here comes after it.
   void order_after(const OrderPoint& point);
-  // Whether work enqueued here from now on comes after operation `sequence` of `stream`.
-  bool ordered_after(const memory::SliceOwner* stream, std::uint64_t sequence) const;
+  // The same for a wait recorded into recording `recording` (a fork or a join): it orders this
+  // stream's recorded operations for that recording only, never its eager work after it (the
+  // graph's nodes are ordered, not the streams).
+  void order_after_in(std::uint64_t recording, const OrderPoint& point);
+  // Whether work enqueued here from now on comes after operation `sequence` of `stream` (in the
+  // recording this stream records into, if any).
+  bool ordered_after(const memory::SliceOwner* stream, std::uint64_t sequence);
   // After run() issued an eager operation that used buffers of other streams: make each owner
   // wait for op.borrowed_fence, so its later work and its drop queue come after this use. Call
   // without mutex() held (it takes the owners' mutexes). Destroys the fence.
   void return_borrowed(capture::Operation& op) noexcept;
 
  private:
-  // The failure-carrying side of run(): an input carries `failure`, or the operation failed.
-  static void fail_writes(const capture::Operation& op, const Error& error);
+  // The operation failed or was skipped: its writes carry `error` (unless the recording it enters
+  // does not claim), and the recording is doomed by it.
+  void failed(capture::Operation& op, capture::OpenRecording* recording, const Error& error);
+  // Waits refused inside recordings (invalidating ones), or a fork checked before the driver.
+  Result<void> check_wait(const EventState& event, bool peer, capture::OpenRecording* recording);
   DriverApi& device_driver() const noexcept;
   // A borrowed use could not be handed back: wait for this stream instead (or warn).
   void lost_order(capture::Operation& op, const Error& why) noexcept;
@@ -139,7 +160,6 @@ class StreamCore final : public memory::SliceOwner,
   memory::SlicePool staging_pool_;
   memory::DropQueue drops_;
   capture::Window window_;
-  std::shared_ptr<GraphPoolState> pool_window_;
   std::mutex failed_mutex_;
   int failed_buffers_ = 0;
   std::mutex errors_mutex_;
@@ -148,13 +168,16 @@ class StreamCore final : public memory::SliceOwner,
   std::atomic<bool> closed_{false};
   mutable std::mutex order_mutex_;
   std::vector<std::pair<const memory::SliceOwner*, std::uint64_t>> ordered_after_;
+  std::uint64_t recorded_order_of_ = 0;  // the recording ordered_in_recording_ holds for
+  std::vector<std::pair<const memory::SliceOwner*, std::uint64_t>> ordered_in_recording_;
   std::vector<CUstream> loop_streams_;  // by loop depth
+  std::vector<std::uintptr_t> kept_at_close_;  // device slices other devices' graphs pin
 };
 
 template <class Issue, class What, class UseName>
 Result<void> StreamCore::run(capture::Operation& op, Issue&& issue, What&& what,
                              UseName&& use_name) {
-  const bool recording = window_.recording();
+  capture::OpenRecording* const recording = window_.recording_into();
   // An input that carries a failure: the operation would compute from bytes no operation
   // produced. Skip it; what it writes carries the reason.
   for (std::size_t i = 0; i < op.uses.size(); ++i) {
@@ -165,8 +188,7 @@ Result<void> StreamCore::run(capture::Operation& op, Issue&& issue, What&& what,
                   what() + ": " + use_name(i) +
                       " carries an error, so the operation was skipped: " + failure->message(),
                   failure->driver_code());
-      if (!recording || window_.marks_failed_writes()) fail_writes(op, error);
-      if (recording) window_.record(op, &error);
+      failed(op, recording, error);
       return error;
     }
   }
@@ -176,7 +198,7 @@ Result<void> StreamCore::run(capture::Operation& op, Issue&& issue, What&& what,
   for (const capture::BufferUse& buffer_use : op.uses) {
     borrowed = borrowed || &(*buffer_use.buffer)->owner() != this;
   }
-  if (borrowed && !recording) {
+  if (borrowed && recording == nullptr) {
     if (CUresult result = device_driver().cuEventCreate(&op.borrowed_fence, CU_EVENT_DISABLE_TIMING);
         result != CUDA_SUCCESS) {
       op.borrowed_fence = nullptr;
@@ -202,13 +224,17 @@ Result<void> StreamCore::run(capture::Operation& op, Issue&& issue, What&& what,
   }
   if (!issued) {
     Error error = std::move(issued).error().context(what());
-    if (!recording || window_.marks_failed_writes()) fail_writes(op, error);
-    if (recording) window_.record(op, &error);
+    failed(op, recording, error);
     return error;
   }
-  if (recording) {
-    window_.record(op, nullptr);
-    return {};  // recorded, not run: what it produces is produced by replays
+  if (recording != nullptr) {
+    // Recorded, not run: what it produces is produced by replays.
+    if (Result<void> recorded = recording->record(op, index_, nullptr, target()); !recorded) {
+      Error error = std::move(recorded).error().context(what());
+      if (recording->claims()) op.fail_writes(error);
+      return error;
+    }
+    return {};
   }
   // Ran: what it wrote whole replaces whatever those buffers carried.
   for (const capture::BufferUse& buffer_use : op.uses) {

@@ -15,13 +15,22 @@ void BufferState::set_label(std::string label) {
 
 void BufferState::fail(const Error& error) {
   std::lock_guard lock(mutex_);
+  if (for_good_) return;  // the reason it can't hold data stays the one it carries
   failure_ = error;
+  if (!failed_.exchange(true, std::memory_order_acq_rel)) owner().count_failed_buffer(+1);
+}
+
+void BufferState::fail_for_good(const Error& error) {
+  std::lock_guard lock(mutex_);
+  failure_ = error;
+  for_good_ = true;
   if (!failed_.exchange(true, std::memory_order_acq_rel)) owner().count_failed_buffer(+1);
 }
 
 void BufferState::clear_failure() {
   if (!failed()) return;
   std::lock_guard lock(mutex_);
+  if (for_good_) return;
   failure_.reset();
   if (failed_.exchange(false, std::memory_order_acq_rel)) owner().count_failed_buffer(-1);
 }
@@ -70,7 +79,7 @@ void BufferState::used_by(const SliceOwner& stream, std::uint64_t sequence, bool
 }
 
 void BufferState::forget_uses_by(const std::vector<const SliceOwner*>& sides,
-                                 const SliceOwner& origin) {
+                                 const SliceOwner& origin, std::uint64_t sequence) {
   auto is_side = [&](const SliceOwner* stream) {
     for (const SliceOwner* side : sides) {
       if (side == stream) return true;
@@ -81,8 +90,8 @@ void BufferState::forget_uses_by(const std::vector<const SliceOwner*>& sides,
   std::erase_if(readers_, [&](const Use& reader) { return is_side(reader.stream); });
   has_readers_.store(!readers_.empty(), std::memory_order_release);
   if (is_side(writer())) {
-    write_sequence_.store(0, std::memory_order_release);
-    use_sequence_.store(0, std::memory_order_release);
+    write_sequence_.store(sequence, std::memory_order_release);
+    use_sequence_.store(sequence, std::memory_order_release);
     writer_.store(&origin, std::memory_order_release);
   }
 }

@@ -47,6 +47,8 @@ class BufferState {
   // Carry `error` instead of data. The owner counts its failed buffers, so replays on its stream
   // check their inputs only while some buffer there carries a failure.
   void fail(const Error& error);
+  // The same for good: nothing clears it (the buffer's memory can't hold data any more).
+  void fail_for_good(const Error& error);
   void clear_failure();
 
   // Who used this buffer, for the rule of docs/capture-lifecycle.md ("Buffers on several
@@ -73,9 +75,11 @@ class BufferState {
   Usage usage() const;
   // Stamp a use by `stream` at its operation `sequence`.
   void used_by(const SliceOwner& stream, std::uint64_t sequence, bool writes);
-  // A refused recording's operations never run: forget the uses its side streams stamped (their
-  // writes become the origin's, which orders everything it recorded itself).
-  void forget_uses_by(const std::vector<const SliceOwner*>& sides, const SliceOwner& origin);
+  // A recording closed: its side streams' uses were recorded, not run (a graph's nodes run on the
+  // origin's stream; a refused recording's never run), so they become the origin's, at its
+  // operation `sequence` (the close).
+  void forget_uses_by(const std::vector<const SliceOwner*>& sides, const SliceOwner& origin,
+                      std::uint64_t sequence);
 
  private:
   std::shared_ptr<Allocation> memory_;
@@ -83,6 +87,7 @@ class BufferState {
   mutable std::mutex mutex_;
   std::optional<Error> failure_;
   std::atomic<bool> failed_{false};
+  bool for_good_ = false;  // guarded by mutex_
   std::atomic<const SliceOwner*> writer_{nullptr};
   std::atomic<std::uint64_t> write_sequence_{0};
   std::atomic<std::uint64_t> use_sequence_{0};

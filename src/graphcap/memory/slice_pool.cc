@@ -1,5 +1,6 @@
 #include <graphcap/memory/slice_pool.h>
 
+#include <algorithm>
 #include <limits>
 #include <string>
 
@@ -148,8 +149,13 @@ void SlicePool::trim_free() noexcept {
   }
 }
 
-void SlicePool::free_all() noexcept {
+void SlicePool::free_all(const std::vector<std::uintptr_t>& kept) noexcept {
+  std::unordered_map<std::uintptr_t, std::size_t> still_owned;
   for (const auto& [address, capacity] : owned_) {
+    if (std::find(kept.begin(), kept.end(), address) != kept.end()) {
+      still_owned.emplace(address, capacity);
+      continue;
+    }
     Slice slice;
     slice.address = address;
     slice.capacity = capacity;
@@ -161,11 +167,28 @@ void SlicePool::free_all() noexcept {
                   .message());
     }
   }
-  owned_.clear();
+  owned_ = std::move(still_owned);
   dynamic_free_.clear();
   persistent_free_.clear();
   retained_.clear();
   reserved_bytes_ = 0;
+  for (const auto& [address, capacity] : owned_) reserved_bytes_ += capacity;
+}
+
+bool SlicePool::free_kept(const Slice& slice) noexcept {
+  auto found = owned_.find(slice.address);
+  if (found == owned_.end()) return false;
+  Slice whole = slice;
+  whole.capacity = found->second;
+  if (CUresult result = driver_free(whole); result != CUDA_SUCCESS) {
+    log(LogLevel::warn,
+        "freeing a closed device's memory after the last graph let go of it: " +
+            Error::from_driver(kind_ == SliceKind::device ? "cuMemFree" : "cuMemFreeHost", result)
+                .message());
+  }
+  reserved_bytes_ -= found->second;
+  owned_.erase(found);
+  return true;
 }
 
 PoolStats SlicePool::stats() const {

@@ -42,8 +42,11 @@ class SlicePool {
   bool armed() const noexcept { return armed_; }
   bool priming() const noexcept { return priming_; }
 
-  // Return every slice, free or not, to the driver (the device is closing).
-  void free_all() noexcept;
+  // Return every slice, free or not, to the driver (the device is closing), except those at
+  // `kept` (held by graphs of other devices: each goes to the driver with free_kept later).
+  void free_all(const std::vector<std::uintptr_t>& kept = {}) noexcept;
+  // A slice free_all kept: to the driver now. False when the pool does not hold it.
+  bool free_kept(const Slice& slice) noexcept;
 
   PoolStats stats() const;
 

@@ -163,27 +163,34 @@ bool FakeState::run_conditional(const internal::ConditionalWork& node, CUgraphEx
 }
 
 std::shared_ptr<const internal::ExecBody> FakeState::with_kernel(
-    const internal::ExecBody& body, CUgraph graph, CUgraph target, std::size_t index,
-    const internal::KernelWork& work) {
+    const std::shared_ptr<const internal::ExecBody>& body, CUgraph graph, CUgraph target,
+    std::size_t index, const internal::KernelWork& work) {
+  // Copy on write: a body a queued launch still holds (or another body shares) is copied, one
+  // only this executable holds is changed in place, so n sets over n nodes cost O(n), not O(n^2).
+  auto writable = [&]() -> std::shared_ptr<internal::ExecBody> {
+    if (body.use_count() == 1) return std::const_pointer_cast<internal::ExecBody>(body);
+    return std::make_shared<internal::ExecBody>(*body);
+  };
   if (graph == target) {
-    if (index >= body.nodes.size() ||
-        !std::holds_alternative<internal::KernelWork>(body.nodes[index].work)) {
+    if (index >= body->nodes.size() ||
+        !std::holds_alternative<internal::KernelWork>(body->nodes[index].work)) {
       return nullptr;
     }
-    auto copy = std::make_shared<internal::ExecBody>(body);
-    copy->nodes[index].work = internal::NodeWork{work};
-    return copy;
+    std::shared_ptr<internal::ExecBody> changed = writable();
+    changed->nodes[index].work = internal::NodeWork{work};
+    return changed;
   }
-  for (std::size_t i = 0; i < body.nodes.size(); ++i) {
-    const auto* conditional = std::get_if<internal::ConditionalWork>(&body.nodes[i].work);
+  for (std::size_t i = 0; i < body->nodes.size(); ++i) {
+    const auto* conditional = std::get_if<internal::ConditionalWork>(&body->nodes[i].work);
     if (conditional == nullptr) continue;
     for (std::size_t b = 0; b < conditional->bodies.size(); ++b) {
       auto nested =
-          with_kernel(*conditional->exec_bodies[b], conditional->bodies[b], target, index, work);
+          with_kernel(conditional->exec_bodies[b], conditional->bodies[b], target, index, work);
       if (!nested) continue;
-      auto copy = std::make_shared<internal::ExecBody>(body);
-      std::get<internal::ConditionalWork>(copy->nodes[i].work).exec_bodies[b] = std::move(nested);
-      return copy;
+      std::shared_ptr<internal::ExecBody> changed = writable();
+      std::get<internal::ConditionalWork>(changed->nodes[i].work).exec_bodies[b] =
+          std::move(nested);
+      return changed;
     }
   }
   return nullptr;

@@ -363,12 +363,12 @@ class FakeState {
   bool run_graph(const internal::ExecBody& body, CUgraphExec exec, int depth);
   bool run_conditional(const internal::ConditionalWork& node, CUgraphExec exec,
                        const std::string& where, int depth);
-  // A copy of `body` (an instantiation of `graph`) with node `index` of `target` (`graph` or a
-  // body graph nested in it) replaced by `work`; nullptr when `target` holds no such kernel node.
-  std::shared_ptr<const internal::ExecBody> with_kernel(const internal::ExecBody& body,
-                                                        CUgraph graph, CUgraph target,
-                                                        std::size_t index,
-                                                        const internal::KernelWork& work);
+  // `body` (an instantiation of `graph`) with node `index` of `target` (`graph` or a body graph
+  // nested in it) replaced by `work`: changed in place when nothing else holds it, else a copy;
+  // nullptr when `target` holds no such kernel node.
+  std::shared_ptr<const internal::ExecBody> with_kernel(
+      const std::shared_ptr<const internal::ExecBody>& body, CUgraph graph, CUgraph target,
+      std::size_t index, const internal::KernelWork& work);
 
   const std::uint64_t serial_;  // tells this instance's per-thread state from other instances'
   std::unordered_map<std::uint64_t, ThreadState> thread_states_;  // by thread_serial()

@@ -242,10 +242,10 @@ CUresult FakeState::cuGraphExecKernelNodeSetParams(CUgraphExec exec, CUgraphNode
   auto named = nodes_.find(node);
   if (node == nullptr || named == nodes_.end()) return CUDA_ERROR_INVALID_VALUE;
   const auto [node_graph, index] = named->second;
-  const internal::ExecBody& body = *updated->second.body;
+  std::shared_ptr<const internal::ExecBody>& body = updated->second.body;
   if (node_graph == updated->second.source &&
-      (index >= body.nodes.size() ||
-       !std::holds_alternative<internal::KernelWork>(body.nodes[index].work))) {
+      (index >= body->nodes.size() ||
+       !std::holds_alternative<internal::KernelWork>(body->nodes[index].work))) {
     return CUDA_ERROR_INVALID_VALUE;  // not a kernel node
   }
   // Not measured: the fake takes a function (not a CUkernel) of a loaded module, with a valid
@@ -285,7 +285,7 @@ CUresult FakeState::cuGraphExecKernelNodeSetParams(CUgraphExec exec, CUgraphNode
   std::shared_ptr<const internal::ExecBody> changed =
       with_kernel(body, updated->second.source, node_graph, index, work);
   if (!changed) return CUDA_ERROR_INVALID_VALUE;  // not a kernel node of this executable
-  updated->second.body = std::move(changed);
+  body = std::move(changed);
   return CUDA_SUCCESS;
 }
 

@@ -4,6 +4,7 @@
 #include <graphcap/capture/capture_tracker.h>
 
 #include <atomic>
+#include <future>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -43,51 +44,94 @@ TEST_F(CaptureTrackerTest, NothingIsForbiddenWithoutRecordings) {
 }
 
 TEST_F(CaptureTrackerTest, AGlobalRecordingForbidsEveryThread) {
-  tracker_->recording_started(CU_STREAM_CAPTURE_MODE_GLOBAL, std::this_thread::get_id());
+  CaptureTracker::Registration recording =
+      tracker_->register_recording(CU_STREAM_CAPTURE_MODE_GLOBAL);
   EXPECT_TRUE(tracker_->unsafe_calls_forbidden());
   EXPECT_TRUE(forbidden_elsewhere());
   EXPECT_FALSE(on_other_thread([&] { return bool(tracker_->enter_unsafe_call()); }));
-  tracker_->recording_ended(CU_STREAM_CAPTURE_MODE_GLOBAL, std::this_thread::get_id());
+  recording.release();
   EXPECT_FALSE(tracker_->unsafe_calls_forbidden());
   EXPECT_FALSE(forbidden_elsewhere());
 }
 
 TEST_F(CaptureTrackerTest, AThreadLocalRecordingForbidsOnlyItsOwnThread) {
-  tracker_->recording_started(CU_STREAM_CAPTURE_MODE_THREAD_LOCAL, std::this_thread::get_id());
+  CaptureTracker::Registration recording =
+      tracker_->register_recording(CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
   EXPECT_TRUE(tracker_->unsafe_calls_forbidden());
   EXPECT_FALSE(forbidden_elsewhere());
-  tracker_->recording_ended(CU_STREAM_CAPTURE_MODE_THREAD_LOCAL, std::this_thread::get_id());
+  recording.release();
   EXPECT_FALSE(tracker_->unsafe_calls_forbidden());
 }
 
 TEST_F(CaptureTrackerTest, ARelaxedRecordingForbidsNobody) {
-  tracker_->recording_started(CU_STREAM_CAPTURE_MODE_RELAXED, std::this_thread::get_id());
+  CaptureTracker::Registration recording =
+      tracker_->register_recording(CU_STREAM_CAPTURE_MODE_RELAXED);
   EXPECT_FALSE(tracker_->unsafe_calls_forbidden());
   EXPECT_FALSE(forbidden_elsewhere());
-  tracker_->recording_ended(CU_STREAM_CAPTURE_MODE_RELAXED, std::this_thread::get_id());
 }
 
 TEST_F(CaptureTrackerTest, ARecordingEndedByAnotherThreadFreesTheThreadThatBeganIt) {
   // A device closed, or a recording aborted, from another thread: the count that drops is the
   // recording thread's, not the closing thread's.
-  const std::thread::id me = std::this_thread::get_id();
-  tracker_->recording_started(CU_STREAM_CAPTURE_MODE_THREAD_LOCAL, me);
+  CaptureTracker::Registration recording =
+      tracker_->register_recording(CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
   std::thread([&] {
-    tracker_->recording_ended(CU_STREAM_CAPTURE_MODE_THREAD_LOCAL, me);
+    recording.release();
     EXPECT_FALSE(tracker_->unsafe_calls_forbidden());
   }).join();
   EXPECT_FALSE(tracker_->unsafe_calls_forbidden());
 }
 
+TEST_F(CaptureTrackerTest, ARegistrationIsReleasedExactlyOnce) {
+  // Issue 21: ending a recording twice (from a side stream, then from its origin) released it
+  // twice, and the count of GLOBAL recordings went below zero: from then on a GLOBAL recording
+  // no longer forbade other threads' unsafe calls.
+  CaptureTracker::Registration first = tracker_->register_recording(CU_STREAM_CAPTURE_MODE_GLOBAL);
+  first.release();
+  first.release();
+  { CaptureTracker::Registration moved = std::move(first); }
+  CaptureTracker::Registration second = tracker_->register_recording(CU_STREAM_CAPTURE_MODE_GLOBAL);
+  EXPECT_TRUE(forbidden_elsewhere());
+}
+
 TEST_F(CaptureTrackerTest, TwoRecordingsOfOneThreadForbidUntilBothEnd) {
-  const std::thread::id me = std::this_thread::get_id();
-  tracker_->recording_started(CU_STREAM_CAPTURE_MODE_THREAD_LOCAL, me);
-  tracker_->recording_started(CU_STREAM_CAPTURE_MODE_GLOBAL, me);
-  tracker_->recording_ended(CU_STREAM_CAPTURE_MODE_GLOBAL, me);
+  CaptureTracker::Registration local =
+      tracker_->register_recording(CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+  CaptureTracker::Registration global = tracker_->register_recording(CU_STREAM_CAPTURE_MODE_GLOBAL);
+  global.release();
   EXPECT_TRUE(tracker_->unsafe_calls_forbidden());
   EXPECT_FALSE(forbidden_elsewhere());
-  tracker_->recording_ended(CU_STREAM_CAPTURE_MODE_THREAD_LOCAL, me);
+  local.release();
   EXPECT_FALSE(tracker_->unsafe_calls_forbidden());
+}
+
+TEST_F(CaptureTrackerTest, ClosingARecordingIsForbiddenOnlyByTheOtherOpenOnes) {
+  // Instantiating while another GLOBAL recording is open (or another of this thread's) would
+  // invalidate that one; the recording being closed does not count.
+  CaptureTracker::Registration own = tracker_->register_recording(CU_STREAM_CAPTURE_MODE_GLOBAL);
+  EXPECT_FALSE(tracker_->enter_unsafe_call());
+  EXPECT_TRUE(tracker_->enter_unsafe_call_beside(own));
+  CaptureTracker::Registration local =
+      tracker_->register_recording(CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+  EXPECT_FALSE(tracker_->enter_unsafe_call_beside(own)) << "another recording of this thread";
+  EXPECT_FALSE(tracker_->enter_unsafe_call_beside(local)) << "the GLOBAL one is still open";
+  local.release();
+  // Another thread's GLOBAL recording forbids closing a thread_local one here.
+  own.release();
+  CaptureTracker::Registration mine =
+      tracker_->register_recording(CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+  std::promise<void> opened, done;
+  std::thread other([&] {
+    CaptureTracker::Registration theirs =
+        tracker_->register_recording(CU_STREAM_CAPTURE_MODE_GLOBAL);
+    opened.set_value();
+    done.get_future().wait();
+  });
+  opened.get_future().wait();
+  EXPECT_FALSE(tracker_->enter_unsafe_call_beside(mine));
+  done.set_value();
+  other.join();
+  EXPECT_TRUE(tracker_->enter_unsafe_call_beside(mine));
 }
 
 TEST_F(CaptureTrackerTest, AGlobalRecordingOpensOnlyAfterTheUnsafeCallsInFlightReturn) {
@@ -98,11 +142,11 @@ TEST_F(CaptureTrackerTest, AGlobalRecordingOpensOnlyAfterTheUnsafeCallsInFlightR
     CaptureTracker::UnsafeCall call = tracker_->enter_unsafe_call();  // in flight on this thread
     ASSERT_TRUE(call);
     recorder = std::thread([&] {
-      tracker_->recording_started(CU_STREAM_CAPTURE_MODE_GLOBAL, std::this_thread::get_id());
+      CaptureTracker::Registration recording =
+          tracker_->register_recording(CU_STREAM_CAPTURE_MODE_GLOBAL);
       // Had it opened under the call, the call would have invalidated it.
       EXPECT_TRUE(call_returned.load());
       opened = true;
-      tracker_->recording_ended(CU_STREAM_CAPTURE_MODE_GLOBAL, std::this_thread::get_id());
     });
     // Wait until the recording is announced: from then on new unsafe calls are refused, though
     // the one in flight goes on.

@@ -1,4 +1,5 @@
-// Window: the capture lifecycle of one stream, tested as a unit. Its driver half (GraphDriver) is
+// Window and its OpenRecording: the capture lifecycle of one stream and the recording's
+// bookkeeping, tested as a unit. Its driver half (GraphDriver) is
 // a gMock that delegates to the real CudaGraphDriver on the fake, so each test sees exactly which
 // driver operations the window asked for, and in what state it was when it asked.
 #include <graphcap/capture/window.h>
@@ -43,6 +44,7 @@ class MockGraphDriver : public GraphDriver {
         .WillByDefault(Invoke(&real_, &CudaGraphDriver::instantiate_inspected));
     ON_CALL(*this, update).WillByDefault(Invoke(&real_, &CudaGraphDriver::update));
     ON_CALL(*this, nodes).WillByDefault(Invoke(&real_, &CudaGraphDriver::nodes));
+    ON_CALL(*this, last_node).WillByDefault(Invoke(&real_, &CudaGraphDriver::last_node));
     ON_CALL(*this, dump_dot).WillByDefault(Invoke(&real_, &CudaGraphDriver::dump_dot));
     ON_CALL(*this, begin_loop).WillByDefault(Invoke(&real_, &CudaGraphDriver::begin_loop));
     ON_CALL(*this, loop_active).WillByDefault(Invoke(&real_, &CudaGraphDriver::loop_active));
@@ -61,6 +63,7 @@ class MockGraphDriver : public GraphDriver {
               (override));
   MOCK_METHOD(bool, update, (const Executable&, const CapturedGraph&, GraphReport&), (override));
   MOCK_METHOD(Result<std::vector<CUgraphNode>>, nodes, (const CapturedGraph&), (override));
+  MOCK_METHOD(Result<CUgraphNode>, last_node, (CUstream), (override));
   MOCK_METHOD(void, dump_dot, (const CapturedGraph&, const std::string&), (override));
   MOCK_METHOD(Result<LoopNode>, begin_loop, (CUstream, CUstream, unsigned, CUstreamCaptureMode),
               (override));
@@ -119,7 +122,9 @@ class WindowTest : public fake::unit::FakeDriverTest {
     Operation op;
     op.node = CU_GRAPH_NODE_TYPE_KERNEL;
     op.uses = uses;
-    window_->record(op, failure);
+    OpenRecording* recording = window_->recording_into();
+    ASSERT_NE(recording, nullptr);
+    ASSERT_THAT(recording->record(op, 0, failure, stream_), IsOk());
   }
 
   CUstreamCaptureStatus capture_status() {
@@ -146,8 +151,8 @@ TEST_F(WindowTest, OutOfOrderTransitionsAreGraphStateAndChangeNothing) {
                                          HasSubstr("call prepare_capture")));
   EXPECT_THAT(window_->end(true), StatusIs(Errc::graph_state));
   EXPECT_EQ(window_->state(), CaptureState::no_capture);
-  ASSERT_THAT(window_->prepare(CU_STREAM_CAPTURE_MODE_GLOBAL), IsOk());
-  EXPECT_THAT(window_->prepare(CU_STREAM_CAPTURE_MODE_GLOBAL),
+  ASSERT_THAT(window_->prepare(CU_STREAM_CAPTURE_MODE_GLOBAL, true, nullptr), IsOk());
+  EXPECT_THAT(window_->prepare(CU_STREAM_CAPTURE_MODE_GLOBAL, true, nullptr),
               StatusIs(Errc::graph_state, CUDA_SUCCESS, HasSubstr("already called")));
   EXPECT_THAT(window_->end(true), StatusIs(Errc::graph_state, CUDA_SUCCESS,
                                            HasSubstr("begin_capture first")));
@@ -165,13 +170,13 @@ TEST_F(WindowTest, AFailedBeginUndoesEverythingAndTheStreamCapturesAgain) {
       .WillRepeatedly(Invoke([&](CUstream s, CUstreamCaptureMode m) {
         return CudaGraphDriver(fake_).begin(s, m);
       }));
-  ASSERT_THAT(window_->prepare(CU_STREAM_CAPTURE_MODE_GLOBAL), IsOk());
+  ASSERT_THAT(window_->prepare(CU_STREAM_CAPTURE_MODE_GLOBAL, true, nullptr), IsOk());
   EXPECT_THAT(window_->begin(), StatusIs(Errc::driver, CUDA_ERROR_ILLEGAL_STATE));
   EXPECT_EQ(window_->state(), CaptureState::no_capture);
   EXPECT_FALSE(device_pool_->armed());
   EXPECT_FALSE(tracker_->unsafe_calls_forbidden()) << "the tracker forgot the recording";
   EXPECT_TRUE(gate_.open());
-  ASSERT_THAT(window_->prepare(CU_STREAM_CAPTURE_MODE_GLOBAL), IsOk());
+  ASSERT_THAT(window_->prepare(CU_STREAM_CAPTURE_MODE_GLOBAL, true, nullptr), IsOk());
   ASSERT_THAT(window_->begin(), IsOk());
   EXPECT_EQ(capture_status(), CU_STREAM_CAPTURE_STATUS_ACTIVE);
   EXPECT_FALSE(gate_.open()) << "replays on a recording stream are gated";
@@ -187,7 +192,7 @@ TEST_F(WindowTest, TheTrackerHoldsTheRecordingUntilTheDriverCaptureIsClosed) {
     std::thread([&] { forbidden_during_end = tracker_->unsafe_calls_forbidden(); }).join();
     return CudaGraphDriver(fake_).end(s);
   }));
-  ASSERT_THAT(window_->prepare(CU_STREAM_CAPTURE_MODE_GLOBAL), IsOk());
+  ASSERT_THAT(window_->prepare(CU_STREAM_CAPTURE_MODE_GLOBAL, true, nullptr), IsOk());
   ASSERT_THAT(window_->begin(), IsOk());
   launch_and_record({});
   Result<Recording> recording = window_->end(false);
@@ -200,7 +205,7 @@ TEST_F(WindowTest, TheTrackerHoldsTheRecordingUntilTheDriverCaptureIsClosed) {
 TEST_F(WindowTest, ARecordingPinsItsMemoryAndNamesEachBufferOnceByRole) {
   auto in = buffer(256);
   auto out = buffer(256);
-  ASSERT_THAT(window_->prepare(CU_STREAM_CAPTURE_MODE_GLOBAL), IsOk());
+  ASSERT_THAT(window_->prepare(CU_STREAM_CAPTURE_MODE_GLOBAL, true, nullptr), IsOk());
   ASSERT_THAT(window_->begin(), IsOk());
   const BufferUse first[] = {{&in, Access::read}, {&out, Access::write_whole}};
   const BufferUse second[] = {{&out, Access::read_write}};
@@ -223,7 +228,7 @@ TEST_F(WindowTest, ADoomedRecordingClosesTheDriverCaptureAndClaimsWhatItWouldHav
   EXPECT_CALL(*graphs_, end).Times(1);
   EXPECT_CALL(*graphs_, inspect).Times(0);
   EXPECT_CALL(*graphs_, instantiate_inspected).Times(0);
-  ASSERT_THAT(window_->prepare(CU_STREAM_CAPTURE_MODE_GLOBAL), IsOk());
+  ASSERT_THAT(window_->prepare(CU_STREAM_CAPTURE_MODE_GLOBAL, true, nullptr), IsOk());
   ASSERT_THAT(window_->begin(), IsOk());
   const BufferUse uses[] = {{&in, Access::read}, {&out, Access::write_whole}};
   const Error skipped(Errc::invalid_argument, "launch of add_one: input failed");
@@ -245,7 +250,7 @@ TEST_F(WindowTest, AFailedInstantiateIsReturnedAndClaimsTheWrites) {
   EXPECT_CALL(*graphs_, instantiate_inspected)
       .WillOnce(::testing::Return(Error::from_driver("cuGraphInstantiateWithFlags",
                                                      CUDA_ERROR_OUT_OF_MEMORY)));
-  ASSERT_THAT(window_->prepare(CU_STREAM_CAPTURE_MODE_GLOBAL), IsOk());
+  ASSERT_THAT(window_->prepare(CU_STREAM_CAPTURE_MODE_GLOBAL, true, nullptr), IsOk());
   ASSERT_THAT(window_->begin(), IsOk());
   const BufferUse uses[] = {{&out, Access::write_part}};
   launch_and_record(uses);
@@ -257,7 +262,7 @@ TEST_F(WindowTest, AFailedInstantiateIsReturnedAndClaimsTheWrites) {
 
 TEST_F(WindowTest, OnlyTheRecordingThreadEndsAGlobalRecordingButAnyThreadAbortsIt) {
   auto out = buffer(64);
-  ASSERT_THAT(window_->prepare(CU_STREAM_CAPTURE_MODE_GLOBAL), IsOk());
+  ASSERT_THAT(window_->prepare(CU_STREAM_CAPTURE_MODE_GLOBAL, true, nullptr), IsOk());
   ASSERT_THAT(window_->begin(), IsOk());
   const BufferUse uses[] = {{&out, Access::write_whole}};
   launch_and_record(uses);

@@ -1,0 +1,190 @@
+// OpenRecording: one recording while it is open, the one owner of its bookkeeping. It holds what
+// the graph will replay against (the pins, what it keeps alive, the buffers by role), the param
+// nodes, the doom, the pool window, the loops, and the topology of its streams (fork/join); every
+// operation enters the recording through it (record(), the event marks and waits, join, the
+// loops), and closing hands the graph's state back whole, with the refusal decided before
+// anything is changed (an `into` graph, the claims, an executable).
+//
+// It lives in the Window of the stream that begins the recording (the origin); side streams
+// forked into it record into the origin's. Its lock guards the bookkeeping against side streams
+// recording under their own stream's mutex; the lifecycle calls (prepare, open, close, loops)
+// come with the origin stream's mutex held. It makes no CUDA calls of its own: they are the
+// GraphDriver's.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <graphcap/capture/capture_tracker.h>
+#include <graphcap/capture/graph_driver.h>
+#include <graphcap/capture/pool_share.h>
+#include <graphcap/capture/recorded_topology.h>
+#include <graphcap/capture/recording.h>
+#include <graphcap/result.h>
+
+namespace graphcap::memory {
+class SliceOwner;
+}
+
+namespace graphcap::capture {
+
+class Window;
+
+// The graph a recording is closed into (Device::end_capture(s, into)): its executable, and the
+// nodes of the graph it was instantiated from (empty if not kept).
+struct IntoGraph {
+  const Executable& executable;
+  const std::vector<CUgraphNode>& source_nodes;
+};
+
+// What closing produced: the graph's whole state, or the refusal (then `recording` holds only
+// what is to be released, which the caller drops once no unsafe-call scope is held).
+struct ClosedRecording {
+  Recording recording;
+  std::optional<Error> refusal;
+};
+
+class OpenRecording {
+ public:
+  OpenRecording(GraphDriver& graphs, CaptureTracker& tracker, CUstream stream) noexcept
+      : graphs_(&graphs), tracker_(&tracker), stream_(stream) {}
+  OpenRecording(const OpenRecording&) = delete;
+  OpenRecording& operator=(const OpenRecording&) = delete;
+
+  // ---- The lifecycle (the origin stream's mutex held) ---------------------------------------
+  // prepare_capture: the recording will open in `mode`; `claim_on_refusal` false: a refusal
+  // leaves what it would have written as it is; with `pool`, the window shares intermediates.
+  void prepare(CUstreamCaptureMode mode, bool claim_on_refusal, std::shared_ptr<PoolShare> pool);
+  // The window closed in prepare state: forget the options.
+  void unprepare() noexcept;
+  CUstreamCaptureMode mode() const noexcept { return mode_; }
+  // Register with the tracker and open the driver's capture on the stream; undone on a failure.
+  Result<void> open(int stream_index);
+  // The open recording's identity (unique in the process), 0 when none is open.
+  std::uint64_t id() const;
+  const CaptureTracker::Registration& registration() const noexcept { return registration_; }
+  // In global and thread_local mode only the recording's own thread may end it or open loops.
+  Result<void> check_thread(const char* operation) const;
+  bool on_other_thread() const noexcept;
+  // Close the recording: the driver's capture (and its loops' bodies) always, then the graph or
+  // the refusal. `abandon`: refuse it with this error (abort_capture, a closing device);
+  // `other_thread`: ended from another thread (the driver then answers WRONG_THREAD).
+  struct CloseRequest {
+    bool upload = false;
+    const IntoGraph* into = nullptr;
+    bool other_thread = false;
+    std::optional<Error> abandon;
+    std::uint64_t sequence = 0;  // the origin stream's operation number at the close
+  };
+  ClosedRecording close(CloseRequest request);
+
+  // ---- Operations entering the recording (any stream of it) ------------------------------
+  // An operation of stream `stream` (its index), issued on `issued_on`: pin its memory, note
+  // what it reads and writes, keep alive what its replay needs, add its node; name the node of
+  // a launch that took params. `failure`: it failed or was skipped, so the recording is doomed.
+  // An error when the recording could not name a param node (the recording is doomed then too).
+  Result<void> record(Operation& op, int stream, const Error* failure, CUstream issued_on);
+  void doom(const Error& error);
+  // Whether a failed operation marks what it writes (false: claim_on_refusal was false).
+  bool claims() const noexcept { return claim_on_refusal_; }
+  // The nodes an event recorded now on `stream` marks.
+  std::vector<std::size_t> marks(int stream) const;
+  // `stream` waited on an event marking `nodes`.
+  void waited(int stream, const std::vector<std::size_t>& nodes);
+  // `side` (stream `stream`) waited on an event of recording `id` marking `after`: it joins.
+  Result<void> join(Window& side, int stream, std::uint64_t id,
+                    const std::vector<std::size_t>& after);
+  // A graph pool's window: in the recording, a buffer in memory the pool lends (or nullptr).
+  std::shared_ptr<memory::BufferState> lend(std::size_t bytes);
+  // Memory the window allocated (warm-up or recording), when it shares a pool.
+  void allocated(const std::shared_ptr<memory::Allocation>& memory);
+  bool shares_pool() const noexcept { return static_cast<bool>(pool_); }
+
+  // ---- WHILE loops (docs/capture-lifecycle.md, "Device-side loops") ----------------------
+  struct LoopInfo {
+    std::uint64_t id = 0;                 // unique in the process
+    CUgraphConditionalHandle handle = 0;  // what a kernel sets
+  };
+  // The depth a new loop would have, or graph_state when too many are open.
+  Result<std::size_t> next_loop_depth() const;
+  // Insert a WHILE node whose condition is `first` at the start of every replay; what the
+  // origin stream records from now on is its body, captured on `body_stream`. A failure dooms
+  // the recording (a WHILE node with no body must never replay).
+  Result<LoopInfo> begin_loop(CUstream body_stream, unsigned first);
+  // Close the innermost loop, which must be `id`; graph_state otherwise, and for a loop whose
+  // condition starts true and no recorded kernel takes (it could never end): nothing changed.
+  Result<void> end_loop(std::uint64_t id);
+  bool loop_open(std::uint64_t id) const;
+  // end_capture with loops open: refused, naming the innermost.
+  std::optional<Error> open_loop_refusal() const;
+  // Where the origin's operations are issued now: the innermost body stream, or nullptr.
+  CUstream loop_target() const noexcept { return loop_target_.load(std::memory_order_acquire); }
+  // Body streams whose invalidated capture was left open (ending it crashes the H200's driver):
+  // never to be used again, destroyed by their owner.
+  std::vector<CUstream> take_abandoned_bodies() { return std::exchange(abandoned_bodies_, {}); }
+
+  // For messages and the debug log.
+  void set_stream_index(int index) noexcept { stream_index_ = index; }
+  void set_stream(const memory::SliceOwner* stream) noexcept { self_ = stream; }
+
+ private:
+  static constexpr std::size_t kMaxLoopDepth = 8;
+  struct LoopFrame {
+    std::uint64_t id = 0;
+    CUstream body_stream = nullptr;
+    CUgraph body = nullptr;
+    CUgraphConditionalHandle handle = 0;
+    unsigned first = 0;
+    bool condition_taken = false;  // a recorded kernel takes the handle (it can end the loop)
+    int lane = 0;                  // the body's lane in the topology (below any stream index)
+    std::size_t node = 0;          // the WHILE node
+    GraphReport recorded;          // counts of the body's own nodes
+  };
+
+  void doom_locked(const Error& error);
+  std::optional<Error> unjoined_locked() const;
+  // Inspect, then update `into` (when given and possible) or instantiate.
+  Result<void> make_executable(CapturedGraph& captured, const GraphReport& recorded,
+                               const IntoGraph* into, Recording& recording);
+  void log_close(const GraphReport& recorded, const std::optional<Error>& refusal) const;
+
+  GraphDriver* graphs_;
+  CaptureTracker* tracker_;
+  CUstream stream_;
+  int stream_index_ = 0;
+  const memory::SliceOwner* self_ = nullptr;
+
+  // Set by prepare (the origin stream's mutex held).
+  CUstreamCaptureMode mode_ = CU_STREAM_CAPTURE_MODE_GLOBAL;
+  bool claim_on_refusal_ = true;
+  std::unique_ptr<PoolWindow> pool_;
+  CaptureTracker::Registration registration_;
+  std::chrono::steady_clock::time_point begun_;
+
+  // The bookkeeping, guarded by book_ (side streams record into it under their own mutex).
+  mutable std::mutex book_;
+  std::uint64_t id_ = 0;
+  bool open_ = false;
+  std::optional<Error> doomed_;
+  GraphReport recorded_;  // node counts of the recording's own operations
+  std::vector<std::shared_ptr<memory::Allocation>> pins_;
+  BufferRoles roles_;
+  std::vector<std::shared_ptr<const void>> keep_alive_;
+  std::vector<ParamNode> param_nodes_;
+  RecordedTopology topology_;
+  std::size_t node_hint_ = 0;  // how many nodes the last recording made
+  std::vector<Window*> sides_;
+  std::vector<LoopFrame> loops_;  // innermost last
+  std::vector<CUstream> unended_bodies_;   // invalidated at end_while: ended after the recording
+  std::vector<CUstream> abandoned_bodies_;
+  std::atomic<CUstream> loop_target_{nullptr};
+};
+
+}  // namespace graphcap::capture

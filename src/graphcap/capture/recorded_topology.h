@@ -1,0 +1,55 @@
+// RecordedTopology: a recording's nodes as graphcap records them (what Graph::dot() draws and
+// refusals name), with the dependencies the driver gives them. Each lane (a stream of the
+// recording, or the body of an open loop) has a frontier: the nodes its next node depends on. An
+// event marks a lane's frontier; a wait adds those marks to the waiting lane's. Recording a node
+// allocates nothing but the node's own room (reserved from the last recording's size): lanes are
+// a short flat list, and a node's one usual dependency is kept inline. Not locked: the
+// recording's lock guards it.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include <graphcap/capture/recording.h>
+
+namespace graphcap::capture {
+
+class RecordedTopology {
+ public:
+  // Forget everything; room for `expected` nodes (a re-recording makes as many as the last).
+  void clear(std::size_t expected);
+  std::size_t size() const noexcept { return nodes_.size(); }
+  bool empty() const noexcept { return nodes_.empty(); }
+  const RecordedNode& back() const { return nodes_.back(); }
+  const RecordedNode& at(std::size_t node) const { return nodes_.at(node); }
+
+  // A new node on `lane`, depending on the lane's frontier, and the lane's frontier from now on;
+  // the caller fills in what it is. Its index is size() - 1.
+  RecordedNode& add(int lane);
+  std::vector<std::size_t> frontier(int lane) const;
+  // A wait on `lane` for an event marking `nodes`.
+  void add_dependencies(int lane, const std::vector<std::size_t>& nodes);
+  // A loop body closed: its lane is joined by construction (the WHILE node runs it).
+  void drop_lane(int lane);
+  // A lane other than `origin` whose last node the origin's frontier does not reach, with that
+  // node: side-stream work the recording never joined back.
+  std::optional<std::pair<int, std::size_t>> unjoined(int origin) const;
+
+  std::vector<RecordedNode> take();
+
+ private:
+  struct Lane {
+    int id = 0;
+    std::vector<std::size_t> frontier;
+    std::size_t last = RecordedNode::kNone;  // its last node, kNone before its first
+  };
+  Lane& lane(int id);
+  const Lane* find(int id) const noexcept;
+
+  std::vector<RecordedNode> nodes_;
+  std::vector<Lane> lanes_;  // a few: the streams of the recording and its open loop bodies
+};
+
+}  // namespace graphcap::capture
