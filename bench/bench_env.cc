@@ -25,7 +25,7 @@ Result<std::unique_ptr<BenchEnv>> BenchEnv::open(DriverKind kind) {
     options.record_calls = false;  // the call log is a test aid; it would cost every call
     options.device_count = 2;      // PeerCopy's second device; the rest use device 0
     env->fake_ = std::make_unique<fake::FakeDriver>(options);
-    register_bench_kernels(*env->fake_);
+    fake::register_compiled_kernels(*env->fake_);
     env->fake_image_ = env->fake_->module_image({kEmptyKernel, kValuesKernel, kSinkKernel, kCountdownKernel});
     image = env->fake_image_;
     inner = env->fake_.get();

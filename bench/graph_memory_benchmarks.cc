@@ -215,7 +215,7 @@ struct PlanningDevice {
     options.record_calls = false;
     options.device_memory_bytes = device_memory;
     planning->driver = std::make_unique<fake::FakeDriver>(options);
-    register_bench_kernels(*planning->driver);
+    fake::register_compiled_kernels(*planning->driver);
     planning->image = planning->driver->module_image({kEmptyKernel});
     Result<std::unique_ptr<Device>> device = Device::open(*planning->driver);
     if (!device) return device.error().context("the planning fake");

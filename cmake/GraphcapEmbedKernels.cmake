@@ -1,4 +1,5 @@
-# graphcap_embed_kernels(<target> SOURCES <file.cu>... SYMBOL <c identifier>)
+# graphcap_embed_kernels(<target> SOURCES <file.cu>... SYMBOL <c identifier>
+#                        [INCLUDES <dir>...])
 #
 # Compiles CUDA sources with `nvcc --fatbin` (SASS for every architecture in
 # GRAPHCAP_CUDA_ARCHITECTURES, default "90", plus PTX of the last one so newer GPUs can JIT it) and
@@ -10,13 +11,15 @@
 # the bytes to hand to cuModuleLoadData. Needs only nvcc (from find_package(CUDAToolkit)); the
 # bytes become C++ source through a CMake script at build time, so no other tool is involved and
 # graphcap itself still links no CUDA library. Several sources are compiled as one translation
-# unit (a generated file that #includes each), since a fatbin comes from one.
+# unit (a generated file that #includes each), since a fatbin comes from one. nvcc sees graphcap's
+# headers (<graphcap/kernel.h>: kernels written once with GRAPHCAP_KERNEL, whose fake half is
+# graphcap_fake_kernels) and the INCLUDES directories.
 include_guard(GLOBAL)
 
 set(_graphcap_embed_file_script "${CMAKE_CURRENT_LIST_DIR}/GraphcapEmbedFile.cmake")
 
 function(graphcap_embed_kernels target)
-  cmake_parse_arguments(PARSE_ARGV 1 arg "" "SYMBOL" "SOURCES")
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "SYMBOL" "SOURCES;INCLUDES")
   if(arg_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "graphcap_embed_kernels: unexpected arguments: ${arg_UNPARSED_ARGUMENTS}")
   endif()
@@ -78,14 +81,30 @@ function(graphcap_embed_kernels target)
     set(host_compiler "-ccbin=${CMAKE_CUDA_HOST_COMPILER}")
   endif()
 
+  # graphcap's headers (in the source tree, or installed), then the caller's.
+  set(include_flags "")
+  foreach(dir IN LISTS arg_INCLUDES)
+    get_filename_component(dir "${dir}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
+    list(APPEND include_flags "-I${dir}")
+  endforeach()
+  set(graphcap_includes "")
+  foreach(graphcap_target graphcap::fake graphcap::graphcap)
+    if(TARGET ${graphcap_target})
+      list(APPEND graphcap_includes
+           "$<TARGET_PROPERTY:${graphcap_target},INTERFACE_INCLUDE_DIRECTORIES>")
+    endif()
+  endforeach()
+
   # nvcc writes a depfile, so editing an included header rebuilds the fatbin.
   add_custom_command(
     OUTPUT "${fatbin}"
     COMMAND "${CUDAToolkit_NVCC_EXECUTABLE}" --fatbin -std=c++20 ${host_compiler} ${gencode}
+            "$<$<BOOL:${graphcap_includes}>:-I$<JOIN:${graphcap_includes},;-I>>" ${include_flags}
             -MD -MF "${fatbin}.d" -o "${fatbin}" "${nvcc_input}"
     DEPENDS ${sources}
     DEPFILE "${fatbin}.d"
     COMMENT "nvcc --fatbin ${arg_SYMBOL} (sm ${architectures}, PTX ${last_arch})"
+    COMMAND_EXPAND_LISTS
     VERBATIM)
 
   add_custom_command(

@@ -7,6 +7,7 @@ what="${1:-all}"
 out="${OUT:-/tmp/graphcap-gpu}"
 mkdir -p "$out"
 cd "$(dirname "$0")/.."
+export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}  # the presets pin no job count
 
 {
   date -u
@@ -32,7 +33,7 @@ if [[ "$what" == tests || "$what" == all ]]; then
 fi
 if [[ "$what" == bench || "$what" == all ]]; then
   # The examples on the real driver, one log.
-  for example in decode_loop/decode_loop serving_loop/serving_loop cublas_external/cublas_external; do
+  for example in quickstart/quickstart patterns/patterns decode_loop/decode_loop serving_loop/serving_loop cublas_external/cublas_external; do
     exe=build/gpu/examples/$example
     [[ -x $exe ]] || continue
     echo "== $example" >> "$out/examples.txt"

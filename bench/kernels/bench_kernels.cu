@@ -1,21 +1,23 @@
-// The benchmark kernels' CUDA source; bench_kernels.h says what each does and
-// fake_bench_kernels.cc holds the same kernels as fake bodies. nvcc builds this into the fatbin
-// graphcap-bench embeds when GRAPHCAP_GPU is ON. extern "C": cuModuleGetFunction looks the names
-// up unmangled.
+// The benchmark kernels, written once (bench_kernels.h says what each does): nvcc builds them into
+// the fatbin graphcap-bench embeds when GRAPHCAP_GPU is ON, the host compiler into the fake's
+// kernels (graphcap_fake_kernels in bench/CMakeLists.txt).
+#include <graphcap/kernel.h>
+
+using graphcap::kernel::ptr;
 
 // Does nothing: a launch of it costs only what launching costs.
-extern "C" __global__ void empty() {}
+GRAPHCAP_KERNEL(empty, ()) {}
 
 // Does nothing with its scalar parameters: a launch of it costs launching plus passing them.
-extern "C" __global__ void values(unsigned int, unsigned long long, unsigned int) {}
+GRAPHCAP_KERNEL(values, (unsigned int, unsigned long long, unsigned int)) {}
 // Takes one 32-bit value and does nothing with it: the per-replay parameter benchmarks set it.
-extern "C" __global__ void sink(unsigned int) {}
+GRAPHCAP_KERNEL(sink, (unsigned int)) {}
 
 // One step's stop decision (bench_kernels.h): the host loop reads `go`, a WHILE loop reads h.
-extern "C" __global__ void countdown(cudaGraphConditionalHandle h, unsigned int* counter,
-                                     unsigned int* go) {
-  if (blockIdx.x != 0 || threadIdx.x != 0) return;
+GRAPHCAP_KERNEL(countdown, (graphcap::CUgraphConditionalHandle h, ptr<unsigned int> counter,
+                            ptr<unsigned int> go)) {
+  if (graphcap::kernel::block_idx().x != 0 || graphcap::kernel::thread_idx().x != 0) return;
   const unsigned int left = --counter[0];
   go[0] = left > 0 ? 1u : 0u;
-  if (h != 0) cudaGraphSetConditional(h, go[0]);
+  if (h != 0) graphcap::kernel::set_condition(h, go[0]);
 }

@@ -1,6 +1,6 @@
-// The benchmark kernels. Each exists twice with the same name and effect: CUDA source in
-// bench_kernels.cu (embedded as a fatbin when GRAPHCAP_GPU is ON) and a fake body registered on a
-// FakeDriver by register_bench_kernels().
+// The benchmark kernels, written once in bench_kernels.cu with GRAPHCAP_KERNEL: nvcc builds them
+// for the GPU (embedded as a fatbin when GRAPHCAP_GPU is ON), the host compiler for the fake
+// (register_compiled_kernels registers them there).
 //
 //   empty()    does nothing; the benchmarks measure launch and replay costs, not kernels
 //   values(uint32_t a, uint64_t b, uint32_t c)
@@ -16,18 +16,11 @@
 #include <span>
 #include <string_view>
 
-namespace graphcap::fake {
-class FakeDriver;
-}
-
 namespace graphcap::bench {
 
 inline constexpr std::string_view kEmptyKernel = "empty";
 inline constexpr std::string_view kValuesKernel = "values";
 inline constexpr std::string_view kSinkKernel = "sink";
 inline constexpr std::string_view kCountdownKernel = "countdown";
-
-// Registers every benchmark kernel on a fake driver.
-void register_bench_kernels(fake::FakeDriver& driver);
 
 }  // namespace graphcap::bench

@@ -1,7 +1,8 @@
 // What the examples share: stopping with a message (fail, check, run_main), and the driver they
-// run on with decode_loop's kernels (embed, mix, axpy, copy): the fake with the kernels' host
-// bodies, or libcuda with the fatbin nvcc embedded (GPU builds: EXAMPLE_DECODE_CUDA_KERNELS, set
-// by the example_support target).
+// run on with decode_loop's kernels (embed, mix, axpy, copy, next_token, written once in
+// decode_kernels.cu): the fake with the kernels compiled for it (register_compiled_kernels), or
+// libcuda with the fatbin nvcc built from the same source (GPU builds: EXAMPLE_DECODE_CUDA_KERNELS,
+// set by examples/CMakeLists.txt's decode_kernels target).
 #pragma once
 
 #include <cstdio>
@@ -66,7 +67,7 @@ class DecodeDriver {
       graphcap::fake::FakeDriverOptions fake_options;
       fake_options.record_calls = false;
       fake_ = std::make_unique<graphcap::fake::FakeDriver>(fake_options);
-      decode::register_fake_kernels(*fake_);
+      graphcap::fake::register_compiled_kernels(*fake_);
       image_ = fake_->module_image({"embed", "mix", "axpy", "copy", "next_token"});
       return;
     }

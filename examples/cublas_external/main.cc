@@ -118,11 +118,7 @@ int main() {
     return {};
   };
 
-  check(device->prepare_capture(s), "prepare_capture");
-  check(step(), "the warm-up step");
-  check(device->begin_capture(s), "begin_capture");
-  check(step(), "the recorded step");
-  graphcap::Graph graph = check(device->end_capture(s), "end_capture");
+  graphcap::Graph graph = check(device->record(s, step), "record");  // warm-up, then recorded
 
   const std::vector<float> want = reference(a, b);
   const double warm_error = max_error(to_floats(check(device->read(dc, s), "read C")), want);

@@ -1,55 +1,63 @@
-// The decode loop's kernels (decode_kernels.h says what each does; fake_decode_kernels.cc holds
-// the same as fake bodies). Built by nvcc into the fatbin decode_loop embeds when GRAPHCAP_GPU is
-// ON. Grid-stride loops: any launch shape covers all n elements.
+// The decode loop's kernels, written once (decode_kernels.h says what each does): nvcc builds them
+// into the fatbin decode_loop embeds when GRAPHCAP_GPU is ON, the host compiler into the fake's
+// kernels (graphcap_fake_kernels in examples/CMakeLists.txt). Grid-stride loops: any launch shape
+// covers all n elements.
 #include <cstdint>
+
+#include <graphcap/kernel.h>
 
 #include "decode_kernels.h"
 
+using graphcap::kernel::ptr;
+
 namespace {
 
-__device__ std::uint64_t first_index() {
-  return static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+GRAPHCAP_DEVICE std::uint64_t first_index() {
+  return static_cast<std::uint64_t>(graphcap::kernel::block_idx().x) *
+             graphcap::kernel::block_dim().x +
+         graphcap::kernel::thread_idx().x;
 }
-__device__ std::uint64_t grid_stride() {
-  return static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
+GRAPHCAP_DEVICE std::uint64_t grid_stride() {
+  return static_cast<std::uint64_t>(graphcap::kernel::grid_dim().x) *
+         graphcap::kernel::block_dim().x;
 }
 
 }  // namespace
 
-extern "C" __global__ void embed(const std::uint32_t* token, const std::uint32_t* state,
-                                 std::uint32_t* out, std::uint32_t n) {
+GRAPHCAP_KERNEL(embed, (ptr<const std::uint32_t> token, ptr<const std::uint32_t> state,
+                        ptr<std::uint32_t> out, std::uint32_t n)) {
   for (std::uint64_t i = first_index(); i < n; i += grid_stride()) {
     out[i] = 31u * state[i] + token[i];
   }
 }
 
-extern "C" __global__ void mix(const std::uint32_t* src, std::uint32_t* dst, std::uint32_t salt,
-                               std::uint32_t n) {
+GRAPHCAP_KERNEL(mix, (ptr<const std::uint32_t> src, ptr<std::uint32_t> dst, std::uint32_t salt,
+                      std::uint32_t n)) {
   for (std::uint64_t i = first_index(); i < n; i += grid_stride()) {
     const std::uint32_t x = src[i] ^ salt;
     dst[i] = ((x << 5) | (x >> 27)) * 0x9E3779B1u + src[(i + 1) % n];
   }
 }
 
-extern "C" __global__ void axpy(const std::uint32_t* x, const std::uint32_t* y, std::uint32_t* out,
-                                std::uint32_t a, std::uint32_t n) {
+GRAPHCAP_KERNEL(axpy, (ptr<const std::uint32_t> x, ptr<const std::uint32_t> y,
+                       ptr<std::uint32_t> out, std::uint32_t a, std::uint32_t n)) {
   for (std::uint64_t i = first_index(); i < n; i += grid_stride()) out[i] = a * x[i] + y[i];
 }
 
-extern "C" __global__ void copy(const std::uint32_t* src, std::uint32_t* dst, std::uint32_t n) {
+GRAPHCAP_KERNEL(copy, (ptr<const std::uint32_t> src, ptr<std::uint32_t> dst, std::uint32_t n)) {
   for (std::uint64_t i = first_index(); i < n; i += grid_stride()) dst[i] = src[i];
 }
 
-extern "C" __global__ void next_token(const std::uint32_t* state, std::uint32_t* token,
-                                      std::uint32_t* left, std::uint32_t* go,
-                                      cudaGraphConditionalHandle h, std::uint32_t n) {
+GRAPHCAP_KERNEL(next_token, (ptr<const std::uint32_t> state, ptr<std::uint32_t> token,
+                             ptr<std::uint32_t> left, ptr<std::uint32_t> go,
+                             graphcap::CUgraphConditionalHandle h, std::uint32_t n)) {
   const std::uint32_t first = state[0];
   for (std::uint64_t i = first_index(); i < n; i += grid_stride()) {
     token[i] = decode::next_token_one(state[i], first);
   }
-  if (blockIdx.x == 0 && threadIdx.x == 0) {
+  if (graphcap::kernel::block_idx().x == 0 && graphcap::kernel::thread_idx().x == 0) {
     const std::uint32_t remaining = --left[0];
     go[0] = decode::stop_after(first, remaining) ? 0u : 1u;
-    if (h != 0) cudaGraphSetConditional(h, go[0]);
+    if (h != 0) graphcap::kernel::set_condition(h, go[0]);
   }
 }

@@ -1,7 +1,7 @@
-// The decode loop's kernels. Each exists twice with the same name, parameters and effect: CUDA
-// source in decode_kernels.cu (embedded as a fatbin when GRAPHCAP_GPU is ON) and a fake body in
-// fake_decode_kernels.cc. All are extern "C", grid-stride, on uint32_t with wrap-around
-// arithmetic, so the GPU, the fake and the host reference agree bit for bit.
+// The decode loop's kernels, written once in decode_kernels.cu with GRAPHCAP_KERNEL: nvcc builds
+// them for the GPU (embedded as a fatbin when GRAPHCAP_GPU is ON), the host compiler for the fake.
+// All are extern "C" on the GPU, grid-stride, on uint32_t with wrap-around arithmetic, so the
+// GPU, the fake and the host reference agree bit for bit.
 //
 //   embed(const u32* token, const u32* state, u32* out, u32 n)   out[i] = 31 * state[i] + token[i]
 //   mix(const u32* src, u32* dst, u32 salt, u32 n)
@@ -23,10 +23,6 @@
 #else
 #define DECODE_HOST_DEVICE
 #endif
-
-namespace graphcap::fake {
-class FakeDriver;
-}
 
 namespace decode {
 
@@ -52,8 +48,5 @@ DECODE_HOST_DEVICE inline std::uint32_t next_token_one(std::uint32_t state, std:
 DECODE_HOST_DEVICE inline bool stop_after(std::uint32_t first, std::uint32_t left) {
   return (first & 0xFFu) == 0xA5u || left == 0;
 }
-
-// Registers the fake bodies of every kernel above on a fake driver.
-void register_fake_kernels(graphcap::fake::FakeDriver& driver);
 
 }  // namespace decode

@@ -311,14 +311,15 @@ int run_until_device_stop(const Options& options) {
   };
 
   // The step graph (step + next token, no loop), and the loop graph (a WHILE loop over them).
-  check(device->prepare_capture(stream), "prepare_capture");
   start_state();
-  loop.launch_step();
-  loop.launch_next_token(left, go, no_loop);
-  check(device->begin_capture(stream), "begin_capture");
-  loop.launch_step();
-  loop.launch_next_token(left, go, no_loop);
-  Graph step = check(device->end_capture(stream), "end_capture (the step)");
+  Graph step = check(device->record(stream,
+                                    [&] {
+                                      loop.launch_step();
+                                      loop.launch_next_token(left, go, no_loop);
+                                    }),
+                     "record (the step)");
+  // The loop's recording is not its warm-up (it opens a WHILE node around the step), so its
+  // window is spelled out.
   check(device->prepare_capture(stream), "prepare_capture");
   start_state();  // the warm-up: one step primes the pool with the body's buffers
   loop.launch_step();
@@ -453,15 +454,12 @@ int run(const Options& options) {
   const double eager_us = us_since(eager_start);
   const std::vector<std::uint32_t> eager = loop.read_state();
 
-  // Captured: prepare, a warm-up step, then one recorded step (not executed).
+  // Captured: Device::record runs the step once eagerly (the warm-up), then records it (not
+  // executed).
   graphcap::Stream& stream = device->stream();
-  check(device->prepare_capture(stream), "prepare_capture");
   loop.reset_state();
   loop.write_token(0);
-  loop.launch_step();
-  check(device->begin_capture(stream), "begin_capture");
-  loop.launch_step();
-  Graph graph = check(device->end_capture(stream), "end_capture");
+  Graph graph = check(device->record(stream, [&] { loop.launch_step(); }), "record");
 
   // Replayed, from the same initial state.
   loop.reset_state();

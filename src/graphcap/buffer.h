@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <memory>
 #include <optional>
+#include <string>
 
 #include <graphcap/driver/cuda_types.h>
 #include <graphcap/error.h>
@@ -30,8 +31,17 @@ class Buffer {
   std::size_t size() const noexcept;
   // The device address, for interop; 0 for an empty handle.
   CUdeviceptr device_ptr() const noexcept;
+  // The same: every wrapper's driver handle is native_handle().
+  CUdeviceptr native_handle() const noexcept { return device_ptr(); }
   // The error this buffer carries instead of data, if any.
   std::optional<Error> failure() const;
+
+  // A name for diagnostics, shared by every copy of this handle: Graph::dot() shows it on each
+  // recorded operation that takes the buffer ("arg 0: out 64 B \"kv_cache\""). Empty by default;
+  // setting an empty one removes it. A recording keeps the label the buffer had when it was
+  // recorded. No effect on an empty handle.
+  void set_label(std::string label);
+  std::string label() const;
 
   friend bool operator==(const Buffer& a, const Buffer& b) noexcept { return a.state_ == b.state_; }
 

@@ -3,6 +3,8 @@
 // pool named by `pool`.
 #pragma once
 
+#include <optional>
+
 #include <graphcap/driver/cuda_types.h>
 
 namespace graphcap {
@@ -13,9 +15,10 @@ struct CaptureOptions {
   // The mode the recording opens in (cuStreamBeginCapture's; PyTorch's capture_error_mode), and
   // the one graphcap's own cross-thread checks follow for this recording: GLOBAL refuses unsafe
   // calls (allocations from the driver, waits) from every thread while it records; THREAD_LOCAL
-  // only from the recording thread; RELAXED from none. DeviceOptions::capture_mode is what the
-  // old overload uses.
-  CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+  // only from the recording thread; RELAXED from none. Unset (the default): the device's
+  // DeviceOptions::capture_mode, as prepare_capture(s) without options uses, so
+  // prepare_capture(s) and prepare_capture(s, {}) open the same mode.
+  std::optional<CUstreamCaptureMode> mode;
   // Share intermediate memory with the other graphs of this pool (nullptr: the graph owns its
   // memory); see graph_pool.h. A pool of another stream, or an empty one, is
   // Errc::invalid_argument.

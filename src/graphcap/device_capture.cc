@@ -24,11 +24,11 @@ Result<void> Device::prepare_capture(Stream& s) {
 
 Result<void> Device::prepare_capture(Stream& s, CaptureOptions options) {
   GRAPHCAP_TRY(check_stream(s, "prepare_capture"));
-  if (options.mode != CU_STREAM_CAPTURE_MODE_GLOBAL &&
-      options.mode != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
-      options.mode != CU_STREAM_CAPTURE_MODE_RELAXED) {
+  const CUstreamCaptureMode mode = options.mode.value_or(core_->options().capture_mode);
+  if (mode != CU_STREAM_CAPTURE_MODE_GLOBAL && mode != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
+      mode != CU_STREAM_CAPTURE_MODE_RELAXED) {
     return Error(Errc::invalid_argument,
-                 "prepare_capture: capture mode " + std::to_string(static_cast<int>(options.mode)) +
+                 "prepare_capture: capture mode " + std::to_string(static_cast<int>(mode)) +
                      " is not one CUDA defines (GLOBAL 0, THREAD_LOCAL 1, RELAXED 2)");
   }
   StreamCore& stream = HandleAccess::core(s);
@@ -47,7 +47,7 @@ Result<void> Device::prepare_capture(Stream& s, CaptureOptions options) {
     }
   }
   std::lock_guard lock(stream.mutex());
-  return stream.window().prepare(options.mode, options.claim_on_refusal, std::move(pool));
+  return stream.window().prepare(mode, options.claim_on_refusal, std::move(pool));
 }
 
 Result<GraphPool> Device::create_graph_pool(Stream& s) {

@@ -1,5 +1,7 @@
 // Device::launch: a kernel launch, eager or recorded, checked before the driver sees it.
+#include <algorithm>
 #include <array>
+#include <cstdio>
 #include <cstring>
 #include <string>
 
@@ -115,9 +117,21 @@ std::string render_launch(const capture::OperationLabel& label) {
                      dim_text(label.dims.block);
   if (label.dims.shared_bytes != 0) text += " shared " + std::to_string(label.dims.shared_bytes);
   for (const capture::OperationLabel::BufferArg& arg : label.buffer_args()) {
-    text += "\narg " + std::to_string(arg.index) + ": " +
-            access_name(static_cast<Arg::Access>(arg.access)) + " " + std::to_string(arg.bytes) +
-            " B";
+    const auto access = static_cast<Arg::Access>(arg.access);
+    text += "\narg " + std::to_string(arg.index) + ": " + access_name(access);
+    if (access == Arg::Access::condition) continue;  // a conditional handle: no value to show
+    if (arg.value_size == 0) {  // a buffer
+      text += " " + std::to_string(arg.bytes) + " B";
+      if (arg.label) text += " \"" + *arg.label + "\"";
+      continue;
+    }
+    text += " " + std::to_string(arg.value_size) + " B";
+    if (arg.value_size <= sizeof arg.bytes) {  // a scalar: its value, as an integer and in hex
+      char hex[24];
+      std::snprintf(hex, sizeof hex, "0x%llx", static_cast<unsigned long long>(arg.bytes));
+      text += " = " + std::to_string(arg.bytes) + " (" + hex + ")";
+      if (access == Arg::Access::param) text += " when recorded";
+    }
   }
   return text;
 }
@@ -131,10 +145,17 @@ capture::OperationLabel launch_label(const std::shared_ptr<detail::KernelState>&
   label.dims = dims;
   std::uint32_t index = 0;
   for (const Arg& arg : args) {
+    capture::OperationLabel::BufferArg shown;
+    shown.index = index++;
+    shown.access = static_cast<std::uint8_t>(arg.access());
     if (const Buffer* buffer = arg.buffer()) {
-      label.add_buffer_arg({buffer->size(), index, static_cast<std::uint8_t>(arg.access())});
+      shown.bytes = buffer->size();
+      shown.label = HandleAccess::state(*buffer)->label();  // null unless labelled: one atomic
+    } else {
+      shown.value_size = static_cast<std::uint8_t>(arg.size());
+      std::memcpy(&shown.bytes, arg.bytes(), std::min(arg.size(), sizeof shown.bytes));
     }
-    ++index;
+    label.add_buffer_arg(shown);
   }
   return label;
 }

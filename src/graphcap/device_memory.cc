@@ -41,6 +41,9 @@ Result<Buffer> Device::alloc(std::size_t bytes, Stream& s) {
   std::lock_guard lock(stream.mutex());
   Result<std::shared_ptr<memory::BufferState>> state = stream.allocate(bytes);
   if (!state) return std::move(state).error().context("alloc");
+  // The driver learns the Buffer's extent inside its slice (a checking driver, the fake, checks
+  // kernels against it; libcuda ignores it).
+  core_->driver().annotate_buffer((*state)->device_ptr(), bytes);
   return HandleAccess::buffer(std::move(*state));
 }
 

@@ -51,20 +51,18 @@ class Graph {
   // Per-replay parameters: every node of this graph that took `param` (Arg::param while
   // recording) computes with `value` from the next replay on (cuGraphExecKernelNodeSetParams per
   // node). Replays already enqueued, even ones still waiting to run, keep the value they were
-  // enqueued with: CUDA applies a set to later launches only. Errc::invalid_argument when the
-  // graph never took `param` or `value` can't be held by a T exactly; Errc::graph_state for an
-  // empty or destroyed graph. On a driver failure no node changes (the ones already set are set
-  // back). Param::value() (what eager launches use) is not changed.
+  // enqueued with: CUDA applies a set to later launches only. `value` is a T, or of a type that
+  // converts to T without narrowing (param_value_for): anything else does not compile, so
+  // set(p, 0.1) on a Param<float> asks for 0.1f and set(p, 7) on a Param<std::uint32_t> for 7u,
+  // and no value is refused at run time for its type. Errc::invalid_argument when the graph never
+  // took `param`; Errc::graph_state for an empty or destroyed graph. On a driver failure no node
+  // changes (the ones already set are set back). Param::value() (what eager launches use) is not
+  // changed.
   template <class T, class U>
+    requires param_value_for<U, T>
   Result<void> set(const Param<T>& param, U value) {
-    static_assert(std::is_arithmetic_v<U> || std::is_same_v<T, U>,
-                  "Graph::set takes a T, or a number a T holds exactly");
     if (!param) return Error(Errc::invalid_argument, "Graph::set: an empty Param");
-    if (!param_holds<T>(value)) {
-      return Error(Errc::invalid_argument,
-                   "Graph::set: the value can't be held by the param's type exactly");
-    }
-    const T converted = static_cast<T>(value);
+    const T converted{value};
     return set_param(param.slot().get(), &converted, sizeof(T));
   }
 
@@ -73,9 +71,11 @@ class Graph {
 
   // The recorded graph in Graphviz DOT, from graphcap's own record of the recording (so the same
   // on every driver): one node per recorded operation in recording order (n0, n1, ...), labelled
-  // with its node type and what it is (a kernel's name, grid and block, each buffer argument
-  // with its access and size; a copy's or fill's bytes and ranges), grouped by the stream that
-  // recorded it, and an edge per dependency. Empty for an empty graph.
+  // with its node type and what it is (a kernel's name, grid and block, and each argument: a
+  // buffer's access, size and label (Buffer::set_label), a value's size and value, a param's
+  // value when recorded; a copy's or fill's bytes and ranges), grouped by the stream that
+  // recorded it, and an edge per dependency. The recording keeps only a compact record; the text
+  // is built here, when asked. Empty for an empty graph.
   std::string dot() const;
 
  private:

@@ -30,6 +30,19 @@
 // step that throws), when it returns or unwinds its stream is not capturing. Not thread-safe: one
 // cache per stream, used by the thread that issues that stream's work.
 //
+// Params and the cache combine: a launch recorded with Arg::param(p) takes p's value at the
+// recording; to change it for the next replays, patch every cached graph that took it (a graph
+// that never took it answers Errc::invalid_argument, so set it on those that did):
+//
+//   Param<std::uint32_t> step = device.param<std::uint32_t>(0);   // bound in record()
+//   cache.for_each_graph([&](const Key&, Graph& graph) {
+//     if (Result<void> set = graph.set(step, 7u); !set) ...;       // each graph's own value
+//   });
+//   step.set(7);  // and the value the eager fallbacks and later first recordings take
+//
+// A key recorded after that takes step's value at its recording (Param::value()), so keep
+// Param::set and the graphs' values in step. graph(key) gives one key's graph.
+//
 // A hit is a lookup, a store and Graph::replay (with all of its checks): the keys sit in a flat
 // open-addressed table (linear probing, at most half full, Fibonacci-hashed home slots), each
 // holding its hash and a pointer to its entry, and recency is a counter stamped on the entry;
@@ -64,7 +77,8 @@ struct GraphCacheOptions {
   unsigned give_up_after = 4;   // refused recordings of one key in a row, then it runs eagerly
   GraphPoolOptions pool;        // how the shared pool is made (below)
   bool share_pool = true;       // record every graph into one GraphPool on the cache's stream
-  CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_GLOBAL;  // each recording's capture mode
+  // Each recording's capture mode; unset: the device's DeviceOptions::capture_mode.
+  std::optional<CUstreamCaptureMode> mode;
 };
 
 struct GraphCacheStats {
@@ -180,11 +194,26 @@ class GraphCache {
     const Entry* found = find(key, Hash{}(key));
     return found != nullptr && static_cast<bool>(found->graph);
   }
-  // The key's graph (nullptr when the cache holds none for it): for inspection (report(), dot());
-  // replaying it directly bypasses the cache's counters.
+  // The key's graph (nullptr when the cache holds none for it): for inspection (report(), dot())
+  // and, non-const, for Graph::set on it; replaying it directly bypasses the cache's counters.
+  // Valid until the key is recorded again, evicted or the cache cleared.
   const Graph* graph(const Key& key) const {
     const Entry* found = find(key, Hash{}(key));
     return found != nullptr && found->graph ? &found->graph : nullptr;
+  }
+  Graph* graph(const Key& key) {
+    Entry* found = find(key, Hash{}(key));
+    return found != nullptr && found->graph ? &found->graph : nullptr;
+  }
+  // Calls visit(key, graph) for every key that has a graph (in no particular order): to patch a
+  // Param in every cached graph (see the top of this file). `visit` must not run the cache.
+  template <class Visit>
+  void for_each_graph(Visit&& visit) {
+    for (Slot& slot : slots_) {
+      if (slot.entry && slot.entry->graph) {
+        visit(static_cast<const Key&>(slot.entry->key), slot.entry->graph);
+      }
+    }
   }
   // The pool the cache's graphs share (nullptr before the first recording, or without sharing).
   const GraphPool* pool() const noexcept { return pool_ ? &*pool_ : nullptr; }

@@ -19,6 +19,10 @@ const std::string& Kernel::name() const noexcept {
 
 CUfunction Kernel::function() const noexcept { return state_ ? state_->function() : nullptr; }
 
+CUmodule Module::native_handle() const noexcept {
+  return state_ && !state_->released() ? state_->handle() : nullptr;
+}
+
 bool Kernel::has_param_layout() const noexcept { return state_ && state_->layout() != nullptr; }
 
 std::size_t Kernel::param_count() const noexcept {

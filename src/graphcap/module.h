@@ -28,6 +28,8 @@ class Kernel {
   const std::string& name() const noexcept;
   // The driver's function, for interop; nullptr for an empty Kernel.
   CUfunction function() const noexcept;
+  // The same: every wrapper's driver handle is native_handle().
+  CUfunction native_handle() const noexcept { return function(); }
 
   // The kernel's own signature, as the driver reported it when Module::kernel looked the kernel
   // up (cuFuncGetParamInfo). Device::launch checks every launch's arguments against it. False
@@ -54,6 +56,9 @@ class Module {
   Module() = default;
 
   explicit operator bool() const noexcept { return state_ != nullptr; }
+  // The driver's module, for interop; nullptr for an empty Module or one whose device closed.
+  // graphcap still owns it (it is unloaded when the last Module and Kernel of it go).
+  CUmodule native_handle() const noexcept;
   // The named function; Errc::invalid_argument with CUDA_ERROR_NOT_FOUND when it isn't there.
   // Reads the function's parameter layout once (see Kernel::param_count); where the driver can't
   // report it, warns once per device and returns a Kernel whose launches go unchecked.

@@ -69,8 +69,17 @@ class Param {
   std::shared_ptr<ParamSlot> slot_;
 };
 
-// Whether `value` can be held by a T exactly (no narrowing, no sign change, no truncation): what
-// Graph::set checks before converting.
+// What Graph::set takes for a Param<T>: a T, or an arithmetic value whose type converts to an
+// arithmetic T without narrowing (as T{value} would: a std::uint16_t for a Param<std::uint32_t>,
+// a float for a Param<double>; not an int for a Param<std::uint32_t>, not a double for a
+// Param<float>). Decided by the types, at compile time.
+template <class U, class T>
+concept param_value_for =
+    std::is_same_v<U, T> ||
+    (std::is_arithmetic_v<T> && std::is_arithmetic_v<U> && requires(U u) { T{u}; });
+
+// Whether `value` can be held by a T exactly (no narrowing, no sign change, no truncation), for
+// code that converts run-time values itself before a Graph::set.
 template <class T, class U>
 constexpr bool param_holds(U value) noexcept {
   if constexpr (std::is_same_v<T, U>) {

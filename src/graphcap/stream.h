@@ -24,6 +24,8 @@ class Stream {
   // open (Device::begin_while), the body stream of the innermost one: what is issued on it is
   // recorded into the loop's body. Ask again after begin_while and end_while.
   CUstream handle() const noexcept;
+  // The same: every wrapper's driver handle is native_handle().
+  CUstream native_handle() const noexcept { return handle(); }
   CaptureState capture_state() const noexcept;
 
  private:

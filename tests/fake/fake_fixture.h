@@ -19,6 +19,13 @@
 
 namespace graphcap::fake::unit {
 
+// The options of a fake for tests that study violations: recorded only, the work runs on
+// (FakeDriverOptions::strict false; strict, the default, fails the work's stream as well).
+inline FakeDriverOptions record_only(FakeDriverOptions options = {}) {
+  options.strict = false;
+  return options;
+}
+
 class FakeDriverTest : public ::testing::Test {
   // Public: table-driven tests reach the fixture from lambdas.
  public:
@@ -42,6 +49,9 @@ class FakeDriverTest : public ::testing::Test {
 
   void TearDown() override {
     if (context_ == nullptr) return;
+    // A test that faulted the strict fake on purpose: the fault is sticky (nothing that uses the
+    // context works any more, frees included), as a GPU process is done after one.
+    if (expect_fault_) return;
     EXPECT_EQ(fake_.live_handles(), baseline_) << "the test leaked a handle";
     if (!expect_violations_) {
       EXPECT_THAT(fake_.violations(), ::testing::IsEmpty());
@@ -164,6 +174,7 @@ class FakeDriverTest : public ::testing::Test {
   CUstream stream_ = nullptr;
   LiveHandles baseline_;
   bool expect_violations_ = false;
+  bool expect_fault_ = false;
 };
 
 inline bool mentions(const std::vector<std::string>& texts, const std::string& a,

@@ -20,6 +20,9 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 class FakeGraphs : public FakeDriverTest {
+ public:
+  explicit FakeGraphs(FakeDriverOptions options = {}) : FakeDriverTest(options) {}
+
  protected:
   // A capture holding one graph allocation it never frees (written by a fill).
   CUgraph leaky_graph(CUdeviceptr* allocation) {
@@ -36,6 +39,12 @@ class FakeGraphs : public FakeDriverTest {
     std::ifstream file(path);
     return {std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
   }
+};
+
+// Violations studied as records (the work runs on), not as faults of the stream.
+class FakeGraphsRecordOnly : public FakeGraphs {
+ public:
+  FakeGraphsRecordOnly() : FakeGraphs(record_only()) {}
 };
 
 TEST_F(FakeGraphs, GetNodesFollowsCudasCountRules) {
@@ -139,7 +148,7 @@ TEST_F(FakeGraphs, ADestroyedExecStillFinishesItsQueuedLaunch) {
   free(a);
 }
 
-TEST_F(FakeGraphs, ReplayingIntoFreedMemoryIsAViolation) {
+TEST_F(FakeGraphsRecordOnly, ReplayingIntoFreedMemoryIsAViolation) {
   expect_violations_ = true;
   const CUdeviceptr a = alloc(16);
   const CUgraph graph = fill_graph(a, 6, 4);
@@ -153,7 +162,7 @@ TEST_F(FakeGraphs, ReplayingIntoFreedMemoryIsAViolation) {
   EXPECT_EQ(fake_.cuGraphDestroy(graph), CUDA_SUCCESS);
 }
 
-TEST_F(FakeGraphs, ReplayingFromFreedPinnedStagingIsAViolation) {
+TEST_F(FakeGraphsRecordOnly, ReplayingFromFreedPinnedStagingIsAViolation) {
   expect_violations_ = true;
   const CUdeviceptr a = alloc(16);
   void* staging = nullptr;
@@ -170,7 +179,7 @@ TEST_F(FakeGraphs, ReplayingFromFreedPinnedStagingIsAViolation) {
   free(a);
 }
 
-TEST_F(FakeGraphs, ATrapInAReplayIsReportedByTheNextWaitAndStopsTheGraph) {
+TEST_F(FakeGraphsRecordOnly, ATrapInAReplayIsReportedByTheNextWaitAndStopsTheGraph) {
   fake_.register_typed_kernel<>("trap",
                                 [](KernelContext& k) { k.trap(CUDA_ERROR_ILLEGAL_INSTRUCTION); });
   const auto image = fake_.module_image({"trap"});
@@ -194,7 +203,7 @@ TEST_F(FakeGraphs, ATrapInAReplayIsReportedByTheNextWaitAndStopsTheGraph) {
   free(a);
 }
 
-TEST_F(FakeGraphs, AReplayOfAKernelWhoseModuleIsGoneIsAViolation) {
+TEST_F(FakeGraphsRecordOnly, AReplayOfAKernelWhoseModuleIsGoneIsAViolation) {
   expect_violations_ = true;
   const auto image = fake_.module_image({"empty"});
   CUmodule module = nullptr;

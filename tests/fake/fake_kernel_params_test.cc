@@ -18,6 +18,7 @@
 #include <gtest/gtest.h>
 
 #include "fake_fixture.h"
+#include "undeclared_kernel.h"
 
 namespace graphcap::fake::unit {
 namespace {
@@ -44,6 +45,9 @@ struct Big {
 };
 
 class FakeKernelParams : public FakeDriverTest {
+ public:
+  explicit FakeKernelParams(FakeDriverOptions options = {}) : FakeDriverTest(options) {}
+
  protected:
   // Loads a module of the one named kernel and returns its function.
   CUfunction load(const char* name) {
@@ -76,6 +80,12 @@ class FakeKernelParams : public FakeDriverTest {
     return load("mixed");
   }
   std::vector<CUmodule> modules_;
+};
+
+// Violations studied as records (the work runs on), not as faults of the stream.
+class FakeKernelParamsRecordOnly : public FakeKernelParams {
+ public:
+  FakeKernelParamsRecordOnly() : FakeKernelParams(record_only()) {}
 };
 
 TEST_F(FakeKernelParams, AnExactlySizedUnterminatedArrayIsReadExactly) {
@@ -124,7 +134,7 @@ TEST_F(FakeKernelParams, ACapturedLaunchKeepsTheValuesOfItsLaunchTime) {
 TEST_F(FakeKernelParams, AKernelWithoutALayoutIsRefusedWithAViolationNamingIt) {
   expect_violations_ = true;
   bool ran = false;
-  fake_.register_kernel("unlaid", [&ran](KernelContext&) { ran = true; });
+  graphcap::testing::register_undeclared_kernel(fake_, "unlaid", [&ran](KernelContext&) { ran = true; });
   const CUfunction unlaid = load("unlaid");  // loading and finding it are fine
   std::uint64_t value = 1;
   std::array<void*, 1> params = {&value};
@@ -316,7 +326,7 @@ TEST_F(FakeKernelParams, MissingDeclaredParametersAreRefused) {
   free(dst);
 }
 
-TEST_F(FakeKernelParams, ValueChecksTheDeclaredSizeExactly) {
+TEST_F(FakeKernelParamsRecordOnly, ValueChecksTheDeclaredSizeExactly) {
   expect_violations_ = true;
   std::uint32_t narrow = 1;
   std::uint64_t wide = 1;
@@ -358,7 +368,7 @@ TEST_F(FakeKernelParams, ParamInfoAnswersTheDeclaredLayoutUpToTheCount) {
 }
 
 TEST_F(FakeKernelParams, ParamInfoOfAKernelWithoutALayoutIsNotSupported) {
-  fake_.register_kernel("opaque", [](KernelContext&) {});
+  graphcap::testing::register_undeclared_kernel(fake_, "opaque", [](KernelContext&) {});
   const CUfunction opaque = load("opaque");
   std::size_t offset = 0;
   std::size_t size = 0;

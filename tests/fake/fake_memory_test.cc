@@ -18,7 +18,15 @@ using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 using ::testing::SizeIs;
 
-class FakeMemory : public FakeDriverTest {};
+class FakeMemory : public FakeDriverTest {
+ public:
+  explicit FakeMemory(FakeDriverOptions options = {}) : FakeDriverTest(options) {}
+};
+// Violations studied as records (the work runs on), not as faults of the stream.
+class FakeMemoryRecordOnly : public FakeMemory {
+ public:
+  FakeMemoryRecordOnly() : FakeMemory(record_only()) {}
+};
 
 class FakeSmallMemory : public FakeDriverTest {
  protected:
@@ -207,7 +215,7 @@ TEST_F(FakeMemory, ReadAndWriteDeviceAreChecked) {
   EXPECT_THAT(fake_.violations(), IsEmpty());  // test access records nothing
 }
 
-TEST_F(FakeMemory, OutOfBoundsFreedAndForeignAccessesAreViolations) {
+TEST_F(FakeMemoryRecordOnly, OutOfBoundsFreedAndForeignAccessesAreViolations) {
   expect_violations_ = true;
   const CUdeviceptr a = alloc(16);
   ASSERT_EQ(fake_.cuMemsetD8Async(a + 8, 1, 16, stream_), CUDA_SUCCESS);
@@ -239,7 +247,7 @@ TEST_F(FakeMemory, OutOfBoundsFreedAndForeignAccessesAreViolations) {
   EXPECT_TRUE(mentions(fake_.violations(), "cuMemcpyDtoHAsync", "freed"));
 }
 
-TEST_F(FakeMemory, UseAfterFreeBetweenCallAndExecutionIsCaught) {
+TEST_F(FakeMemoryRecordOnly, UseAfterFreeBetweenCallAndExecutionIsCaught) {
   expect_violations_ = true;
   CUdeviceptr a = 0;
   ASSERT_EQ(fake_.cuMemAllocAsync(&a, 16, stream_), CUDA_SUCCESS);

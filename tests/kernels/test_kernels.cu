@@ -1,67 +1,82 @@
-// The test kernels' CUDA source (see test_kernels.h for what each does; fake_test_kernels.cc holds
-// the same kernels as fake bodies). Built by nvcc into a fatbin that graphcap_tests_cuda embeds.
-// extern "C" keeps the names cuModuleGetFunction looks up unmangled; every kernel is a grid-stride
-// loop, so any launch shape covers all n elements.
+// The test kernels, written once (test_kernels.h says what each does). nvcc builds this file into
+// the fatbin graphcap_tests_cuda embeds (gpu preset); the host compiler builds it into the fake's
+// kernels (graphcap_fake_kernels in tests/CMakeLists.txt), so the GPU and the fake run the same
+// source. Every kernel is a grid-stride loop, so any launch shape covers all n elements.
 #include <cstdint>
 
+#include <graphcap/kernel.h>
+
 #include "test_kernels.h"
+
+using graphcap::kernel::ptr;
 
 namespace {
 
 // The first element this thread handles, and the distance to its next one. 64-bit, so the loop
 // cannot wrap for n close to 2^32.
-__device__ std::uint64_t first_index() {
-  return static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+GRAPHCAP_DEVICE std::uint64_t first_index() {
+  return static_cast<std::uint64_t>(graphcap::kernel::block_idx().x) *
+             graphcap::kernel::block_dim().x +
+         graphcap::kernel::thread_idx().x;
 }
-__device__ std::uint64_t grid_stride() {
-  return static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
+GRAPHCAP_DEVICE std::uint64_t grid_stride() {
+  return static_cast<std::uint64_t>(graphcap::kernel::grid_dim().x) *
+         graphcap::kernel::block_dim().x;
+}
+GRAPHCAP_DEVICE bool first_thread() {
+  return graphcap::kernel::block_idx().x == 0 && graphcap::kernel::thread_idx().x == 0;
 }
 
 }  // namespace
 
-extern "C" __global__ void empty() {}
+GRAPHCAP_KERNEL(empty, ()) {}
 
-extern "C" __global__ void add_one(const std::uint32_t* src, std::uint32_t* dst, std::uint32_t n) {
+GRAPHCAP_KERNEL(add_one, (ptr<const std::uint32_t> src, ptr<std::uint32_t> dst, std::uint32_t n)) {
   for (std::uint64_t i = first_index(); i < n; i += grid_stride()) dst[i] = src[i] + 1u;
 }
 
-extern "C" __global__ void fill(std::uint32_t* dst, std::uint32_t value, std::uint32_t n) {
+GRAPHCAP_KERNEL(fill, (ptr<std::uint32_t> dst, std::uint32_t value, std::uint32_t n)) {
   for (std::uint64_t i = first_index(); i < n; i += grid_stride()) dst[i] = value;
 }
 
-extern "C" __global__ void axpy(const std::uint32_t* x, const std::uint32_t* y, std::uint32_t* out,
-                                std::uint32_t a, std::uint32_t n) {
+GRAPHCAP_KERNEL(axpy, (ptr<const std::uint32_t> x, ptr<const std::uint32_t> y,
+                       ptr<std::uint32_t> out, std::uint32_t a, std::uint32_t n)) {
   for (std::uint64_t i = first_index(); i < n; i += grid_stride()) out[i] = a * x[i] + y[i];
 }
 
-extern "C" __global__ void copy(const std::uint32_t* src, std::uint32_t* dst, std::uint32_t n) {
+GRAPHCAP_KERNEL(copy, (ptr<const std::uint32_t> src, ptr<std::uint32_t> dst, std::uint32_t n)) {
   for (std::uint64_t i = first_index(); i < n; i += grid_stride()) dst[i] = src[i];
 }
 
-extern "C" __global__ void mixed(char c, double d, short s, std::uint32_t* out,
-                                 unsigned long long n) {
+GRAPHCAP_KERNEL(mixed, (char c, double d, short s, ptr<std::uint32_t> out, unsigned long long n)) {
   const std::uint32_t value = static_cast<std::uint32_t>(c) + static_cast<std::uint32_t>(d) +
                               static_cast<std::uint32_t>(s);
   for (std::uint64_t i = first_index(); i < n; i += grid_stride()) out[i] = value;
 }
 
-extern "C" __global__ void affine(Affine p, std::uint32_t* out) {
+GRAPHCAP_KERNEL(affine, (Affine p, ptr<std::uint32_t> out)) {
   for (std::uint64_t i = first_index(); i < p.n; i += grid_stride()) {
     out[i] = p.scale * static_cast<std::uint32_t>(i) + static_cast<std::uint32_t>(p.offset);
   }
 }
 
-// Conditional nodes: cudaGraphSetConditional is a device-runtime builtin; it needs no relocatable
-// device code (docs/cuda-driver-facts.md, "Conditional nodes").
-extern "C" __global__ void countdown(cudaGraphConditionalHandle h, std::uint32_t* counter,
-                                     std::uint32_t* iterations) {
-  if (blockIdx.x != 0 || threadIdx.x != 0) return;
+// Conditional nodes: graphcap::kernel::set_condition is cudaGraphSetConditional on the GPU, a
+// device-runtime builtin that needs no relocatable device code (docs/cuda-driver-facts.md,
+// "Conditional nodes").
+GRAPHCAP_KERNEL(countdown, (graphcap::CUgraphConditionalHandle h, ptr<std::uint32_t> counter,
+                            ptr<std::uint32_t> iterations)) {
+  if (!first_thread()) return;
   const std::uint32_t left = --counter[0];
   ++iterations[0];
-  cudaGraphSetConditional(h, left > 0 ? 1u : 0u);
+  graphcap::kernel::set_condition(h, left > 0 ? 1u : 0u);
 }
 
-extern "C" __global__ void set_condition(cudaGraphConditionalHandle h, std::uint32_t value) {
-  if (blockIdx.x != 0 || threadIdx.x != 0) return;
-  cudaGraphSetConditional(h, value);
+GRAPHCAP_KERNEL(set_condition, (graphcap::CUgraphConditionalHandle h, std::uint32_t value)) {
+  if (!first_thread()) return;
+  graphcap::kernel::set_condition(h, value);
+}
+
+// Block-wide atomics: every thread of the grid adds 1 to counter[0] (one count per thread).
+GRAPHCAP_KERNEL(count_threads, (ptr<std::uint32_t> counter)) {
+  graphcap::kernel::atomic_add(&counter[0], 1u);
 }

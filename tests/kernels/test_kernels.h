@@ -1,6 +1,7 @@
-// The test kernels. Each exists twice with the same name, parameters and effect: CUDA source in
-// test_kernels.cu (built by nvcc in the gpu preset, embedded as a fatbin) and a fake body in
-// fake_test_kernels.cc. All are extern "C", grid-stride, and correct for any launch shape.
+// The test kernels, written once in test_kernels.cu with GRAPHCAP_KERNEL (<graphcap/kernel.h>):
+// nvcc builds them for the GPU (gpu preset, embedded as a fatbin), the host compiler for the
+// fake, so both drivers run the same source. All are extern "C" on the GPU, grid-stride, and
+// correct for any launch shape.
 //
 //   empty()                                                     does nothing
 //   add_one(const uint32_t* src, uint32_t* dst, uint32_t n)     dst[i] = src[i] + 1
@@ -18,9 +19,10 @@
 //                                 condition h to (counter[0] > 0): a loop body that runs
 //                                 counter[0] times (the conditional handle is 8 bytes)
 //   set_condition(handle h, uint32_t value)                     sets condition h to value
+//   count_threads(uint32_t* counter)         every thread of the grid adds 1 (an atomic add)
 //
-// Both sides declare the same layout: the CUDA side by its signature, the fake side by
-// register_typed_kernel's parameter types (cuFuncGetParamInfo answers from either).
+// (A pointer parameter is graphcap::kernel::ptr<T> in the source: T* under nvcc, a checked
+// device pointer on the fake.)
 #pragma once
 
 #include <cstdint>
@@ -39,11 +41,12 @@ static_assert(sizeof(Affine) == 24 && alignof(Affine) == 8);
 
 namespace graphcap::testing {
 
-inline constexpr const char* kTestKernelNames[] = {"empty", "add_one",   "fill",
-                                                   "axpy",  "copy",      "mixed",
-                                                   "affine", "countdown", "set_condition"};
+inline constexpr const char* kTestKernelNames[] = {
+    "empty", "add_one",   "fill",          "axpy",         "copy",
+    "mixed", "affine",    "countdown",     "set_condition", "count_threads"};
 
-// Registers every test kernel, with its parameter sizes, on a fake driver.
+// Registers every test kernel on a fake driver (register_compiled_kernels: the kernels of
+// test_kernels.cu, linked whole from their static library).
 void register_test_kernels(fake::FakeDriver& driver);
 
 }  // namespace graphcap::testing

@@ -64,6 +64,10 @@ void FakeDriver::run_pending() { state_->run_pending(); }
 std::string FakeDriver::capture_invalidation(CUstream stream) {
   return state_->capture_invalidation(stream);
 }
+std::string FakeDriver::stream_fault(CUstream stream) { return state_->stream_fault(stream); }
+void FakeDriver::annotate_buffer(CUdeviceptr address, std::size_t bytes) noexcept {
+  state_->annotate_buffer(address, bytes);
+}
 void FakeDriver::set_device_paused(bool paused) { state_->set_device_paused(paused); }
 bool FakeDriver::read_device(CUdeviceptr address, std::span<std::byte> out) const {
   return state_->read_device(address, out);

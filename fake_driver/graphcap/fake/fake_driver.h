@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <functional>
 #include <initializer_list>
@@ -51,9 +52,12 @@ class KernelContext {
   }
 
   // A device-pointer parameter (declared as 8 bytes) as host memory: `count` elements of T from
-  // the address the parameter holds. The range must lie inside one live device allocation; a
-  // violation (freed, foreign or out-of-bounds memory) is recorded and the span covers scratch
-  // memory instead, so the body runs on without touching anything real.
+  // the address the parameter holds. The range must lie inside one live device allocation, and
+  // inside one Buffer where graphcap lends Buffers out of it (DriverApi::annotate_buffer: a pooled
+  // slice is checked against the Buffer's own size); a violation (freed, foreign or
+  // out-of-bounds memory) is recorded, and the span covers scratch memory instead, so the body
+  // runs on without touching anything real. Under FakeDriverOptions::strict the violation also
+  // fails the launch, as the GPU's fault would.
   template <class T>
   std::span<T> buffer(std::size_t param, std::size_t count) const {
     static_assert(std::is_trivially_copyable_v<T>);
@@ -74,9 +78,40 @@ class KernelContext {
   std::span<const KernelParamInfo> param_layout() const noexcept { return layout_; }
 
   // Make this execution fail as a device fault does: the next call that waits for this work on
-  // its stream (cuStreamSynchronize, cuEventSynchronize, cuCtxSynchronize) returns `code`, once.
-  // Real CUDA makes such an error sticky for the whole context; the fake reports it once.
+  // its stream (cuStreamSynchronize, cuStreamQuery, cuEventSynchronize, cuCtxSynchronize)
+  // returns `code`, once. Real CUDA makes such an error sticky for the whole context; the fake
+  // reports it once (docs/fake-driver.md).
   void trap(CUresult code = CUDA_ERROR_LAUNCH_FAILED) const;
+
+  // ---- for bodies that check their own accesses (GRAPHCAP_KERNEL's do) ----------------------
+  // The device memory `address` lies in: the Buffer graphcap annotated there, or else its live
+  // allocation. `host` is the host memory of its first byte. False when the address lies in no
+  // live memory; `why` then ends a sentence about it ("is in freed memory (...)").
+  struct DeviceRange {
+    std::byte* host = nullptr;
+    CUdeviceptr base = 0;
+    std::size_t size = 0;
+    bool buffer = false;  // an annotated Buffer (a pooled slice), not a whole allocation
+    bool mapping = false;  // the allocation is a VMM mapping (and the accessible ones after it)
+    CUdeviceptr allocation = 0;
+    std::size_t allocation_size = 0;
+  };
+  bool device_range(CUdeviceptr address, DeviceRange* range, std::string* why) const;
+  // Why [address, address + bytes) does not fit in `range` (which holds address): "0x... (4
+  // bytes) runs 4 bytes past the end of the Buffer at 0x... of 64 bytes (in allocation ...)".
+  static std::string overrun(const DeviceRange& range, CUdeviceptr address, std::size_t bytes);
+  // Record a violation by this kernel: "<where>: kernel '<name>' <text>". Under
+  // FakeDriverOptions::strict the launch fails with `code` (the fault the GPU would report).
+  void violation(std::string_view text, CUresult code = CUDA_ERROR_ILLEGAL_ADDRESS) const;
+  // Whether this execution has faulted (a trap, or a violation under strict): a GPU would have
+  // stopped the kernel.
+  bool faulted() const;
+  // Whether violations fail the launch (FakeDriverOptions::strict).
+  bool strict() const;
+  // FakeDriverOptions::max_threads_per_launch.
+  std::uint64_t max_threads_per_launch() const;
+  // cudaGraphSetConditional(handle, value): set_condition below, for a handle the body holds.
+  void set_condition_handle(CUgraphConditionalHandle handle, unsigned value) const;
 
   // cudaGraphSetConditional(handle, value) for the conditional handle held by parameter `param`
   // (a CUgraphConditionalHandle, 8 bytes): from the next check of its node on, the node runs (or
@@ -123,6 +158,18 @@ struct FakeDriverOptions {
   // A WHILE node that runs its body this many times in one launch is reported as a violation
   // and the launch fails with CUDA_ERROR_LAUNCH_TIMEOUT: on a GPU such a loop would not end.
   std::size_t max_loop_iterations = 100000;
+  // A GRAPHCAP_KERNEL runs its body once per thread of the grid, one thread after another: a
+  // launch of more threads than this is reported as a violation and fails with
+  // CUDA_ERROR_LAUNCH_TIMEOUT instead of running for hours (a grid-stride loop covers any n with
+  // fewer threads). Bodies registered by hand run once per launch and are not limited.
+  std::uint64_t max_threads_per_launch = std::uint64_t{1} << 26;
+  // A violation in executing work (a kernel touching out-of-bounds, freed or foreign memory, a
+  // copy of such memory, a kernel of an unloaded module, ...) fails it the way the GPU's fault
+  // does: the work's stream reports CUDA_ERROR_ILLEGAL_ADDRESS (CUDA_ERROR_MISALIGNED_ADDRESS for
+  // a misaligned access) at its next synchronisation, and a graph launch stops there; the fault
+  // is also recorded in violations() and named by stream_fault(). false: violations are only
+  // recorded (for tests that study them); the work runs on.
+  bool strict = true;
 };
 
 class FakeDriver : public DriverApi {
@@ -156,10 +203,15 @@ class FakeDriver : public DriverApi {
   // alignof is smaller than that (a char after which comes a 12-byte struct of floats, say),
   // use register_typed_kernel, which knows the alignment.
   void register_kernel(std::string name, std::vector<std::size_t> param_sizes, KernelBody body);
-  // A kernel WITHOUT a declared layout: kept so older code compiles, but the fake cannot know how
-  // many parameters a launch passes, so every cuLaunchKernel of it is refused with
-  // CUDA_ERROR_INVALID_VALUE and a violation naming the kernel (nothing is read from
-  // kernelParams). Declare the layout with register_typed_kernel or the overload above instead.
+  // A kernel WITHOUT a declared layout: the fake cannot know how many parameters a launch passes,
+  // so every cuLaunchKernel of it is refused with CUDA_ERROR_INVALID_VALUE and a violation naming
+  // the kernel (nothing is read from kernelParams). Deprecated, so that code registering one
+  // does not compile quietly (and not at all under -Werror): declare the layout instead.
+  [[deprecated(
+      "a kernel registered without its parameter layout can never be launched: declare the "
+      "layout with register_typed_kernel<Params...>(name, body) or register_kernel(name, "
+      "param_sizes, body), or write the kernel once with GRAPHCAP_KERNEL (<graphcap/kernel.h>) "
+      "and register_compiled_kernels")]]
   void register_kernel(std::string name, KernelBody body);
 
   // A module image naming these kernels, for cuModuleLoadData. It is NUL-terminated PTX-like
@@ -222,6 +274,14 @@ class FakeDriver : public DriverApi {
   // CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidated the capture". Empty when that capture
   // was not invalidated (or `stream` is unknown). Kept until the stream begins another capture.
   std::string capture_invalidation(CUstream stream) override;
+  // The violation behind the fault the last failed wait on `stream` reported: "cuLaunchKernel:
+  // kernel 'fill' parameter 0 (dst): 0x... (4 bytes) runs 4 bytes past the end of the Buffer at
+  // 0x... of 64 bytes (...)". Empty when that stream reported no fault (or it was a trap).
+  std::string stream_fault(CUstream stream) override;
+  // graphcap's memory layer: the Buffers it lends (DriverApi::annotate_buffer). Kernel accesses
+  // (KernelContext::buffer, GRAPHCAP_KERNEL's pointers) are checked against the Buffer of their
+  // launch (copies against the allocation: graphcap checks its copies against its Buffers).
+  void annotate_buffer(CUdeviceptr address, std::size_t bytes) noexcept override;
 
   // One override per line of entry_points.def, named and typed as the entry point.
 #define GRAPHCAP_DRIVER_ENTRY(name, version, versioned, params, ...) \
@@ -234,5 +294,18 @@ class FakeDriver : public DriverApi {
 
   std::unique_ptr<FakeState> state_;
 };
+
+// ---- kernels written once (GRAPHCAP_KERNEL, <graphcap/kernel.h>) -------------------------------
+// Registers every GRAPHCAP_KERNEL linked into the program on `driver` (register_typed_kernel,
+// each by its name, its layout from its signature), replacing kernels registered under those
+// names before. Returns how many. A kernel in a static library is linked only when something
+// pulls its object file in: link kernel libraries whole (CMake's graphcap_fake_kernels() does),
+// or their kernels are missing (and a module naming them fails to load: CUDA_ERROR_INVALID_IMAGE).
+std::size_t register_compiled_kernels(FakeDriver& driver);
+// The names of every GRAPHCAP_KERNEL linked into the program, sorted.
+std::vector<std::string> compiled_kernel_names();
+// A module image (for cuModuleLoadData, Device::load_module) naming every GRAPHCAP_KERNEL linked
+// into the program: on the fake, what the GPU build's fatbin of the same sources is.
+std::vector<std::byte> compiled_kernels_image();
 
 }  // namespace graphcap::fake

@@ -23,6 +23,79 @@ void KernelContext::set_condition(std::size_t param, unsigned value) const {
   state_->kernel_set_condition(*this, param, value);
 }
 
+void KernelContext::set_condition_handle(CUgraphConditionalHandle handle, unsigned value) const {
+  state_->kernel_set_condition_handle(*this, handle, value);
+}
+
+bool KernelContext::device_range(CUdeviceptr address, DeviceRange* range, std::string* why) const {
+  return state_->kernel_range(address, range, why);
+}
+
+std::string KernelContext::overrun(const DeviceRange& range, CUdeviceptr address,
+                                   std::size_t bytes) {
+  internal::DeviceMemory::Extent extent;
+  extent.base = range.base;
+  extent.size = range.size;
+  extent.buffer = range.buffer;
+  extent.mapping = range.mapping;
+  extent.allocation = range.allocation;
+  extent.allocation_size = range.allocation_size;
+  return internal::DeviceMemory::overrun(extent, address, bytes);
+}
+
+void KernelContext::violation(std::string_view text, CUresult code) const {
+  state_->kernel_violation(*this, text, code);
+}
+
+bool KernelContext::faulted() const { return state_->kernel_faulted(); }
+
+bool KernelContext::strict() const { return state_->strict(); }
+
+std::uint64_t KernelContext::max_threads_per_launch() const {
+  return state_->max_threads_per_launch();
+}
+
+bool FakeState::kernel_range(CUdeviceptr address, KernelContext::DeviceRange* range,
+                             std::string* why) {
+  internal::DeviceMemory::Extent extent;
+  if (!device_memory_.extent(address, &extent, why)) return false;
+  if (extent.buffer && running_.work != nullptr) {
+    // A replayed node: the Buffer it was recorded with, where that memory held one then.
+    const internal::BufferExtent* recorded = nullptr;
+    for (const internal::BufferExtent& candidate : running_.work->extents) {
+      if (candidate.base >= extent.allocation && candidate.base <= address &&
+          (recorded == nullptr || candidate.base > recorded->base)) {
+        recorded = &candidate;
+      }
+    }
+    if (recorded != nullptr) {
+      std::byte* allocation = extent.bytes - (extent.base - extent.allocation);
+      extent.bytes = allocation + (recorded->base - extent.allocation);
+      extent.base = recorded->base;
+      extent.size = recorded->size;
+    }
+  }
+  range->host = extent.bytes;
+  range->base = extent.base;
+  range->size = extent.size;
+  range->buffer = extent.buffer;
+  range->mapping = extent.mapping;
+  range->allocation = extent.allocation;
+  range->allocation_size = extent.allocation_size;
+  return true;
+}
+
+void FakeState::kernel_violation(const KernelContext& context, std::string_view text,
+                                 CUresult code) {
+  violation(running_.where + ": kernel '" + std::string(context.name_) + "' " + std::string(text),
+            code);
+}
+
+void FakeState::annotate_buffer(CUdeviceptr address, std::size_t bytes) noexcept {
+  std::lock_guard<std::mutex> guard(mutex_);
+  device_memory_.annotate(address, bytes);
+}
+
 const std::byte* FakeState::kernel_param(const KernelContext& context, std::size_t param,
                                          std::size_t size) {
   const std::span<const KernelParamInfo> layout = context.layout_;
@@ -51,13 +124,18 @@ std::byte* FakeState::kernel_buffer(const KernelContext& context, std::size_t pa
     const std::string who = running_.where + ": kernel '" + std::string(context.name_) +
                             "' parameter " + std::to_string(param) + ": ";
     std::string why;
+    KernelContext::DeviceRange range;
     if (address % align != 0) {
       violation(who + internal::hex(address) + " is not aligned to " + std::to_string(align) +
-                " bytes");
-    } else if (std::byte* found = device_memory_.access(address, bytes, &why)) {
-      return found;
+                    " bytes",
+                CUDA_ERROR_MISALIGNED_ADDRESS);
+    } else if (!kernel_range(address, &range, &why)) {
+      violation(who + internal::hex(address) + " (" + std::to_string(bytes) + " bytes) " + why);
+    } else if (const std::size_t offset = address - range.base;
+               offset <= range.size && bytes <= range.size - offset) {
+      return range.host + offset;
     } else {
-      violation(who + why);
+      violation(who + KernelContext::overrun(range, address, bytes));
     }
   }
   if (bytes == 0) return nullptr;
@@ -68,7 +146,9 @@ std::byte* FakeState::kernel_buffer(const KernelContext& context, std::size_t pa
 }
 
 void FakeState::kernel_trap(CUresult code) {
-  if (!running_.trap) running_.trap = code;
+  fault(code, running_.where + ": kernel '" +
+                  (running_.kernel != nullptr ? running_.kernel->name : std::string()) +
+                  "' trapped (KernelContext::trap)");
 }
 
 }  // namespace graphcap::fake

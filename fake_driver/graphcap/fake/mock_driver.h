@@ -35,6 +35,11 @@ class MockDriver : public DriverApi {
   std::string capture_invalidation(CUstream stream) override {
     return fake_.capture_invalidation(stream);
   }
+  // Not mocked either: the fake's account of a fault, and graphcap's annotations of its Buffers.
+  std::string stream_fault(CUstream stream) override { return fake_.stream_fault(stream); }
+  void annotate_buffer(CUdeviceptr address, std::size_t bytes) noexcept override {
+    fake_.annotate_buffer(address, bytes);
+  }
 
   // One mock method per line of entry_points.def.
 #define GRAPHCAP_DRIVER_ENTRY(name, version, versioned, params, ...) \

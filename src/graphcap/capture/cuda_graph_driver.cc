@@ -160,9 +160,10 @@ Result<Executable> CudaGraphDriver::instantiate_inspected(const CapturedGraph& g
     return Error::from_driver("cuGraphInstantiateWithFlags", instantiated).context("end_capture");
   }
   std::optional<std::size_t> taken;
-  if (free_before) {
+  if (free_before.has_value()) {
+    const std::size_t before = free_before.value();  // .value(): GCC 12 sees it uninitialised
     if (const std::optional<std::size_t> free_after = free_memory(*driver_, "after instantiating")) {
-      taken = *free_after < *free_before ? *free_before - *free_after : 0;
+      taken = *free_after < before ? before - *free_after : 0;
     }
   }
   account_driver_bytes(report, model, taken);

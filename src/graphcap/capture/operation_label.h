@@ -21,12 +21,15 @@ namespace graphcap::capture {
 
 class OperationLabel {
  public:
-  // One buffer argument of a kernel launch: its position, its access (a code the renderer
-  // defines) and the buffer's size.
+  // One argument of a kernel launch the label shows: its position, its access (a code the
+  // renderer defines), and a buffer's size and label, or a value's size and first 8 bytes
+  // (values and params too, despite the name: no text is built when recording them).
   struct BufferArg {
-    std::uint64_t bytes = 0;
+    std::uint64_t bytes = 0;  // a buffer's size; a value's first (up to 8) bytes
     std::uint32_t index = 0;
     std::uint8_t access = 0;
+    std::uint8_t value_size = 0;               // a value's size (0 for a buffer)
+    std::shared_ptr<const std::string> label;  // a buffer's label, if it has one
   };
   using Render = std::string (*)(const OperationLabel&);
 

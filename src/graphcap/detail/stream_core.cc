@@ -5,6 +5,7 @@
 #include <utility>
 
 #include <graphcap/detail/device_core.h>
+#include <graphcap/driver/stream_fault.h>
 #include <graphcap/log.h>
 
 namespace graphcap::detail {
@@ -179,7 +180,9 @@ Result<void> StreamCore::synchronize(const char* operation) {
                    "thread); waiting for a stream now would invalidate it");
     }
     if (CUresult result = device_->driver().cuStreamSynchronize(handle_); result != CUDA_SUCCESS) {
-      return Error::from_driver("cuStreamSynchronize", result).context(operation);
+      return with_stream_fault(Error::from_driver("cuStreamSynchronize", result),
+                               device_->driver(), handle_)
+          .context(operation);
     }
   }
   {

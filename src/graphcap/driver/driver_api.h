@@ -32,6 +32,31 @@ class DriverApi {
     return {};
   }
 
+  // Diagnostics, not a CUDA entry point: the driver's own account of the fault that the last
+  // failed wait on `stream` (cuStreamSynchronize, cuStreamQuery, cuEventSynchronize of an event
+  // recorded on it) reported, in one sentence, or an empty string when it keeps none. libcuda
+  // keeps none (the default); graphcap::fake::FakeDriver names the violation (the kernel or copy,
+  // the address range and why). graphcap quotes it in the error of a failed sync or read. Asked
+  // only to word an error, never on a hot path; it must not call back into graphcap.
+  virtual std::string stream_fault(CUstream stream) {
+    (void)stream;
+    return {};
+  }
+
+  // An annotation, not a CUDA entry point: graphcap's memory layer says what it lends out of the
+  // device memory it allocated. `bytes` > 0: a Buffer of `bytes` bytes now starts at `address`
+  // (a pooled slice, inside a larger driver allocation); 0: every Buffer at `address` has gone
+  // back to graphcap's pool. A driver that checks memory accesses (the fake) checks a kernel's
+  // against the Buffer, not just the allocation; libcuda ignores it (the default: nothing, no
+  // call into CUDA). Called on every Buffer handed out and returned, so overrides must be cheap,
+  // must not fail and must not call back into graphcap. Not in entry_points.def (it lists CUDA's
+  // entry points only): decorators forward it (ForwardingDriver), it is never logged or failed
+  // by fault injection, and MockDriver passes it to its fake unmocked.
+  virtual void annotate_buffer(CUdeviceptr address, std::size_t bytes) noexcept {
+    (void)address;
+    (void)bytes;
+  }
+
   // One pure virtual per line of entry_points.def:
   //   virtual CUresult cuStreamBeginCapture(CUstream stream, CUstreamCaptureMode mode) = 0;
 #define GRAPHCAP_DRIVER_ENTRY(name, version, versioned, params, ...) \

@@ -31,6 +31,10 @@ class ForwardingDriver : public DriverApi {
   std::string capture_invalidation(CUstream stream) override {
     return inner_->capture_invalidation(stream);
   }
+  std::string stream_fault(CUstream stream) override { return inner_->stream_fault(stream); }
+  void annotate_buffer(CUdeviceptr address, std::size_t bytes) noexcept override {
+    inner_->annotate_buffer(address, bytes);
+  }
 
 #define GRAPHCAP_DRIVER_ENTRY(name, version, versioned, params, ...) \
   CUresult name(GRAPHCAP_PARAMS(params)) override { return inner_->name(GRAPHCAP_ARGS(params)); }

@@ -6,6 +6,13 @@ BufferState::~BufferState() {
   if (failed()) owner().count_failed_buffer(-1);
 }
 
+void BufferState::set_label(std::string label) {
+  auto shared = label.empty() ? nullptr : std::make_shared<const std::string>(std::move(label));
+  std::lock_guard lock(mutex_);
+  label_ = std::move(shared);
+  labelled_.store(label_ != nullptr, std::memory_order_release);
+}
+
 void BufferState::fail(const Error& error) {
   std::lock_guard lock(mutex_);
   if (for_good_) return;  // the reason it can't hold data stays the one it carries

@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include <graphcap/error.h>
@@ -27,6 +28,15 @@ class BufferState {
   std::size_t size() const noexcept { return size_; }
   CUdeviceptr device_ptr() const noexcept { return memory_->slice().device_ptr(); }
   SliceOwner& owner() const noexcept { return memory_->owner(); }
+
+  // A name for diagnostics (Graph::dot()): shared, so a recorded launch keeps it without copying
+  // the text; nullptr while the buffer has none (the common case reads one atomic).
+  std::shared_ptr<const std::string> label() const {
+    if (!labelled_.load(std::memory_order_acquire)) return nullptr;
+    std::lock_guard lock(mutex_);
+    return label_;
+  }
+  void set_label(std::string label);
 
   bool failed() const noexcept { return failed_.load(std::memory_order_acquire); }
   std::optional<Error> failure() const {
@@ -88,6 +98,8 @@ class BufferState {
   std::atomic<std::uint64_t> use_sequence_{0};
   std::atomic<bool> has_readers_{false};
   std::vector<Use> readers_;  // guarded by mutex_
+  std::shared_ptr<const std::string> label_;  // guarded by mutex_
+  std::atomic<bool> labelled_{false};
 };
 
 }  // namespace graphcap::memory

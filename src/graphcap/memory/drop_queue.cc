@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include <graphcap/log.h>
+#include <graphcap/driver/stream_fault.h>
 
 namespace graphcap::memory {
 
@@ -92,7 +93,8 @@ Result<void> DropQueue::drain() {
   if (fences_.empty()) return {};
   const Fence newest = fences_.back();
   if (CUresult result = driver_->cuEventSynchronize(newest.event); result != CUDA_SUCCESS) {
-    return Error::from_driver("cuEventSynchronize", result).context("draining the drop queue");
+    return with_stream_fault(Error::from_driver("cuEventSynchronize", result), *driver_, stream_)
+        .context("draining the drop queue");
   }
   passed(newest.sequence);
   return {};

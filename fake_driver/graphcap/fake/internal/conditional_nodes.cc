@@ -134,11 +134,12 @@ bool FakeState::run_conditional(const internal::ConditionalWork& node, CUgraphEx
       std::size_t iterations = 0;
       while (value() != 0) {
         if (iterations == options_.max_loop_iterations) {
-          violation(where + ": " + internal::describe(internal::NodeWork{node}) + " ran its body " +
-                    std::to_string(iterations) +
-                    " times without the condition becoming 0: on a GPU this loop would not end "
-                    "(FakeDriverOptions::max_loop_iterations)");
-          running_.trap = CUDA_ERROR_LAUNCH_TIMEOUT;
+          std::string text = where + ": " + internal::describe(internal::NodeWork{node}) +
+                             " ran its body " + std::to_string(iterations) +
+                             " times without the condition becoming 0: on a GPU this loop would "
+                             "not end (FakeDriverOptions::max_loop_iterations)";
+          fault(CUDA_ERROR_LAUNCH_TIMEOUT, text);
+          violation(std::move(text));
           return false;
         }
         ++iterations;
@@ -201,6 +202,11 @@ void FakeState::kernel_set_condition(const KernelContext& context, std::size_t p
   if (raw == nullptr) return;  // kernel_param recorded the violation
   CUgraphConditionalHandle handle = 0;
   std::memcpy(&handle, raw, sizeof handle);
+  kernel_set_condition_handle(context, handle, value);
+}
+
+void FakeState::kernel_set_condition_handle(const KernelContext& context,
+                                            CUgraphConditionalHandle handle, unsigned value) {
   const std::string who = running_.where + ": kernel '" + std::string(context.name_) + "'";
   if (running_exec_ == nullptr || running_conditions_ == nullptr) {
     violation(who + " sets conditional handle " + std::to_string(handle) +

@@ -96,6 +96,7 @@ CUresult FakeState::cuDeviceGetAttribute(int* value, CUdevice_attribute attribut
 
 CUresult FakeState::cuDevicePrimaryCtxRetain(CUcontext* context, CUdevice device) {
   if (CUresult r = need_init(); r != CUDA_SUCCESS) return r;
+  if (sticky_) return *sticky_;  // measured: no context comes back after a fault
   if (context == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (device < 0 || device >= static_cast<int>(contexts_.size())) return CUDA_ERROR_INVALID_DEVICE;
   Context& primary = contexts_[static_cast<std::size_t>(device)];

@@ -1,5 +1,6 @@
 #include <graphcap/fake/internal/device_memory.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <new>
 
@@ -81,6 +82,7 @@ void DeviceMemory::make_live(Allocation& allocation) {
 void DeviceMemory::make_dead(Allocation& allocation) {
   if (!allocation.device_live || allocation.kind == Kind::mapping) return;
   allocation.bytes.reset();
+  allocation.buffers.clear();
   allocation.device_live = false;
   used_.at(static_cast<std::size_t>(allocation.device)) -= allocation.size;
 }
@@ -128,59 +130,114 @@ DeviceMemory::Allocation* DeviceMemory::find_containing(CUdeviceptr address) {
 }
 
 std::byte* DeviceMemory::access(CUdeviceptr address, std::size_t bytes, std::string* why) {
-  Allocation* allocation = address == 0 ? nullptr : find_containing(address);
-  if (allocation != nullptr && allocation->device_live &&
-      bytes <= allocation->size - (address - allocation->base)) {
-    return allocation->bytes.get() + (address - allocation->base);
+  Extent found;
+  if (extent(address, &found, why, false)) {
+    const std::size_t offset = address - found.base;  // the address may lie past a Buffer
+    if (offset <= found.size && bytes <= found.size - offset) return found.bytes + offset;
+    *why = overrun(found, address, bytes) + in_reservation(address);  // only failures pay
+    return nullptr;
   }
+  *why = hex(address) + " (" + std::to_string(bytes) + " bytes) " + *why;
+  return nullptr;
+}
+
+std::size_t DeviceMemory::run_of(const Allocation& allocation) const {
   // A range running on from one accessible mapping into the next ones of its reservation: the
   // device sees one range (measured on the H200, V05), and so does the host behind it.
-  if (allocation != nullptr && allocation->kind == Kind::mapping && allocation->device_live) {
-    std::size_t covered = allocation->size - (address - allocation->base);
-    const Allocation* last = allocation;
-    while (covered < bytes) {
-      auto next = allocations_.find(last->base + last->size);
-      if (next == allocations_.end() || next->second.kind != Kind::mapping ||
-          !next->second.device_live ||
-          next->second.bytes.get() != last->bytes.get() + last->size) {
-        break;
-      }
-      last = &next->second;
-      covered += last->size;
+  if (allocation.kind != Kind::mapping) return allocation.size;
+  std::size_t covered = allocation.size;
+  const Allocation* last = &allocation;
+  for (;;) {
+    auto next = allocations_.find(last->base + last->size);
+    if (next == allocations_.end() || next->second.kind != Kind::mapping ||
+        !next->second.device_live || next->second.bytes.get() != last->bytes.get() + last->size) {
+      return covered;
     }
-    if (covered >= bytes) return allocation->bytes.get() + (address - allocation->base);
+    last = &next->second;
+    covered += last->size;
   }
-  // Only failures pay for the message.
-  const std::string range = hex(address) + " (" + std::to_string(bytes) + " bytes)";
-  auto in_reservation = [&]() -> std::string {
-    auto it = reservations_.upper_bound(address);
-    if (it == reservations_.begin()) return {};
-    --it;
-    if (address - it->first >= it->second) return {};
-    return " (a range reserved by cuMemAddressReserve at " + hex(it->first) + " of " +
-           std::to_string(it->second) + " bytes, with no accessible mapping there)";
-  };
+}
+
+std::string DeviceMemory::in_reservation(CUdeviceptr address) const {
+  auto it = reservations_.upper_bound(address);
+  if (it == reservations_.begin()) return {};
+  --it;
+  if (address - it->first >= it->second) return {};
+  return " (a range reserved by cuMemAddressReserve at " + hex(it->first) + " of " +
+         std::to_string(it->second) + " bytes, with no accessible mapping there)";
+}
+
+bool DeviceMemory::extent(CUdeviceptr address, Extent* out, std::string* why, bool buffers) {
+  Allocation* allocation = address == 0 ? nullptr : find_containing(address);
+  if (allocation != nullptr && allocation->device_live) {
+    Extent found;
+    found.allocation = allocation->base;
+    found.allocation_size = run_of(*allocation);
+    found.mapping = allocation->kind == Kind::mapping;
+    found.base = allocation->base;
+    found.size = found.allocation_size;
+    if (buffers && !allocation->buffers.empty()) {
+      auto it = allocation->buffers.upper_bound(address);
+      if (it == allocation->buffers.begin()) {
+        *why = "is in allocation " + hex(allocation->base) + " of " +
+               std::to_string(allocation->size) + " bytes but before its first Buffer";
+        return false;
+      }
+      --it;
+      if (it->second == 0) {
+        *why = "is in the memory of a Buffer that was dropped (at " +
+               hex(it->first) + ", in allocation " + hex(allocation->base) + " of " +
+               std::to_string(allocation->size) +
+               " bytes, back in graphcap's pool: no Buffer holds it now)";
+        return false;
+      }
+      found.base = it->first;
+      found.size = it->second;
+      found.buffer = true;
+    }
+    found.bytes = allocation->bytes.get() + (found.base - allocation->base);
+    *out = found;
+    return true;
+  }
   if (address == 0) {
-    *why = range + " is a null device pointer";
+    *why = "is a null device pointer";
   } else if (allocation == nullptr) {
-    *why = range + " is not inside any device allocation" + in_reservation();
+    *why = "is not inside any device allocation" + in_reservation(address);
   } else {
     const std::string owner = (allocation->kind == Kind::mapping ? "mapping " : "allocation ") +
                               hex(allocation->base) + " of " + std::to_string(allocation->size) +
                               " bytes";
-    if (allocation->kind == Kind::mapping && !allocation->device_live) {
-      *why = range + " is in " + owner + ", which cuMemSetAccess has not made accessible";
-    } else if (!allocation->device_live) {
-      *why = range + (allocation->kind == Kind::graph && !allocation->host_allocated
-                          ? " is in " + owner + " of a graph, not allocated at this point"
-                          : " is in freed memory (" + owner + ")");
+    if (allocation->kind == Kind::mapping) {
+      *why = "is in " + owner + ", which cuMemSetAccess has not made accessible";
     } else {
-      const std::size_t room = allocation->size - (address - allocation->base);
-      *why = range + " runs " + std::to_string(bytes - room) + " bytes past the end of " + owner +
-             in_reservation();
+      *why = allocation->kind == Kind::graph && !allocation->host_allocated
+                 ? "is in " + owner + " of a graph, not allocated at this point"
+                 : "is in freed memory (" + owner + ")";
     }
   }
-  return nullptr;
+  return false;
+}
+
+std::string DeviceMemory::overrun(const Extent& extent, CUdeviceptr address, std::size_t bytes) {
+  const std::string range = hex(address) + " (" + std::to_string(bytes) + " bytes)";
+  const std::size_t past = address + bytes - (extent.base + extent.size);
+  const std::string allocation = (extent.mapping ? "mapping " : "allocation ") +
+                                 hex(extent.allocation) + " of " +
+                                 std::to_string(extent.allocation_size) + " bytes";
+  if (!extent.buffer) return range + " runs " + std::to_string(past) + " bytes past the end of " +
+                             allocation;
+  return range + " runs " + std::to_string(past) + " bytes past the end of the Buffer at " +
+         hex(extent.base) + " of " + std::to_string(extent.size) + " bytes (in " + allocation +
+         ")";
+}
+
+void DeviceMemory::annotate(CUdeviceptr address, std::size_t bytes) {
+  Allocation* allocation = address == 0 ? nullptr : find_containing(address);
+  if (allocation == nullptr || !allocation->device_live) return;
+  // A Buffer never reaches past its allocation (graphcap lends slices of it). 0: returned, no
+  // Buffer holds it until it is lent again.
+  const std::size_t room = run_of(*allocation) - (address - allocation->base);
+  allocation->buffers[address] = std::min(room, bytes);
 }
 
 void DeviceMemory::for_each(const std::function<void(Allocation&)>& visit) {

@@ -35,6 +35,21 @@ class DeviceMemory {
     // The device's view: work executing now may touch it (backing bytes exist).
     bool device_live = false;
     std::shared_ptr<std::byte> bytes;  // zero-filled while device_live
+    // The Buffers graphcap lends out of this allocation (DriverApi::annotate_buffer), by start
+    // address: the size of the one lent last, or 0 while the memory is back in graphcap's pool
+    // (no Buffer holds it). Empty: no annotation, the whole allocation is one range.
+    std::map<CUdeviceptr, std::size_t> buffers;
+  };
+
+  // The memory an address lies in: the annotated Buffer holding it, or else its allocation.
+  struct Extent {
+    std::byte* bytes = nullptr;  // host bytes of the extent's first byte
+    CUdeviceptr base = 0;
+    std::size_t size = 0;
+    bool buffer = false;         // an annotated Buffer, not a whole allocation
+    bool mapping = false;        // the allocation is a VMM mapping (and the ones after it)
+    CUdeviceptr allocation = 0;  // the allocation around it, and its size (for messages)
+    std::size_t allocation_size = 0;
   };
 
   DeviceMemory(int devices, std::size_t bytes_per_device);
@@ -61,12 +76,29 @@ class DeviceMemory {
                           std::shared_ptr<std::byte> bytes);
   void remove_mapping(CUdeviceptr base);
 
+  // An allocation's accessible size: a mapping's runs on through the accessible mappings
+  // that follow it in its reservation.
+  std::size_t run_of(const Allocation& allocation) const;
+  // " (a range reserved ... with no accessible mapping there)" when address is in a reservation.
+  std::string in_reservation(CUdeviceptr address) const;
   Allocation* find_base(CUdeviceptr base);
   Allocation* find_containing(CUdeviceptr address);
 
   // The host bytes behind [address, address + bytes) when the range lies inside one live
-  // allocation; otherwise nullptr and `why` says what is wrong, as the end of a sentence.
+  // allocation; otherwise nullptr and `why` says what is wrong, as the end of a sentence. (Copies,
+  // memsets and the tests' direct access: graphcap checks its own copies against its Buffers.)
   std::byte* access(CUdeviceptr address, std::size_t bytes, std::string* why);
+  // The extent holding `address`: its live allocation, or with `buffers` the annotated Buffer of
+  // it that holds the address (what kernels are checked against); false when there is none, and
+  // `why` says why, as a sentence's end after the address: "is in freed memory (...)".
+  bool extent(CUdeviceptr address, Extent* out, std::string* why, bool buffers = true);
+  // Why [address, address + bytes) is not inside `extent` (which holds address), as access says.
+  static std::string overrun(const Extent& extent, CUdeviceptr address, std::size_t bytes);
+
+  // DriverApi::annotate_buffer: a Buffer of `bytes` bytes lent at `address` (it replaces the one
+  // lent there before: graph recordings keep their own, KernelWork::extents), or, with 0, every
+  // Buffer there returned to the pool. Ignored outside live allocations.
+  void annotate(CUdeviceptr address, std::size_t bytes);
 
   std::size_t used(int device) const { return used_.at(static_cast<std::size_t>(device)); }
   std::size_t total() const noexcept { return total_; }

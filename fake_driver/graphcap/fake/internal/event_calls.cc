@@ -29,7 +29,7 @@ CUresult FakeState::cuEventCreate(CUevent* event, unsigned flags) {
 
 CUresult FakeState::cuEventDestroy(CUevent event) {
   Context* context = nullptr;
-  if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
+  if (CUresult r = need_context_to_release(&context); r != CUDA_SUCCESS) return r;
   // A queued record of a destroyed event still runs; it just marks nothing.
   return events_.erase(event) == 1 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }

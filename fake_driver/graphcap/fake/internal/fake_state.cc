@@ -62,6 +62,12 @@ CUresult FakeState::need_init() const {
 }
 
 CUresult FakeState::need_context(Context** context) {
+  if (CUresult r = need_context_to_release(context); r != CUDA_SUCCESS) return r;
+  if (sticky_) return *sticky_;  // the device faulted: nothing that uses a context works
+  return CUDA_SUCCESS;
+}
+
+CUresult FakeState::need_context_to_release(Context** context) {
   if (CUresult r = need_init(); r != CUDA_SUCCESS) return r;
   const CUcontext current = this_thread().context;
   if (current == nullptr) return CUDA_ERROR_INVALID_CONTEXT;

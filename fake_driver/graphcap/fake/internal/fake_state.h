@@ -89,6 +89,8 @@ class FakeState {
   std::size_t pending_operations(CUstream stream);
   void run_pending();
   std::string capture_invalidation(CUstream stream);  // FakeDriver::capture_invalidation
+  std::string stream_fault(CUstream stream);          // FakeDriver::stream_fault
+  void annotate_buffer(CUdeviceptr address, std::size_t bytes) noexcept;
   void set_device_paused(bool paused);
   bool read_device(CUdeviceptr address, std::span<std::byte> out);
   bool write_device(CUdeviceptr address, std::span<const std::byte> bytes);
@@ -120,6 +122,13 @@ class FakeState {
                            std::size_t align);
   void kernel_trap(CUresult code);
   void kernel_set_condition(const KernelContext& context, std::size_t param, unsigned value);
+  void kernel_set_condition_handle(const KernelContext& context, CUgraphConditionalHandle handle,
+                                   unsigned value);
+  bool kernel_range(CUdeviceptr address, KernelContext::DeviceRange* range, std::string* why);
+  void kernel_violation(const KernelContext& context, std::string_view text, CUresult code);
+  bool kernel_faulted() const { return running_.trap.has_value(); }
+  bool strict() const noexcept { return options_.strict; }
+  std::uint64_t max_threads_per_launch() const noexcept { return options_.max_threads_per_launch; }
 
  private:
   struct ThreadState {
@@ -138,6 +147,7 @@ class FakeState {
   struct StreamError {
     CUresult code;
     std::uint64_t seq;  // the queue position of the work that failed
+    std::string fault;  // the violation that faulted it (strict), if any: stream_fault()
   };
 
   struct Stream {
@@ -222,11 +232,14 @@ class FakeState {
     QueuedWork work;
   };
 
-  // What the kernel body now running is, for KernelContext's checks and messages.
+  // What the work now executing is, for KernelContext's checks and messages, and how it failed.
   struct RunningKernel {
     const internal::KernelDef* kernel = nullptr;
+    const internal::KernelWork* work = nullptr;
     std::string where;
     std::optional<CUresult> trap;
+    std::string fault;    // the violation behind `trap`, under strict
+    bool active = false;  // a node is executing: under strict a violation faults it
   };
 
   // ---- fake_state.cc: handles, threads, contexts ------------------------------------------------
@@ -237,7 +250,12 @@ class FakeState {
   }
   ThreadState& this_thread();
   CUresult need_init() const;
+  // The current context, for a call that uses it. After a fault under strict every such call
+  // fails with the fault's code (measured: the H200 answers 700 to everything that touches the
+  // context); need_context_to_release is for the calls that release a handle, which succeed
+  // (cuGraphExecDestroy measured, the other destroys by the same rule: RAII stays clean).
   CUresult need_context(Context** context);
+  CUresult need_context_to_release(Context** context);
   // A device allocation the host owns from now on, if the device has room.
   CUresult allocate_live(const Context& context, std::size_t bytes,
                          internal::DeviceMemory::Kind kind, CUdeviceptr* pointer);
@@ -296,7 +314,13 @@ class FakeState {
   // False when the work faulted (a kernel trap).
   bool execute_node(const internal::NodeWork& work, const std::string& where);
   void execute_kernel(const internal::KernelWork& work, const std::string& where);
-  void violation(std::string text);
+  // The Buffers graphcap lent where a kernel's 8-byte parameters point at its launch (it is
+  // checked against them when it runs: KernelWork::extents).
+  std::vector<internal::BufferExtent> launch_extents(const internal::KernelWork& work);
+  // Records a violation; while work executes under strict it also faults that work with `code`.
+  void violation(std::string text, CUresult code = CUDA_ERROR_ILLEGAL_ADDRESS);
+  // The executing work fails with `code` (the first failure wins), `text` saying why.
+  void fault(CUresult code, std::string text);
   // The stream's pending fault, reported once, if it happened before `before_seq`.
   std::optional<CUresult> take_error(Stream& stream, std::uint64_t before_seq);
   void tick() { clock_ns_ += 1000; }
@@ -376,6 +400,13 @@ class FakeState {
   // Per origin stream id: what invalidated the capture it last began (capture_invalidation).
   std::map<std::uint64_t, std::string> invalidations_;
   std::vector<std::string> violations_;
+  // Under strict, the fault that ended the device (the first one): every later call that touches
+  // a context fails with its code, and no queued work runs any more (docs/fake-driver.md, "Faults
+  // and violations"). For the fake's lifetime, as for a GPU process.
+  std::optional<CUresult> sticky_;
+  std::string sticky_fault_;
+  // Per stream id: the violation behind the fault its last failed wait reported (stream_fault).
+  std::map<std::uint64_t, std::string> reported_faults_;
   std::size_t reclaimed_ = 0;
 };
 

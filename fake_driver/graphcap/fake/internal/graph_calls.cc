@@ -328,6 +328,13 @@ CUresult FakeState::cuGraphExecKernelNodeSetParams(CUgraphExec exec, CUgraphNode
       r != CUDA_SUCCESS) {
     return r;
   }
+  // The Buffers its pointers were recorded with stay the node's (memory bounds).
+  if (auto graph = graphs_.find(node_graph);
+      graph != graphs_.end() && index < graph->second.nodes.size()) {
+    if (const auto* recorded = std::get_if<internal::KernelWork>(&graph->second.nodes[index].work)) {
+      work.extents = recorded->extents;
+    }
+  }
   // Only later launches see it: launches already queued keep the body they were launched with.
   std::shared_ptr<const internal::ExecBody> changed =
       with_kernel(body, updated->second.source, node_graph, index, work);
@@ -353,7 +360,7 @@ CUresult FakeState::cuGraphDestroy(CUgraph handle) {
 
 CUresult FakeState::cuGraphExecDestroy(CUgraphExec exec) {
   Context* context = nullptr;
-  if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
+  if (CUresult r = need_context_to_release(&context); r != CUDA_SUCCESS) return r;
   if (CUresult r = check_unsafe_call(); r != CUDA_SUCCESS) return r;
   if (execs_.find(exec) == execs_.end()) return CUDA_ERROR_INVALID_HANDLE;
   erase_exec(exec);

@@ -60,7 +60,7 @@ CUresult FakeState::cuModuleLoadData(CUmodule* module, const void* image) {
 
 CUresult FakeState::cuModuleUnload(CUmodule handle) {
   Context* context = nullptr;
-  if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
+  if (CUresult r = need_context_to_release(&context); r != CUDA_SUCCESS) return r;
   if (CUresult r = check_unsafe_call(); r != CUDA_SUCCESS) return r;
   auto it = modules_.find(handle);
   if (it == modules_.end()) return CUDA_ERROR_INVALID_HANDLE;
@@ -179,6 +179,9 @@ CUresult FakeState::cuLaunchKernel(CUfunction function, unsigned grid_x, unsigne
       r != CUDA_SUCCESS) {
     return refuse(*stream, r);
   }
+  // Checked against the Buffers its pointers point into now, when it runs (lazily, or replayed)
+  // as well: by then a GraphPool may have lent that memory to another graph's Buffer.
+  work.extents = launch_extents(work);
   if (captured) {
     add_node(*stream, internal::NodeWork{std::move(work)});
   } else {

@@ -6,9 +6,13 @@ constexpr std::string_view kEntry = ".entry ";
 }
 
 std::vector<std::byte> build_module_image(std::initializer_list<std::string_view> kernels) {
+  return build_module_image(std::vector<std::string>(kernels.begin(), kernels.end()));
+}
+
+std::vector<std::byte> build_module_image(const std::vector<std::string>& kernels) {
   std::string text(kModuleMagic);
   text += ".version 8.0\n.target fake\n";
-  for (std::string_view name : kernels) {
+  for (const std::string& name : kernels) {
     text += kEntry;
     text += name;
     text += '\n';

@@ -14,6 +14,7 @@ namespace graphcap::fake::internal {
 inline constexpr std::string_view kModuleMagic = "// graphcap fake module\n";
 
 std::vector<std::byte> build_module_image(std::initializer_list<std::string_view> kernels);
+std::vector<std::byte> build_module_image(const std::vector<std::string>& kernels);
 
 // The kernel names of a fake image, or nullopt when `image` does not start with the magic line.
 // The image has no length: reads stop at its terminating NUL.

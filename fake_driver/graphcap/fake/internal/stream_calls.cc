@@ -2,6 +2,8 @@
 // cross-stream waits (which, outside capture, the single global queue already satisfies).
 #include <graphcap/fake/internal/fake_state.h>
 
+#include <algorithm>
+
 namespace graphcap::fake {
 
 FakeState::Stream* FakeState::stream_by_id(std::uint64_t id) {
@@ -56,7 +58,7 @@ CUresult FakeState::cuStreamCreate(CUstream* stream, unsigned flags) {
 
 CUresult FakeState::cuStreamDestroy(CUstream handle) {
   Context* context = nullptr;
-  if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
+  if (CUresult r = need_context_to_release(&context); r != CUDA_SUCCESS) return r;
   auto it = user_streams_.find(handle);
   if (it == user_streams_.end()) return CUDA_ERROR_INVALID_HANDLE;
   Stream& stream = *stream_by_id(it->second);
@@ -114,10 +116,14 @@ CUresult FakeState::cuStreamQuery(CUstream handle) {
                : CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   }
   if (CUresult r = check_unsafe_call(); r != CUDA_SUCCESS) return r;
-  if (stream->pending == 0) return CUDA_SUCCESS;
-  if (paused_) return CUDA_ERROR_NOT_READY;
-  run_until(stream->last_seq);  // the device catches up
-  return CUDA_SUCCESS;
+  // Its own work, or work it waits for (cuStreamWaitEvent), still queued.
+  if (!queue_.empty() && queue_.front().seq <= stream->last_seq) {
+    if (paused_) return CUDA_ERROR_NOT_READY;
+    run_until(stream->last_seq);  // the device catches up
+  }
+  // A query reports a fault of the stream's finished work too, but leaves it for the next wait
+  // to report (CUDA keeps it for every later call: it is sticky for the context).
+  return stream->error ? stream->error->code : CUDA_SUCCESS;
 }
 
 CUresult FakeState::cuStreamWaitEvent(CUstream handle, CUevent event_handle, unsigned flags) {
@@ -178,7 +184,12 @@ CUresult FakeState::cuStreamWaitEvent(CUstream handle, CUevent event_handle, uns
     event_capture->members.insert(stream->id);
     return CUDA_SUCCESS;
   }
-  // Outside capture the single global queue already orders everything recorded before.
+  // Outside capture the single global queue already orders everything recorded before; what the
+  // stream's own completion means grows to cover the event's work (a sync of this stream waits
+  // for it, as on CUDA: the strict fake's checks of returned memory found the gap).
+  if (event.state == Event::State::recorded && !event.done) {
+    stream->last_seq = std::max(stream->last_seq, event.record_seq);
+  }
   return CUDA_SUCCESS;
 }
 

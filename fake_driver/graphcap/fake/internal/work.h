@@ -25,6 +25,12 @@ struct KernelDef {
   KernelBody body;
 };
 
+// A Buffer graphcap lent (DriverApi::annotate_buffer): where it starts and how long it is.
+struct BufferExtent {
+  CUdeviceptr base = 0;
+  std::size_t size = 0;
+};
+
 struct KernelWork {
   std::shared_ptr<const KernelDef> kernel;
   CUmodule module = nullptr;  // the module it came from: it must still be loaded when it runs
@@ -33,6 +39,11 @@ struct KernelWork {
   // The parameter buffer (kernel->param_bytes, each parameter at its offset, padding zero),
   // copied at launch time, as CUDA does.
   std::vector<std::byte> params;
+  // The Buffers (graphcap's annotations) its 8-byte parameters pointed into at the launch (or
+  // capture). It runs checked against these, not against whichever Buffer holds that memory when
+  // it runs: a GraphPool's graphs share slices, each graph with its own Buffer there, and a
+  // queued launch runs after later windows lent the memory again.
+  std::vector<BufferExtent> extents;
 };
 
 // cuMemcpyHtoDAsync. Pageable sources of an eager copy are snapshotted at call time; pinned

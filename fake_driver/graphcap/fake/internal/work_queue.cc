@@ -43,15 +43,35 @@ void FakeState::run_all() {
 std::optional<CUresult> FakeState::take_error(Stream& stream, std::uint64_t before_seq) {
   if (!stream.error || stream.error->seq >= before_seq) return std::nullopt;
   const CUresult code = stream.error->code;
+  reported_faults_[stream.id] = std::move(stream.error->fault);
   stream.error.reset();
   return code;
 }
 
-void FakeState::violation(std::string text) { violations_.push_back(std::move(text)); }
+void FakeState::violation(std::string text, CUresult code) {
+  if (options_.strict && running_.active) fault(code, text);
+  violations_.push_back(std::move(text));
+}
+
+void FakeState::fault(CUresult code, std::string text) {
+  if (running_.trap) return;  // the work already failed: the first failure is what it reports
+  running_.trap = code;
+  running_.fault = std::move(text);
+}
+
+std::string FakeState::stream_fault(CUstream handle) {
+  std::lock_guard<std::mutex> guard(mutex_);
+  if (sticky_) return sticky_fault_;  // every stream reports the device's fault
+  const Stream* stream = find_stream(handle);
+  if (stream == nullptr) return {};
+  auto it = reported_faults_.find(stream->id);
+  return it == reported_faults_.end() ? std::string() : it->second;
+}
 
 void FakeState::execute(Op& op) {
   Stream* stream = stream_by_id(op.stream);
   if (stream != nullptr && stream->pending > 0) --stream->pending;
+  if (sticky_) return;  // a fault ended all work of the device (measured: queued work never runs)
   std::optional<CUresult> fault;
   std::visit(Overloaded{
                  [&](const internal::NodeWork& work) {
@@ -83,11 +103,26 @@ void FakeState::execute(Op& op) {
                  },
              },
              op.work);
-  if (fault && stream != nullptr && !stream->error) stream->error = StreamError{*fault, op.seq};
+  if (fault && options_.strict && !sticky_) {
+    sticky_ = *fault;  // as on the GPU: every later call that touches a context reports it
+    sticky_fault_ = running_.fault;
+  }
+  if (fault && stream != nullptr && !stream->error) {
+    stream->error = StreamError{*fault, op.seq, std::move(running_.fault)};
+  }
+  running_.fault.clear();
 }
 
 bool FakeState::execute_node(const internal::NodeWork& work, const std::string& where) {
-  running_ = RunningKernel{};
+  running_.kernel = nullptr;
+  running_.where.clear();
+  running_.trap.reset();
+  running_.fault.clear();
+  running_.active = true;  // under strict, a violation from here faults this node
+  struct Inactive {
+    RunningKernel& running;
+    ~Inactive() { running.active = false; }
+  } inactive{running_};
   std::string why;
   std::visit(
       Overloaded{
@@ -185,22 +220,41 @@ bool FakeState::execute_node(const internal::NodeWork& work, const std::string& 
 void FakeState::execute_kernel(const internal::KernelWork& work, const std::string& where) {
   const std::string& name = work.kernel->name;
   if (modules_.find(work.module) == modules_.end()) {
+    // A GPU would fetch the code of an unloaded module from freed memory.
     violation(where + ": kernel '" + name + "' belongs to a module that has been unloaded");
     return;
   }
   KernelContext context(*this, name, work.dims, work.kernel->params, work.params);
   running_.kernel = work.kernel.get();
+  running_.work = &work;
   running_.where = where;
   try {
     work.kernel->body(context);
   } catch (const std::exception& error) {
-    violation(where + ": kernel '" + name + "' threw: " + error.what());
-    running_.trap = CUDA_ERROR_LAUNCH_FAILED;
+    violation(where + ": kernel '" + name + "' threw: " + error.what(), CUDA_ERROR_LAUNCH_FAILED);
+    fault(CUDA_ERROR_LAUNCH_FAILED, where + ": kernel '" + name + "' threw: " + error.what());
   } catch (...) {
-    violation(where + ": kernel '" + name + "' threw");
-    running_.trap = CUDA_ERROR_LAUNCH_FAILED;
+    violation(where + ": kernel '" + name + "' threw", CUDA_ERROR_LAUNCH_FAILED);
+    fault(CUDA_ERROR_LAUNCH_FAILED, where + ": kernel '" + name + "' threw");
   }
   running_.kernel = nullptr;
+  running_.work = nullptr;
+}
+
+std::vector<internal::BufferExtent> FakeState::launch_extents(const internal::KernelWork& work) {
+  std::vector<internal::BufferExtent> extents;
+  for (const KernelParamInfo& param : work.kernel->params) {
+    if (param.size != sizeof(CUdeviceptr)) continue;
+    CUdeviceptr address = 0;
+    std::memcpy(&address, work.params.data() + param.offset, sizeof address);
+    internal::DeviceMemory::Extent extent;
+    std::string why;
+    if (address == 0 || !device_memory_.extent(address, &extent, &why) || !extent.buffer) continue;
+    bool known = false;
+    for (const internal::BufferExtent& seen : extents) known = known || seen.base == extent.base;
+    if (!known) extents.push_back({extent.base, extent.size});
+  }
+  return extents;
 }
 
 }  // namespace graphcap::fake
