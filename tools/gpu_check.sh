@@ -1,13 +1,20 @@
 #!/usr/bin/env bash
-# One batched GPU session (device tool): configure + build the gpu preset, run every test on both
-# drivers, the benchmarks and the example on the real driver. Logs go to $OUT (at most 8 files).
-#   usage: tools/gpu_check.sh [tests|bench|all]   (default all)
+# One batched GPU session (device tool): configure the gpu preset, build what runs on the real
+# driver, and run it: every cuda-driver test (label gpu), the fault sweep and the many-graph model
+# over libcuda (label gpu_sweep), the generated programs of graphcap-fidelity (in the background,
+# beside the tests), the examples on the real driver, then graphcap-bench alone on the GPU. The
+# fake's own suites run in CI (.ci/run); `all-fake` adds them here too. Logs go to $OUT (at most
+# 8 files come back).
+#   usage: tools/gpu_check.sh [all|tests|bench|all-fake] [fidelity programs (default 10000)]
 set -uo pipefail
 what="${1:-all}"
+programs="${2:-10000}"
 out="${OUT:-/tmp/graphcap-gpu}"
 mkdir -p "$out"
 cd "$(dirname "$0")/.."
 export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}  # the presets pin no job count
+started=$SECONDS
+stamp() { echo "[$((SECONDS - started)) s] $*"; }
 
 {
   date -u
@@ -18,41 +25,80 @@ export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}  # the
 } > "$out/env.txt" 2>&1
 cat "$out/env.txt"
 
-if ! { cmake --preset gpu && cmake --build --preset gpu; } > "$out/build.log" 2>&1; then
+targets=(graphcap_tests_cuda graphcap_free_memory_tests_cuda graphcap_fault_sweep_cuda
+         graphcap_many_graphs_cuda graphcap-fidelity graphcap-bench graphcap_test_kernels_fatbin
+         quickstart patterns decode_loop serving_loop cublas_external)
+[[ "$what" == all-fake ]] && targets=(all)
+if ! { cmake --preset gpu && cmake --build --preset gpu --target "${targets[@]}"; } > "$out/build.log" 2>&1; then
   echo "BUILD FAILED"; grep -E "error|Error" "$out/build.log" | head -40; tail -20 "$out/build.log"
   exit 1
 fi
-echo "build ok"
+stamp "build ok"
 
 rc=0
-if [[ "$what" == tests || "$what" == all ]]; then
-  ctest --preset gpu > "$out/ctest.log" 2>&1 || rc=1
-  grep -E "tests passed|tests failed|Failed|\*\*\*" "$out/ctest.log" | tail -40
-  grep -cE "Test +#[0-9]+: cuda\." "$out/ctest.log" | sed 's/^/cuda tests run: /'
-  grep -cE "Test +#[0-9]+: fake\." "$out/ctest.log" | sed 's/^/fake tests run: /'
+fidelity_pid=
+if [[ "$what" != bench && -x build/gpu/tools/fidelity/graphcap-fidelity ]]; then
+  # The test kernels as the fidelity tool loads them (the same source the tests run).
+  fatbin=$(find build/gpu -name '*.fatbin' -path '*test_kernels*' | head -1)
+  {
+    nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+    echo "programs=$programs seed=11 jobs=4 fatbin=$fatbin"
+    s=$SECONDS
+    build/gpu/tools/fidelity/graphcap-fidelity --driver=cuda --seed=11 --programs="$programs" \
+      --jobs=4 --shrink=1 --deadline=360 --record=/tmp/fidelity-run \
+      --kernels="$fatbin" > "$out/fidelity-summary.md" 2>&1
+    echo "rc=$? wall_s=$((SECONDS - s))"
+  } > "$out/fidelity.txt" 2>&1 &
+  fidelity_pid=$!
 fi
-if [[ "$what" == bench || "$what" == all ]]; then
-  # The examples on the real driver, one log.
+
+if [[ "$what" != bench ]]; then
+  if [[ "$what" == all-fake ]]; then
+    ctest --preset gpu > "$out/ctest.log" 2>&1 || rc=1
+  else
+    ctest --preset gpu -L gpu > "$out/ctest.log" 2>&1 || rc=1  # gpu and gpu_sweep
+  fi
+  stamp "ctest done"
+  grep -E "tests passed|tests failed|\(Failed\)|\*\*\*|Timeout" "$out/ctest.log" | tail -40
+  grep -cE "Test +#[0-9]+: cuda\." "$out/ctest.log" | sed 's/^/cuda tests run: /'
+  grep -cE "Test +#[0-9]+: cuda_sweep\." "$out/ctest.log" | sed 's/^/cuda sweep tests run: /'
+  grep -E "\[ random   \] [0-9]+ many-graph|sweep .*injections|totals" "$out/ctest.log" | head -5
+fi
+
+if [[ "$what" != tests ]]; then
   for example in quickstart/quickstart patterns/patterns decode_loop/decode_loop serving_loop/serving_loop cublas_external/cublas_external; do
     exe=build/gpu/examples/$example
     [[ -x $exe ]] || continue
     echo "== $example" >> "$out/examples.txt"
     "$exe" --driver=cuda >> "$out/examples.txt" 2>&1 || { rc=1; echo "FAILED: $example" >> "$out/examples.txt"; }
     if [[ $example == decode_loop/decode_loop ]]; then
-      "$exe" --driver=cuda --until-device-stop >> "$out/examples.txt" 2>&1 || { rc=1; echo "FAILED: $example --until-device-stop" >> "$out/examples.txt"; }
+      for mode in --until-device-stop --skip-by-device; do
+        if "$exe" --help 2>&1 | grep -q -- "$mode"; then
+          echo "== $example $mode" >> "$out/examples.txt"
+          "$exe" --driver=cuda "$mode" >> "$out/examples.txt" 2>&1 || { rc=1; echo "FAILED: $example $mode" >> "$out/examples.txt"; }
+        fi
+      done
     fi
   done
-  [[ -f "$out/examples.txt" ]] && cat "$out/examples.txt"
-  # The fault sweep on the real driver, with its totals table (docs/reliability.md).
-  if [[ -x build/gpu/tests/graphcap_fault_sweep_cuda ]]; then
-    /usr/bin/time -f "sweep wall %e s" build/gpu/tests/graphcap_fault_sweep_cuda > "$out/sweep.txt" 2>&1 || rc=1
-    tail -40 "$out/sweep.txt"
-  fi
-  if [[ -x build/gpu/bench/graphcap-bench ]]; then
-    build/gpu/bench/graphcap-bench --driver=cuda --benchmark_repetitions=5 \
-      --benchmark_report_aggregates_only=true --benchmark_out="$out/bench.json" \
-      --benchmark_out_format=json > "$out/bench.txt" 2>&1 || rc=1
-    tail -60 "$out/bench.txt"
-  fi
+  [[ -f "$out/examples.txt" ]] && grep -E "^==|FAILED|ok|replay" "$out/examples.txt" | head -30
+  stamp "examples done"
 fi
+
+if [[ -n "$fidelity_pid" ]]; then
+  wait "$fidelity_pid"
+  stamp "fidelity done"
+  cat "$out/fidelity.txt"
+  head -40 "$out/fidelity-summary.md"
+fi
+
+if [[ "$what" != tests && -x build/gpu/bench/graphcap-bench ]]; then
+  # Alone on the GPU: nothing else runs now.
+  build/gpu/bench/graphcap-bench --driver=cuda --benchmark_repetitions=3 \
+    --benchmark_filter="${GRAPHCAP_BENCH_FILTER:-.}" \
+    --benchmark_report_aggregates_only=true --benchmark_out="$out/bench.json" \
+    --benchmark_out_format=json > "$out/bench.txt" 2>&1 || rc=1
+  stamp "bench done"
+  grep -E "_median" "$out/bench.txt" | head -80
+fi
+stamp "rc=$rc"
 exit $rc

@@ -4,6 +4,7 @@
 #include <array>
 #include <string>
 
+#include <graphcap/detail/arg_access.h>
 #include <graphcap/detail/device_core.h>
 #include <graphcap/detail/stream_core.h>
 #include <graphcap/device.h>
@@ -15,17 +16,6 @@ namespace {
 
 constexpr std::size_t kMaxExternalArgs = 64;
 
-capture::Access access_of(Arg::Access access) noexcept {
-  switch (access) {
-    case Arg::Access::out: return capture::Access::write_whole;
-    case Arg::Access::inout: return capture::Access::read_write;
-    case Arg::Access::in:
-    case Arg::Access::value:
-    case Arg::Access::param:
-    case Arg::Access::condition: break;
-  }
-  return capture::Access::read;
-}
 
 // The declared buffers as the operation's uses; an error for anything that is not a buffer of s.
 template <class CheckBuffer>
@@ -48,7 +38,7 @@ Result<std::size_t> external_uses(std::initializer_list<Arg> args, CheckBuffer&&
     if (Result<void> ok = check(*buffer, arg.access() != Arg::Access::in); !ok) {
       return ok.error().context("record_external: argument " + std::to_string(count));
     }
-    uses[count] = {&HandleAccess::state(*buffer), access_of(arg.access())};
+    uses[count] = {&HandleAccess::state(*buffer), detail::access_of(arg.access())};
     ++count;
   }
   return count;

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <string>
 
+#include <graphcap/detail/arg_access.h>
 #include <graphcap/detail/device_core.h>
 #include <graphcap/detail/kernel_state.h>
 #include <graphcap/detail/stream_core.h>
@@ -160,17 +161,6 @@ capture::OperationLabel launch_label(const std::shared_ptr<detail::KernelState>&
   return label;
 }
 
-capture::Access access_of(Arg::Access access) noexcept {
-  switch (access) {
-    case Arg::Access::in: return capture::Access::read;
-    case Arg::Access::out: return capture::Access::write_whole;
-    case Arg::Access::inout: return capture::Access::read_write;
-    case Arg::Access::value:
-    case Arg::Access::param:
-    case Arg::Access::condition: break;
-  }
-  return capture::Access::read;
-}
 
 }  // namespace
 
@@ -224,7 +214,7 @@ Result<void> Device::launch(Stream& s, const Kernel& kernel, LaunchDims dims,
       }
       pointers[index] = buffer->device_ptr();
       params[index] = &pointers[index];
-      uses[use_count] = {&HandleAccess::state(*buffer), access_of(arg.access())};
+      uses[use_count] = {&HandleAccess::state(*buffer), detail::access_of(arg.access())};
       use_arg[use_count++] = static_cast<unsigned char>(index);
     } else {
       if (arg.access() == Arg::Access::param) {

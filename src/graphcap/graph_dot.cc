@@ -4,6 +4,7 @@
 #include <vector>
 
 #include <graphcap/capture/recording.h>
+#include <graphcap/driver/error_names.h>
 #include <graphcap/detail/graph_state.h>
 #include <graphcap/graph.h>
 
@@ -40,7 +41,7 @@ std::string Graph::dot() const {
     out += "  subgraph cluster_stream" + name + " {\n    label=\"stream " + name + "\";\n";
     for (std::size_t i : members) {
       const capture::RecordedNode& node = nodes[i];
-      std::string label = capture::node_type_name(node.type);
+      std::string label = node_type_name(node.type);
       if (!node.label.empty()) label += "\n" + node.label.text();
       out += "    n" + std::to_string(i) + " [label=\"" + escaped(label) + "\"];\n";
     }

@@ -1,6 +1,6 @@
 #!/bin/bash
 # graphcap-fidelity on a GPU machine (docs/conformance.md, "Generated programs"): builds the tool
-# (Release, no tests) and the test kernels' fatbin from this checkout, runs NAME with SEED and
+# (Release; its library is built with the tests, only the tool is built) and the test kernels' fatbin from this checkout, runs NAME with SEED and
 # PROGRAMS programs (no program begun after DEADLINE seconds) in one process, and leaves in $OUT:
 # NAME-gpu.txt (GPU, driver, times), NAME-summary.md (coverage, differences), NAME-stderr.txt,
 # NAME-traces.tgz (every program's trace). Usage: bash tools/fidelity/gpu_run.sh run3 11 10000 300
@@ -10,7 +10,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 out=${OUT:-/tmp/fidelity-out}
 mkdir -p "$out"
 build=/tmp/graphcap-fidelity-build
-cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGRAPHCAP_BUILD_TESTS=OFF \
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGRAPHCAP_BUILD_TESTS=ON \
   -DGRAPHCAP_BUILD_BENCH=OFF -DGRAPHCAP_BUILD_EXAMPLES=OFF > "$out/$name-build.txt" 2>&1 &&
   cmake --build "$build" --target graphcap-fidelity >> "$out/$name-build.txt" 2>&1 || exit 1
 nvcc -fatbin -gencode=arch=compute_90,code=sm_90 -gencode=arch=compute_90,code=compute_90 \

@@ -1,5 +1,7 @@
 #include <graphcap/capture/open_recording.h>
 
+#include <graphcap/driver/error_names.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <sstream>

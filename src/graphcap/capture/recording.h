@@ -107,9 +107,6 @@ struct RecordedNode {
   }
 };
 
-// "KERNEL", "MEMCPY", ... as cuda.h names CUgraphNodeType's values (without the prefix).
-const char* node_type_name(CUgraphNodeType type) noexcept;
-
 // A closed recording: the executable and everything it replays against, handed to the graph
 // whole.
 struct Recording {

@@ -124,7 +124,7 @@ std::string to_dot(const Graph& graph, bool verbose) {
   std::string dot = "digraph graphcap_fake {\n  node [shape=box];\n";
   for (std::size_t i = 0; i < graph.nodes.size(); ++i) {
     const NodeData& node = graph.nodes[i];
-    std::string label = std::to_string(i) + " " + node_type_name(node_type(node.work));
+    std::string label = std::to_string(i) + " " + internal::node_type_name(node_type(node.work));
     if (verbose) label += "\\n" + describe(node.work);
     if (const auto* kernel = std::get_if<KernelWork>(&node.work)) {
       if (!verbose) label += "\\n" + kernel->kernel->name;
