@@ -27,7 +27,7 @@ class CountingDriver : public ForwardingDriver {
   // Every DriverApi call made through this object so far.
   std::size_t calls() const noexcept { return calls_; }
 
-#define GRAPHCAP_DRIVER_ENTRY(name, version, versioned, params) \
+#define GRAPHCAP_DRIVER_ENTRY(name, version, versioned, params, ...) \
   CUresult name(GRAPHCAP_PARAMS(params)) override {              \
     ++calls_;                                                    \
     return ForwardingDriver::name(GRAPHCAP_ARGS(params));        \

@@ -28,13 +28,13 @@ TEST(ForwardingDriver, EveryEntryPointReachesTheInnerOneOfItsName) {
   {
     // In the table's order, each exactly once: a crossed or doubled call fails the strict mock.
     InSequence in_order;
-#define GRAPHCAP_DRIVER_ENTRY(name, version, versioned, params) \
+#define GRAPHCAP_DRIVER_ENTRY(name, version, versioned, params, ...) \
   EXPECT_CALL(inner, name).WillOnce(Return(CUDA_ERROR_UNKNOWN));
 #include <graphcap/driver/entry_points.def>
   }
   // Every argument zero; the result is the inner driver's.
 #define GRAPHCAP_ZERO(type, param) std::type_identity_t<type>{}
-#define GRAPHCAP_DRIVER_ENTRY(name, version, versioned, params) \
+#define GRAPHCAP_DRIVER_ENTRY(name, version, versioned, params, ...) \
   EXPECT_EQ(forwarding.name(GRAPHCAP_PP_EACH(GRAPHCAP_ZERO, params)), CUDA_ERROR_UNKNOWN) << #name;
 #include <graphcap/driver/entry_points.def>
 #undef GRAPHCAP_ZERO

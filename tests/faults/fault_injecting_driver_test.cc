@@ -2,8 +2,10 @@
 // the fault plan (nth call, every call, a predicate), the log, and each row of its undo table
 // (fault_injecting_driver.h): what a failed call leaves behind must be what a real failure leaves.
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
+#include <graphcap/driver/entry_traits.h>
 #include <graphcap/fake/fake_driver.h>
 #include <graphcap/fake/fault_injecting_driver.h>
 
@@ -90,6 +92,39 @@ TEST_F(FaultInjectingDriverTest, AFailedCapturedLaunchInvalidatesTheCapture) {
   faults().fail_call("cuLaunchKernel", CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES);
   EXPECT_EQ(launch_through(empty, s.get()), CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES);
   expect_invalidated(s.get(), empty);
+}
+
+// The drift issue 23 found: cuMemcpyDtoDAsync and cuMemsetD32Async were stream-ordered in the
+// fake's list but missing from the decorator's, so an injected failure of either left a real
+// capture valid while the fake invalidated it. Both now read entry_points.def's order column.
+// Checked through the decorator (fake and H200) and, on the fake, through its own injection.
+TEST_F(FaultInjectingDriverTest, AFailedCapturedDeviceCopyOrWordFillInvalidatesTheCapture) {
+  static_assert(entry::cuMemcpyDtoDAsync::order == EntryOrder::ordered &&
+                entry::cuMemsetD32Async::order == EntryOrder::ordered);
+  Module module = load_test_kernels();
+  CUfunction empty = kernel(module, "empty");
+  Stream s = new_stream();
+  DeviceMemory a = alloc(64 * sizeof(std::uint32_t));
+  DeviceMemory b = alloc(64 * sizeof(std::uint32_t));
+  ASSERT_FALSE(HasFailure());
+  auto call = [&](DriverApi& driver, std::string_view entry_point) {
+    return entry_point == "cuMemcpyDtoDAsync"
+               ? driver.cuMemcpyDtoDAsync(b.get(), a.get(), 64 * sizeof(std::uint32_t), s.get())
+               : driver.cuMemsetD32Async(b.get(), 7u, 64, s.get());
+  };
+  for (std::string_view entry_point : {"cuMemcpyDtoDAsync", "cuMemsetD32Async"}) {
+    SCOPED_TRACE(entry_point);
+    ASSERT_EQ(faults().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+    faults().fail_call(entry_point, CUDA_ERROR_INVALID_VALUE);
+    EXPECT_EQ(call(faults(), entry_point), CUDA_ERROR_INVALID_VALUE);
+    expect_invalidated(s.get(), empty);
+    if (fake::FakeDriver* fake = test_driver().fake()) {
+      ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+      fake->fail_call(entry_point, CUDA_ERROR_INVALID_VALUE);
+      EXPECT_EQ(call(api(), entry_point), CUDA_ERROR_INVALID_VALUE);
+      expect_invalidated(s.get(), empty);
+    }
+  }
 }
 
 TEST_F(FaultInjectingDriverTest, AFailedLaunchOutsideACaptureEnqueuesNothing) {

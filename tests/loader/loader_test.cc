@@ -130,7 +130,7 @@ TEST(LoadCudaDriver, EveryEntryPointForwardsToItsOwnStub) {
 
   std::size_t called = 0;
 #define GRAPHCAP_ZERO(type, param) std::type_identity_t<type>{}
-#define GRAPHCAP_DRIVER_ENTRY(name, version, versioned, params)                       \
+#define GRAPHCAP_DRIVER_ENTRY(name, version, versioned, params, ...)                       \
   EXPECT_EQ(api.name(GRAPHCAP_PP_EACH(GRAPHCAP_ZERO, params)), CUDA_SUCCESS) << #name; \
   EXPECT_STREQ(last_entry(), #versioned) << #name;                                      \
   ++called;

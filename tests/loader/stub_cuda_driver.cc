@@ -22,7 +22,7 @@ std::atomic<const char*> last_entry{""};
 
 // One empty type per entry point, to pick a stub's answer by overload.
 namespace entry {
-#define GRAPHCAP_DRIVER_ENTRY(name, version, versioned, params) struct name {};
+#define GRAPHCAP_DRIVER_ENTRY(name, version, versioned, params, ...) struct name {};
 #include <graphcap/driver/entry_points.def>
 }  // namespace entry
 
@@ -45,7 +45,7 @@ CUresult answer(entry::cuDeviceGet, CUdevice* device, int ordinal) {
 }
 
 // One stub per line, named as its export: cuMemAlloc_v2(CUdeviceptr* pointer, std::size_t bytes).
-#define GRAPHCAP_DRIVER_ENTRY(name, version, versioned, params) \
+#define GRAPHCAP_DRIVER_ENTRY(name, version, versioned, params, ...) \
   CUresult versioned(GRAPHCAP_PARAMS(params)) {                  \
     last_entry.store(#versioned);                                \
     return answer(entry::name{} GRAPHCAP_TRAILING_ARGS(params));  \
@@ -74,7 +74,7 @@ void* address(Fn* function) {
 }
 
 const Abi kAbis[] = {
-#define GRAPHCAP_DRIVER_ENTRY(name, version, versioned, params) \
+#define GRAPHCAP_DRIVER_ENTRY(name, version, versioned, params, ...) \
   {#name, version, address(&versioned)},
 #include <graphcap/driver/entry_points.def>
     {"cuCtxSynchronize", 13000, address(&cuCtxSynchronize_v2)},

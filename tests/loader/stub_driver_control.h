@@ -40,7 +40,7 @@ struct EntryPoint {
 // each only when asked for at exactly its version (stricter than a real driver, which answers any
 // version from the symbol's first one on): a loader asking for any other ABI fails to load.
 inline constexpr EntryPoint kEntryPoints[] = {
-#define GRAPHCAP_DRIVER_ENTRY(name, version, versioned, params) {#name, version, #versioned},
+#define GRAPHCAP_DRIVER_ENTRY(name, version, versioned, params, ...) {#name, version, #versioned},
 #include <graphcap/driver/entry_points.def>
 };
 

@@ -56,6 +56,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <graphcap/driver/entry_traits.h>
 #include <graphcap/driver/error_names.h>
 #include <graphcap/fake/fake_driver.h>
 #include <graphcap/fake/fault_injecting_driver.h>
@@ -76,75 +77,20 @@ namespace {
 // decorator's handle count, this is the cross-check that the driver itself got everything back.
 constexpr std::size_t kMemorySlack = std::size_t{64} << 20;
 
-// An error the real entry point can return, for each entry point graphcap (or a scenario's own
-// direct driver call) makes. An entry point missing here fails the sweep: pick one deliberately.
+// An error the real entry point can return: the first of its codes in entry_points.def (every
+// entry point has some, chosen deliberately there).
 std::optional<CUresult> injected_code(std::string_view entry) {
-  static const std::map<std::string_view, CUresult> codes = {
-      {"cuInit", CUDA_ERROR_NO_DEVICE},
-      {"cuDeviceGetCount", CUDA_ERROR_NOT_INITIALIZED},
-      {"cuDeviceGet", CUDA_ERROR_INVALID_DEVICE},
-      {"cuDeviceGetAttribute", CUDA_ERROR_INVALID_VALUE},
-      {"cuDevicePrimaryCtxRetain", CUDA_ERROR_OUT_OF_MEMORY},
-      {"cuDevicePrimaryCtxRelease", CUDA_ERROR_INVALID_CONTEXT},
-      {"cuCtxSetCurrent", CUDA_ERROR_INVALID_CONTEXT},
-      {"cuStreamCreate", CUDA_ERROR_OUT_OF_MEMORY},
-      {"cuStreamDestroy", CUDA_ERROR_INVALID_HANDLE},
-      {"cuStreamSynchronize", CUDA_ERROR_ILLEGAL_ADDRESS},
-      {"cuStreamBeginCapture", CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED},
-      {"cuStreamEndCapture", CUDA_ERROR_STREAM_CAPTURE_INVALIDATED},
-      {"cuEventCreate", CUDA_ERROR_OUT_OF_MEMORY},
-      {"cuEventDestroy", CUDA_ERROR_INVALID_HANDLE},
-      {"cuEventRecord", CUDA_ERROR_INVALID_HANDLE},
-      {"cuEventQuery", CUDA_ERROR_ILLEGAL_ADDRESS},
-      {"cuEventSynchronize", CUDA_ERROR_ILLEGAL_ADDRESS},
-      {"cuMemAlloc", CUDA_ERROR_OUT_OF_MEMORY},
-      {"cuMemAllocHost", CUDA_ERROR_OUT_OF_MEMORY},
-      {"cuMemFree", CUDA_ERROR_INVALID_VALUE},
-      {"cuMemFreeHost", CUDA_ERROR_INVALID_VALUE},
-      {"cuMemAllocAsync", CUDA_ERROR_OUT_OF_MEMORY},
-      {"cuMemFreeAsync", CUDA_ERROR_INVALID_VALUE},
-      {"cuMemcpyHtoDAsync", CUDA_ERROR_INVALID_VALUE},
-      {"cuMemcpyDtoHAsync", CUDA_ERROR_ILLEGAL_ADDRESS},
-      {"cuModuleLoadData", CUDA_ERROR_INVALID_IMAGE},
-      {"cuModuleUnload", CUDA_ERROR_INVALID_HANDLE},
-      {"cuModuleGetFunction", CUDA_ERROR_NOT_FOUND},
-      // Not CUDA_ERROR_INVALID_VALUE: that is the answer at the parameter count.
-      {"cuFuncGetParamInfo", CUDA_ERROR_NOT_SUPPORTED},
-      {"cuLaunchKernel", CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES},
-      {"cuGraphGetNodes", CUDA_ERROR_INVALID_VALUE},
-      {"cuGraphNodeGetType", CUDA_ERROR_INVALID_VALUE},
-      {"cuGraphInstantiateWithFlags", CUDA_ERROR_INVALID_VALUE},
-      {"cuGraphUpload", CUDA_ERROR_OUT_OF_MEMORY},
-      {"cuGraphLaunch", CUDA_ERROR_INVALID_VALUE},
-      {"cuGraphDestroy", CUDA_ERROR_INVALID_VALUE},
-      {"cuGraphExecDestroy", CUDA_ERROR_INVALID_VALUE},
-      {"cuGraphExecUpdate", CUDA_ERROR_INVALID_VALUE},
-      {"cuStreamGetCaptureInfo", CUDA_ERROR_INVALID_VALUE},
-      {"cuGraphExecKernelNodeSetParams", CUDA_ERROR_INVALID_VALUE},
-      {"cuMemcpyDtoDAsync", CUDA_ERROR_INVALID_VALUE},
-      {"cuMemsetD8Async", CUDA_ERROR_INVALID_VALUE},
-      {"cuMemsetD32Async", CUDA_ERROR_INVALID_VALUE},
-      {"cuStreamWaitEvent", CUDA_ERROR_INVALID_HANDLE},
-  };
-  auto it = codes.find(entry);
-  if (it == codes.end()) return std::nullopt;
-  return it->second;
+  const EntryTraits* traits = find_entry_traits(entry);
+  if (traits == nullptr) return std::nullopt;
+  return traits->codes.front();
 }
 
-// Calls that release one handle: when one fails, the decorator does not forward it and that
-// handle stays live. The kind of handle each releases.
+// Calls that release one handle (entry_points.def's handle column): when one fails, the
+// decorator does not forward it and that handle stays live. The kind of handle each releases.
 std::size_t fake::LiveHandles::*released_kind(std::string_view entry) {
-  static const std::map<std::string_view, std::size_t fake::LiveHandles::*> releases = {
-      {"cuStreamDestroy", &fake::LiveHandles::streams},
-      {"cuEventDestroy", &fake::LiveHandles::events},
-      {"cuMemFree", &fake::LiveHandles::device_allocations},
-      {"cuMemFreeHost", &fake::LiveHandles::host_allocations},
-      {"cuModuleUnload", &fake::LiveHandles::modules},
-      {"cuGraphDestroy", &fake::LiveHandles::graphs},
-      {"cuGraphExecDestroy", &fake::LiveHandles::execs},
-      {"cuDevicePrimaryCtxRelease", &fake::LiveHandles::contexts}};
-  auto it = releases.find(entry);
-  return it == releases.end() ? nullptr : it->second;
+  const EntryTraits* traits = find_entry_traits(entry);
+  if (traits == nullptr || traits->handle != EntryHandle::releases) return nullptr;
+  return fake::LiveHandles::field(traits->kind);
 }
 
 struct Injection {

@@ -75,14 +75,16 @@ bool FakeDriver::write_device(CUdeviceptr address, std::span<const std::byte> by
 // ---- DriverApi ---------------------------------------------------------------------------------
 
 // Each entry point: FakeState::call takes the lock, injects a planned fault (then only the real
-// failure's side effects happen: FakeState::injected) or runs FakeState's method of the same name,
-// and logs the call under the entry point's name.
-#define GRAPHCAP_DRIVER_ENTRY(name, version, versioned, params)                      \
-  CUresult FakeDriver::name(GRAPHCAP_PARAMS(params)) {                                \
-    return state_->call(                                                             \
-        #name, internal::stream_argument(GRAPHCAP_ARGS(params)),                     \
-        [&] { return state_->name(GRAPHCAP_ARGS(params)); },                          \
-        [&] { state_->injected(entry::name{} GRAPHCAP_TRAILING_ARGS(params)); });     \
+// failure's side effects happen: FakeState::injected, from the entry point's traits) or runs
+// FakeState's method of the same name, and logs the call under the entry point's name.
+#define GRAPHCAP_DRIVER_ENTRY(name, version, versioned, params, traits)                         \
+  CUresult FakeDriver::name(GRAPHCAP_PARAMS(params)) {                                          \
+    return state_->call(                                                                        \
+        #name, GRAPHCAP_TRAIT_STREAM(traits), [&] { return state_->name(GRAPHCAP_ARGS(params)); }, \
+        [&] {                                                                                   \
+          state_->injected<entry::name>(GRAPHCAP_TRAIT_STREAM(traits),                          \
+                                        GRAPHCAP_TRAIT_HANDLE_PARAM(traits));                   \
+        });                                                                                     \
   }
 #include <graphcap/driver/entry_points.def>
 

@@ -213,7 +213,7 @@ class FakeDriver : public DriverApi {
   std::string capture_invalidation(CUstream stream) override;
 
   // One override per line of entry_points.def, named and typed as the entry point.
-#define GRAPHCAP_DRIVER_ENTRY(name, version, versioned, params) \
+#define GRAPHCAP_DRIVER_ENTRY(name, version, versioned, params, ...) \
   CUresult name(GRAPHCAP_PARAMS(params)) override;
 #include <graphcap/driver/entry_points.def>
 

@@ -1,16 +1,19 @@
 // FaultInjectingDriver: each entry point asks the shared FaultPlan whether this call fails; a
 // failed call runs its row of the undo table (fault_injecting_driver.h) instead of the call, a
-// passing one is forwarded and tracked; either way the call is logged under its name.
+// passing one is forwarded and tracked; either way the call is logged under its name. The undo
+// rules and the tracking follow from each entry point's traits (entry_points.def).
 #include <graphcap/fake/fault_injecting_driver.h>
 
+#include <array>
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <optional>
-#include <set>
+#include <type_traits>
 #include <utility>
 
 #include <graphcap/fake/internal/call_log.h>
-#include <graphcap/fake/internal/entry_tags.h>
+#include <graphcap/driver/entry_traits.h>
 #include <graphcap/fake/internal/fault_plan.h>
 
 namespace graphcap::fake {
@@ -18,91 +21,99 @@ namespace {
 
 // ---- handles created and released through the decorator ---------------------------------------
 
+// A handle as the tracker keys it: pointers and integers (CUdeviceptr, the device of a context).
+template <class H>
+std::uintptr_t key_of(H handle) {
+  if constexpr (std::is_pointer_v<H>) {
+    return reinterpret_cast<std::uintptr_t>(handle);
+  } else {
+    return static_cast<std::uintptr_t>(handle);
+  }
+}
+template <class H>
+H handle_of(std::uintptr_t key) {
+  if constexpr (std::is_pointer_v<H>) {
+    return reinterpret_cast<H>(key);
+  } else {
+    return static_cast<H>(key);
+  }
+}
+
+// Live handles by kind (entry_traits.h's HandleKind), each with its count: contexts count
+// retains, every other handle is there once.
 class Tracker {
  public:
-  template <class Set, class H>
-  void add(Set Tracker::*set, H handle) {
-    if (handle == H{}) return;
+  static constexpr std::size_t kKinds = kHandleKindCount;
+
+  void add(HandleKind kind, std::uintptr_t key) {
     std::lock_guard<std::mutex> guard(mutex_);
-    (this->*set).insert(handle);
+    std::size_t& count = handles_[index(kind)][key];
+    count = kind == HandleKind::contexts ? count + 1 : 1;
   }
-  template <class Set, class H>
-  void remove(Set Tracker::*set, H handle) {
+  void remove(HandleKind kind, std::uintptr_t key) {
     std::lock_guard<std::mutex> guard(mutex_);
-    (this->*set).erase(handle);
-  }
-  void retain(CUdevice device) {
-    std::lock_guard<std::mutex> guard(mutex_);
-    ++contexts[device];
-  }
-  void release(CUdevice device) {
-    std::lock_guard<std::mutex> guard(mutex_);
-    auto it = contexts.find(device);
-    if (it != contexts.end() && --it->second == 0) contexts.erase(it);
+    auto& handles = handles_[index(kind)];
+    auto it = handles.find(key);
+    if (it != handles.end() && --it->second == 0) handles.erase(it);
   }
 
   LiveHandles count() const {
     std::lock_guard<std::mutex> guard(mutex_);
     LiveHandles live;
-    for (const auto& [device, refs] : contexts) live.contexts += refs;
-    live.streams = streams.size();
-    live.events = events.size();
-    live.modules = modules.size();
-    live.graphs = graphs.size();
-    live.execs = execs.size();
-    live.device_allocations = device_allocations.size();
-    live.host_allocations = host_allocations.size();
+    for (std::size_t kind = 1; kind < kKinds; ++kind) {
+      for (const auto& [key, refs] : handles_[kind]) {
+        live.*LiveHandles::field(static_cast<HandleKind>(kind)) += refs;
+      }
+    }
     return live;
   }
 
-  // Forgets everything and releases it through `driver`, dependents first.
+  // Forgets everything and releases it through `driver`, dependents first (the kinds in reverse:
+  // allocations, executables, graphs, modules, events, streams, then context references), each
+  // with the one-parameter release entry_points.def names for its kind.
   std::size_t release_all(DriverApi& driver) {
-    Tracker taken;
+    std::array<std::map<std::uintptr_t, std::size_t>, kKinds> taken;
     {
       std::lock_guard<std::mutex> guard(mutex_);
-      taken.contexts.swap(contexts);
-      taken.streams.swap(streams);
-      taken.events.swap(events);
-      taken.modules.swap(modules);
-      taken.graphs.swap(graphs);
-      taken.execs.swap(execs);
-      taken.device_allocations.swap(device_allocations);
-      taken.host_allocations.swap(host_allocations);
+      taken.swap(handles_);
     }
     std::size_t released = 0;
-    auto each = [&](const auto& handles, auto destroy) {
-      for (auto handle : handles) {
-        (void)(driver.*destroy)(handle);
-        ++released;
-      }
-    };
-    each(taken.execs, &DriverApi::cuGraphExecDestroy);
-    each(taken.graphs, &DriverApi::cuGraphDestroy);
-    each(taken.events, &DriverApi::cuEventDestroy);
-    each(taken.streams, &DriverApi::cuStreamDestroy);
-    each(taken.modules, &DriverApi::cuModuleUnload);
-    each(taken.device_allocations, &DriverApi::cuMemFree);
-    each(taken.host_allocations, &DriverApi::cuMemFreeHost);
-    for (const auto& [device, refs] : taken.contexts) {
-      for (std::size_t i = 0; i < refs; ++i) {
-        (void)driver.cuDevicePrimaryCtxRelease(device);
-        ++released;
+    for (std::size_t kind = kKinds - 1; kind >= 1; --kind) {
+      for (const auto& [key, refs] : taken[kind]) {
+        for (std::size_t i = 0; i < refs; ++i) {
+          release(driver, static_cast<HandleKind>(kind), key);
+          ++released;
+        }
       }
     }
     return released;
   }
 
-  std::map<CUdevice, std::size_t> contexts;
-  std::set<CUstream> streams;
-  std::set<CUevent> events;
-  std::set<CUmodule> modules;
-  std::set<CUgraph> graphs;
-  std::set<CUgraphExec> execs;
-  std::set<CUdeviceptr> device_allocations;
-  std::set<void*> host_allocations;
-
  private:
+  static std::size_t index(HandleKind kind) { return static_cast<std::size_t>(kind); }
+
+  template <class Entry, class... Params>
+  static bool release_with(DriverApi& driver, HandleKind kind, std::uintptr_t key,
+                           CUresult (DriverApi::*destroy)(Params...)) {
+    if constexpr (Entry::handle == EntryHandle::releases && sizeof...(Params) == 1) {
+      if (kind == Entry::kind) {
+        (void)(driver.*destroy)(handle_of<Params...>(key));
+        return true;
+      }
+    }
+    (void)driver, (void)kind, (void)key, (void)destroy;
+    return false;
+  }
+  static void release(DriverApi& driver, HandleKind kind, std::uintptr_t key) {
+    (void)(false
+#define GRAPHCAP_DRIVER_ENTRY(name, version, versioned, params, ...) \
+  || release_with<entry::name>(driver, kind, key, &DriverApi::name)
+#include <graphcap/driver/entry_points.def>
+    );
+  }
+
   mutable std::mutex mutex_;
+  std::array<std::map<std::uintptr_t, std::size_t>, kKinds> handles_;
 };
 
 bool capturing(DriverApi& driver, CUstream stream) {
@@ -111,112 +122,48 @@ bool capturing(DriverApi& driver, CUstream stream) {
          status == CU_STREAM_CAPTURE_STATUS_ACTIVE;
 }
 
-// What a call that succeeded created or released. None, unless an overload says otherwise.
-template <class Entry, class... Args>
-void track(DriverApi&, Tracker&, Entry, const Args&...) {}
-void track(DriverApi&, Tracker& t, entry::cuDevicePrimaryCtxRetain, CUcontext*, CUdevice device) {
-  t.retain(device);
-}
-void track(DriverApi&, Tracker& t, entry::cuDevicePrimaryCtxRelease, CUdevice device) {
-  t.release(device);
-}
-void track(DriverApi&, Tracker& t, entry::cuStreamCreate, CUstream* stream, unsigned) {
-  if (stream != nullptr) t.add(&Tracker::streams, *stream);
-}
-void track(DriverApi&, Tracker& t, entry::cuStreamDestroy, CUstream stream) {
-  t.remove(&Tracker::streams, stream);
-}
-void track(DriverApi&, Tracker& t, entry::cuEventCreate, CUevent* event, unsigned) {
-  if (event != nullptr) t.add(&Tracker::events, *event);
-}
-void track(DriverApi&, Tracker& t, entry::cuEventDestroy, CUevent event) {
-  t.remove(&Tracker::events, event);
-}
-void track(DriverApi&, Tracker& t, entry::cuModuleLoadData, CUmodule* module, const void*) {
-  if (module != nullptr) t.add(&Tracker::modules, *module);
-}
-void track(DriverApi&, Tracker& t, entry::cuModuleUnload, CUmodule module) {
-  t.remove(&Tracker::modules, module);
-}
-void track(DriverApi&, Tracker& t, entry::cuStreamEndCapture, CUstream, CUgraph* graph) {
-  if (graph != nullptr) t.add(&Tracker::graphs, *graph);
-}
-void track(DriverApi&, Tracker& t, entry::cuGraphDestroy, CUgraph graph) {
-  t.remove(&Tracker::graphs, graph);
-}
-void track(DriverApi&, Tracker& t, entry::cuGraphInstantiateWithFlags, CUgraphExec* exec, CUgraph,
-           unsigned long long) {
-  if (exec != nullptr) t.add(&Tracker::execs, *exec);
-}
-void track(DriverApi&, Tracker& t, entry::cuGraphExecDestroy, CUgraphExec exec) {
-  t.remove(&Tracker::execs, exec);
-}
-void track(DriverApi&, Tracker& t, entry::cuMemAlloc, CUdeviceptr* pointer, std::size_t) {
-  if (pointer != nullptr) t.add(&Tracker::device_allocations, *pointer);
-}
-void track(DriverApi& driver, Tracker& t, entry::cuMemAllocAsync, CUdeviceptr* pointer,
-           std::size_t, CUstream stream) {
-  // Recorded into a capture it is a MEM_ALLOC node of the graph, not an allocation of ours.
-  if (pointer != nullptr && !capturing(driver, stream)) {
-    t.add(&Tracker::device_allocations, *pointer);
+// What a call that succeeded created or released (its handle column): `handle` is the parameter
+// the column names. A stream-ordered call on a capturing stream is a graph node: nothing now.
+template <class Entry, class Handle>
+void track(DriverApi& driver, Tracker& tracker, CUstream stream, Handle handle) {
+  if constexpr (Entry::handle != EntryHandle::none) {
+    if constexpr (Entry::order == EntryOrder::ordered) {
+      if (capturing(driver, stream)) return;
+    }
+    if constexpr (Entry::handle == EntryHandle::creates && std::is_pointer_v<Handle>) {
+      if (handle != nullptr) tracker.add(Entry::kind, key_of(*handle));
+    } else if constexpr (Entry::handle == EntryHandle::creates) {
+      tracker.add(Entry::kind, key_of(handle));  // a context, retained on the device `handle`
+    } else {
+      tracker.remove(Entry::kind, key_of(handle));
+    }
   }
-}
-void track(DriverApi&, Tracker& t, entry::cuMemFree, CUdeviceptr pointer) {
-  t.remove(&Tracker::device_allocations, pointer);
-}
-void track(DriverApi&, Tracker& t, entry::cuMemFreeAsync, CUdeviceptr pointer, CUstream) {
-  t.remove(&Tracker::device_allocations, pointer);
-}
-void track(DriverApi&, Tracker& t, entry::cuMemAllocHost, void** pointer, std::size_t) {
-  if (pointer != nullptr) t.add(&Tracker::host_allocations, *pointer);
-}
-void track(DriverApi&, Tracker& t, entry::cuMemFreeHost, void* pointer) {
-  t.remove(&Tracker::host_allocations, pointer);
+  (void)driver, (void)tracker, (void)stream, (void)handle;
 }
 
 // ---- the undo table (fault_injecting_driver.h): what a failed call does ------------------------
 
-// Stream-ordered calls: a failure while their stream captures invalidates the capture.
-template <class Entry>
-constexpr bool kStreamOrdered =
-    std::is_same_v<Entry, entry::cuLaunchKernel> || std::is_same_v<Entry, entry::cuMemcpyHtoDAsync> ||
-    std::is_same_v<Entry, entry::cuMemcpyDtoHAsync> || std::is_same_v<Entry, entry::cuMemsetD8Async> ||
-    std::is_same_v<Entry, entry::cuMemAllocAsync> || std::is_same_v<Entry, entry::cuMemFreeAsync> ||
-    std::is_same_v<Entry, entry::cuEventRecord> || std::is_same_v<Entry, entry::cuStreamWaitEvent> ||
-    std::is_same_v<Entry, entry::cuGraphLaunch> || std::is_same_v<Entry, entry::cuGraphUpload>;
-
-// The default: not forwarded (no effect); a stream-ordered call invalidates its stream's capture
-// the way a real refused call does: cuStreamQuery of a capturing stream is 900 and invalidates
-// it in every capture mode (docs/cuda-driver-facts.md, "What invalidates a capture").
-template <class Entry, class... Args>
-CUresult injected(DriverApi& driver, Entry, CUresult code, const Args&... args) {
-  if constexpr (kStreamOrdered<Entry>) {
-    const CUstream stream = internal::stream_argument(args...);
+// From the entry point's traits. By default the call is not forwarded (no effect), except:
+//   ends     the capture must end: forward it, discard the graph, report the failure with a NULL
+//            graph (`output` is the graph parameter);
+//   waits    the wait happens (`call` forwards the call), then the failure is reported;
+//   ordered  on a capturing stream, the capture is invalidated the way a real refused call does:
+//            cuStreamQuery of a capturing stream is 900 and invalidates it in every capture mode
+//            (docs/cuda-driver-facts.md, "What invalidates a capture"), adding nothing to it.
+template <class Entry, class Call, class Output>
+CUresult injected(DriverApi& driver, CUresult code, Call&& call, CUstream stream, Output output) {
+  if constexpr (Entry::capture == EntryCapture::ends) {
+    CUgraph ended = nullptr;
+    if (driver.cuStreamEndCapture(stream, &ended) == CUDA_SUCCESS && ended != nullptr) {
+      (void)driver.cuGraphDestroy(ended);
+    }
+    if (output != nullptr) *output = nullptr;
+  } else if constexpr (Entry::host == EntryHost::waits) {
+    (void)call();
+  } else if constexpr (Entry::order == EntryOrder::ordered) {
     if (capturing(driver, stream)) (void)driver.cuStreamQuery(stream);
   }
-  return code;
-}
-// The capture must end: forward, discard the graph, report the failure with a NULL graph.
-CUresult injected(DriverApi& driver, entry::cuStreamEndCapture, CUresult code, CUstream stream,
-                  CUgraph* graph) {
-  CUgraph ended = nullptr;
-  if (driver.cuStreamEndCapture(stream, &ended) == CUDA_SUCCESS && ended != nullptr) {
-    (void)driver.cuGraphDestroy(ended);
-  }
-  if (graph != nullptr) *graph = nullptr;
-  return code;
-}
-// Waits: the wait happens, then the failure is reported.
-CUresult injected(DriverApi& driver, entry::cuStreamSynchronize, CUresult code, CUstream stream) {
-  (void)driver.cuStreamSynchronize(stream);
-  return code;
-}
-CUresult injected(DriverApi& driver, entry::cuEventSynchronize, CUresult code, CUevent event) {
-  (void)driver.cuEventSynchronize(event);
-  return code;
-}
-CUresult injected(DriverApi& driver, entry::cuCtxSynchronize, CUresult code) {
-  (void)driver.cuCtxSynchronize();
+  (void)driver, (void)call, (void)stream, (void)output;
   return code;
 }
 
@@ -304,24 +251,25 @@ std::size_t FaultInjectingDriver::release_leaked() { return state_->tracker.rele
 
 // ---- DriverApi ---------------------------------------------------------------------------------
 
-#define GRAPHCAP_DRIVER_ENTRY(name, version, versioned, params)                                 \
-  CUresult FaultInjectingDriver::name(GRAPHCAP_PARAMS(params)) {                                \
-    DriverApi& wrapped = inner();                                                                \
-    const std::optional<CUresult> code =                                                         \
-        state_->next(#name, internal::stream_argument(GRAPHCAP_ARGS(params)));                  \
-    CUresult result = CUDA_SUCCESS;                                                              \
-    if (code) {                                                                                  \
-      result = injected(wrapped, entry::name{}, *code GRAPHCAP_TRAILING_ARGS(params));           \
-    } else {                                                                                     \
-      result = forward(                                                                          \
-          wrapped, state_->options, entry::name{},                                              \
-          [&] { return wrapped.name(GRAPHCAP_ARGS(params)); } GRAPHCAP_TRAILING_ARGS(params));   \
-      if (result == CUDA_SUCCESS) {                                                              \
-        track(wrapped, state_->tracker, entry::name{} GRAPHCAP_TRAILING_ARGS(params));          \
-      }                                                                                          \
-    }                                                                                            \
-    state_->record(#name, result, code.has_value());                                             \
-    return result;                                                                               \
+#define GRAPHCAP_DRIVER_ENTRY(name, version, versioned, params, traits)                          \
+  CUresult FaultInjectingDriver::name(GRAPHCAP_PARAMS(params)) {                                 \
+    DriverApi& wrapped = inner();                                                                 \
+    const std::optional<CUresult> code = state_->next(#name, GRAPHCAP_TRAIT_STREAM(traits));     \
+    auto call = [&] { return wrapped.name(GRAPHCAP_ARGS(params)); };                              \
+    CUresult result = CUDA_SUCCESS;                                                               \
+    if (code) {                                                                                   \
+      result = injected<entry::name>(wrapped, *code, call, GRAPHCAP_TRAIT_STREAM(traits),         \
+                                     GRAPHCAP_TRAIT_HANDLE_PARAM(traits));                        \
+    } else {                                                                                      \
+      result = forward(wrapped, state_->options, entry::name{},                                   \
+                       call GRAPHCAP_TRAILING_ARGS(params));                                      \
+      if (result == CUDA_SUCCESS) {                                                               \
+        track<entry::name>(wrapped, state_->tracker, GRAPHCAP_TRAIT_STREAM(traits),               \
+                           GRAPHCAP_TRAIT_HANDLE_PARAM(traits));                                  \
+      }                                                                                           \
+    }                                                                                             \
+    state_->record(#name, result, code.has_value());                                              \
+    return result;                                                                                \
   }
 #include <graphcap/driver/entry_points.def>
 

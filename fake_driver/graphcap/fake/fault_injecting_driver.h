@@ -12,43 +12,42 @@
 //
 // A failed call is not forwarded, so it has no effect, with the exceptions below: where the real
 // failure has an effect, or where not forwarding would leave the process unsound on a real
-// driver, the decorator does what that needs (docs/fake-driver.md, "FaultInjectingDriver", says
-// the same with the reasons):
+// driver, the decorator does what that needs. Which entry point is which follows from its traits
+// in entry_points.def (docs/fake-driver.md, "FaultInjectingDriver", says the same with the
+// reasons):
 //
-//   entry point (failed)                 | what the decorator does
+//   traits of the failed entry point     | what the decorator does
 //   -------------------------------------+---------------------------------------------------------
-//   cuStreamEndCapture                   | forwards it (the capture must end: a stream left
+//   capture `ends` (cuStreamEndCapture)  | forwards it (the capture must end: a stream left
 //                                        | capturing records all that follows), destroys the graph
 //                                        | it returned, sets *graph = NULL, returns the code. The
 //                                        | stream is back to NONE, as after a real failed end.
-//   cuGraphInstantiateWithFlags          | not forwarded: no executable exists, *exec untouched.
-//   cuStreamBeginCapture                 | not forwarded: nothing begun, the stream stays NONE.
-//   a stream-ordered call on a capturing | not forwarded, and the capture is invalidated as a real
-//   stream: cuLaunchKernel, cuMemcpy*,   | failed captured call invalidates it: cuStreamQuery of the
-//   cuMemsetD8Async, cuMemAllocAsync,    | stream (900 and invalidates, in every mode; facts: "What
-//   cuMemFreeAsync, cuEventRecord,       | invalidates a capture"). Outside a capture: not forwarded,
-//   cuStreamWaitEvent, cuGraphLaunch,    | nothing enqueued.
-//   cuGraphUpload                        |
-//   cuStreamSynchronize,                 | forwarded, then the code is reported: the wait happens.
-//   cuEventSynchronize, cuCtxSynchronize | A caller that goes on after a failed wait (graphcap
+//   host `waits` (cuStreamSynchronize,   | forwarded, then the code is reported: the wait happens.
+//   cuEventSynchronize, cuCtxSynchronize)| A caller that goes on after a failed wait (graphcap
 //                                        | destroys a graph anyway) must not find the device still
 //                                        | running work it was told had stopped: on a GPU that
 //                                        | would be a real race on memory it then reuses.
-//   cuStreamQuery, cuEventQuery          | not forwarded: a failed (or NOT_READY) query says the
-//                                        | work has not passed, the safe answer (nothing is reused).
-//   release calls: cuMemFree,            | not forwarded: the handle stays alive (a leak), exactly
-//   cuMemFreeHost, cuStreamDestroy,      | as after a real failed release, which releases nothing.
-//   cuEventDestroy, cuModuleUnload,      | Forwarding would be unsound: the caller was told the
-//   cuGraphDestroy, cuGraphExecDestroy,  | handle is alive; one that keeps or retries it would then
-//   cuDevicePrimaryCtxRelease            | use a freed handle (a freed address the driver may hand
+//   order `ordered` (cuLaunchKernel,     | not forwarded, and if the stream captures, the capture
+//   cuMemcpy*, cuMemset*, cuMemAllocAsync| is invalidated as a real failed captured call
+//   cuMemFreeAsync, cuEventRecord,       | invalidates it: cuStreamQuery of the stream (900 and
+//   cuStreamWaitEvent, cuGraphLaunch,    | invalidates, in every mode; facts: "What invalidates a
+//   cuGraphUpload)                       | capture"). Outside a capture: nothing enqueued.
+//   host `queries` (cuStreamQuery,       | not forwarded: a failed (or NOT_READY) query says the
+//   cuEventQuery)                        | work has not passed, the safe answer (nothing is reused).
+//   handle `releases` (cuMemFree,        | not forwarded: the handle stays alive (a leak), exactly
+//   cuStreamDestroy, cuGraphDestroy,     | as after a real failed release, which releases nothing.
+//   cuDevicePrimaryCtxRelease, ...)      | Forwarding would be unsound: the caller was told the
+//                                        | handle is alive; one that keeps or retries it would then
+//                                        | use a freed handle (a freed address the driver may hand
 //                                        | out again). live_handles() counts the leak and
 //                                        | release_leaked() frees it, while its context is alive.
-//   every other entry point              | not forwarded; outputs untouched.
+//   anything else (cuGraphInstantiate-   | not forwarded; outputs untouched (no executable exists,
+//   WithFlags, cuStreamBeginCapture, ...)| nothing begun).
 //
 // Handles are tracked from the calls that pass through (a create that succeeded, a release that
-// was forwarded and succeeded), so live_handles() works over libcuda too, where the driver's own
-// handles cannot be counted. Allocations a capture records (cuMemAllocAsync on a capturing
-// stream) are graph nodes, not counted.
+// was forwarded and succeeded: entry_points.def's handle column), so live_handles() works over
+// libcuda too, where the driver's own handles cannot be counted. Allocations and frees a capture
+// records (cuMemAllocAsync, cuMemFreeAsync on a capturing stream) are graph nodes, not counted.
 //
 // Thread-safe: the plan, the log and the tracker are behind one mutex, never held while the
 // wrapped driver runs. Predicates run with it held: they must not call this driver.
@@ -104,7 +103,7 @@ class FaultInjectingDriver : public ForwardingDriver {
   std::size_t release_leaked();
 
   // ---- DriverApi ---------------------------------------------------------------------------------
-#define GRAPHCAP_DRIVER_ENTRY(name, version, versioned, params) \
+#define GRAPHCAP_DRIVER_ENTRY(name, version, versioned, params, ...) \
   CUresult name(GRAPHCAP_PARAMS(params)) override;
 #include <graphcap/driver/entry_points.def>
 

@@ -21,22 +21,39 @@
 #include <thread>
 
 #include <graphcap/driver/cuda_types.h>
+#include <graphcap/driver/entry_traits.h>
 
 namespace graphcap::fake {
 
-// Live handles by kind: what has been created and not yet destroyed.
+// Live handles by kind: what has been created and not yet destroyed. One field per kind of
+// graphcap::HandleKind (entry_traits.h), the kinds entry_points.def's handle column names:
+//   contexts            primary contexts retained (each retain counts)
+//   streams, events, modules, graphs, execs
+//   device_allocations  cuMemAlloc + cuMemAllocAsync not yet freed
+//   host_allocations    cuMemAllocHost not yet freed
 struct LiveHandles {
-  std::size_t contexts = 0;  // primary contexts retained (each retain counts)
-  std::size_t streams = 0;
-  std::size_t events = 0;
-  std::size_t modules = 0;
-  std::size_t graphs = 0;
-  std::size_t execs = 0;
-  std::size_t device_allocations = 0;  // cuMemAlloc + cuMemAllocAsync not yet freed
-  std::size_t host_allocations = 0;    // cuMemAllocHost not yet freed
+#define GRAPHCAP_LIVE_HANDLES_FIELD(kind) std::size_t kind = 0;
+  GRAPHCAP_HANDLE_KINDS(GRAPHCAP_LIVE_HANDLES_FIELD)
+#undef GRAPHCAP_LIVE_HANDLES_FIELD
   std::size_t total() const noexcept {
-    return contexts + streams + events + modules + graphs + execs + device_allocations +
-           host_allocations;
+    std::size_t sum = 0;
+#define GRAPHCAP_LIVE_HANDLES_ADD(kind) sum += kind;
+    GRAPHCAP_HANDLE_KINDS(GRAPHCAP_LIVE_HANDLES_ADD)
+#undef GRAPHCAP_LIVE_HANDLES_ADD
+    return sum;
+  }
+  // The field counting `kind`; nullptr for HandleKind::none.
+  static constexpr std::size_t LiveHandles::*field(HandleKind kind) noexcept {
+    switch (kind) {
+#define GRAPHCAP_LIVE_HANDLES_CASE(k) \
+  case HandleKind::k:                 \
+    return &LiveHandles::k;
+      GRAPHCAP_HANDLE_KINDS(GRAPHCAP_LIVE_HANDLES_CASE)
+#undef GRAPHCAP_LIVE_HANDLES_CASE
+      case HandleKind::none:
+        break;
+    }
+    return nullptr;
   }
   friend bool operator==(const LiveHandles&, const LiveHandles&) = default;
 };

@@ -37,7 +37,7 @@ class MockDriver : public DriverApi {
   }
 
   // One mock method per line of entry_points.def.
-#define GRAPHCAP_DRIVER_ENTRY(name, version, versioned, params) \
+#define GRAPHCAP_DRIVER_ENTRY(name, version, versioned, params, ...) \
   MOCK_METHOD(CUresult, name, (GRAPHCAP_PARAM_TYPES(params)), (override));
 #include <graphcap/driver/entry_points.def>
 
@@ -65,7 +65,7 @@ GRAPHCAP_MOCK_DRIVER_INLINE void MockDriver::delegate_to_fake() {
   using ::testing::Invoke;
   ON_CALL(*this, name()).WillByDefault([this]() { return fake_.name(); });
   // Every entry point: the owned fake's method of the same name.
-#define GRAPHCAP_DRIVER_ENTRY(name, version, versioned, params) \
+#define GRAPHCAP_DRIVER_ENTRY(name, version, versioned, params, ...) \
   ON_CALL(*this, name).WillByDefault(Invoke(&fake_, &FakeDriver::name));
 #include <graphcap/driver/entry_points.def>
 }

@@ -19,14 +19,14 @@ constexpr const char* kGetProcAddressSymbol = "cuGetProcAddress_v2";
 // Every entry point, typed as the ABI entry_points.def asks for it at: cudaTypedefs.h's
 // PFN_<name>_v<version>, with graphcap's mirrored types (cuda_types_check.cc proves they agree).
 struct EntryPoints {
-#define GRAPHCAP_DRIVER_ENTRY(name, version, versioned, params) \
+#define GRAPHCAP_DRIVER_ENTRY(name, version, versioned, params, ...) \
   CUresult (*name)(GRAPHCAP_PARAM_TYPES(params));
 #include <graphcap/driver/entry_points.def>
 };
 
 // Each ABI the loader asks for must be one a CUDA 13.0 driver knows (asking a driver for a version
 // newer than itself is an error).
-#define GRAPHCAP_DRIVER_ENTRY(name, version, versioned, params)                 \
+#define GRAPHCAP_DRIVER_ENTRY(name, version, versioned, params, ...)                 \
   static_assert(version <= kCudaVersion, #name ": entry_points.def asks for a "  \
                                         "CUDA version above graphcap::kCudaVersion");
 #include <graphcap/driver/entry_points.def>
@@ -93,7 +93,7 @@ class CudaDriver final : public DriverApi {
 
   const char* name() const noexcept override { return "cuda"; }
 
-#define GRAPHCAP_DRIVER_ENTRY(name, version, versioned, params) \
+#define GRAPHCAP_DRIVER_ENTRY(name, version, versioned, params, ...) \
   CUresult name(GRAPHCAP_PARAMS(params)) override { return fn_.name(GRAPHCAP_ARGS(params)); }
 #include <graphcap/driver/entry_points.def>
 
@@ -106,7 +106,7 @@ Result<EntryPoints> resolve_all(GetProcAddressFn get, const std::string& library
   EntryPoints entries{};
   // The string is the member's name and the version is its ABI's: one line of entry_points.def
   // each, no way for a name, a version and a slot to drift apart.
-#define GRAPHCAP_DRIVER_ENTRY(name, version, versioned, params) \
+#define GRAPHCAP_DRIVER_ENTRY(name, version, versioned, params, ...) \
   GRAPHCAP_TRY(resolve(get, library, #name, version, entries.name));
 #include <graphcap/driver/entry_points.def>
   return entries;

@@ -312,7 +312,7 @@ constexpr bool same_parameters() {
 // Per line: the export is the function PFN_<name>_v<version> types (so the version and the export
 // agree), and the line's parameters, in graphcap's types, have that typedef's count and ABI.
 // (`name` is pasted and stringized only: cuda.h's macros rename it where it is expanded.)
-#define GRAPHCAP_DRIVER_ENTRY(name, version, versioned, params)                                 \
+#define GRAPHCAP_DRIVER_ENTRY(name, version, versioned, params, ...)                              \
   static_assert(std::is_same_v<decltype(&::versioned), ::PFN_##name##_v##version>,              \
                 #name ": cuda.h's " #versioned " is not PFN_" #name "_v" #version);             \
   static_assert(same_arity<CUresult (*)(GRAPHCAP_PARAM_TYPES(params)),                          \

@@ -34,7 +34,7 @@ class DriverApi {
 
   // One pure virtual per line of entry_points.def:
   //   virtual CUresult cuStreamBeginCapture(CUstream stream, CUstreamCaptureMode mode) = 0;
-#define GRAPHCAP_DRIVER_ENTRY(name, version, versioned, params) \
+#define GRAPHCAP_DRIVER_ENTRY(name, version, versioned, params, ...) \
   virtual CUresult name(GRAPHCAP_PARAMS(params)) = 0;
 #include <graphcap/driver/entry_points.def>
 };

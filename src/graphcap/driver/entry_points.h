@@ -1,7 +1,7 @@
 // How to read entry_points.def, the one list of CUDA driver entry points graphcap uses. Each line
 // there is
 //
-//   GRAPHCAP_DRIVER_ENTRY(name, version, versioned, ((type, param), (type, param), ...))
+//   GRAPHCAP_DRIVER_ENTRY(name, version, versioned, ((type, param), (type, param), ...), traits)
 //
 // and whoever includes the file defines GRAPHCAP_DRIVER_ENTRY to turn one line into what it needs
 // (a pure virtual, a function pointer, a forwarder, ...); the file #undefs it at its end. These
@@ -15,6 +15,18 @@
 // The last is for a call that passes something first: f(tag GRAPHCAP_TRAILING_ARGS(params)). An
 // empty list, (), gives nothing in all four. At most 12 parameters.
 //
+// A line's traits, (stream, order, capture, host, (handle, kind, handle_param), (codes...)), are
+// read one by one (entry_points.def says what each means; entry_traits.h makes them values):
+//
+//   GRAPHCAP_TRAIT_STREAM(traits)        ->  stream (a parameter) or nullptr
+//   GRAPHCAP_TRAIT_ORDER(traits)         ->  ordered | unordered
+//   GRAPHCAP_TRAIT_CAPTURE(traits)       ->  none | begins | ends | unsafe
+//   GRAPHCAP_TRAIT_HOST(traits)          ->  none | waits | queries
+//   GRAPHCAP_TRAIT_HANDLE(traits)        ->  none | creates | releases
+//   GRAPHCAP_TRAIT_HANDLE_KIND(traits)   ->  none | streams | events | ... (fake::LiveHandles' fields)
+//   GRAPHCAP_TRAIT_HANDLE_PARAM(traits)  ->  the parameter that holds the handle, or 0
+//   GRAPHCAP_TRAIT_CODES(traits)         ->  CUDA_ERROR_..., CUDA_ERROR_...
+//
 // A caution for translation units that include cuda.h first (nvcc ones, cuda_types_check.cc):
 // cuda.h #defines many plain names as their versioned exports (cuMemAlloc -> cuMemAlloc_v2). A
 // `name` that reaches the output as an identifier is renamed by that macro, consistently
@@ -26,6 +38,28 @@
 #define GRAPHCAP_ARGS(params) GRAPHCAP_PP_EACH(GRAPHCAP_PP_ARG, params)
 #define GRAPHCAP_PARAM_TYPES(params) GRAPHCAP_PP_EACH(GRAPHCAP_PP_TYPE, params)
 #define GRAPHCAP_TRAILING_ARGS(params) GRAPHCAP_PP_TRAILING(GRAPHCAP_ARGS(params))
+
+#define GRAPHCAP_TRAIT_STREAM(traits) GRAPHCAP_PP_ARG0 traits
+#define GRAPHCAP_TRAIT_ORDER(traits) GRAPHCAP_PP_ARG1 traits
+#define GRAPHCAP_TRAIT_CAPTURE(traits) GRAPHCAP_PP_ARG2 traits
+#define GRAPHCAP_TRAIT_HOST(traits) GRAPHCAP_PP_ARG3 traits
+#define GRAPHCAP_TRAIT_HANDLE(traits) GRAPHCAP_PP_APPLY(GRAPHCAP_PP_ARG0, GRAPHCAP_PP_ARG4 traits)
+#define GRAPHCAP_TRAIT_HANDLE_KIND(traits) GRAPHCAP_PP_APPLY(GRAPHCAP_PP_ARG1, GRAPHCAP_PP_ARG4 traits)
+#define GRAPHCAP_TRAIT_HANDLE_PARAM(traits) \
+  GRAPHCAP_PP_APPLY(GRAPHCAP_PP_ARG2, GRAPHCAP_PP_ARG4 traits)
+#define GRAPHCAP_TRAIT_CODES(traits) GRAPHCAP_PP_APPLY(GRAPHCAP_PP_UNPAREN, GRAPHCAP_PP_ARG5 traits)
+
+// The nth element of a parenthesized group; `m args` once `args` is expanded.
+#define GRAPHCAP_PP_ARG0(a, ...) a
+#define GRAPHCAP_PP_ARG1(a, b, ...) b
+#define GRAPHCAP_PP_ARG2(a, b, c, ...) c
+#define GRAPHCAP_PP_ARG3(a, b, c, d, ...) d
+#define GRAPHCAP_PP_ARG4(a, b, c, d, e, ...) e
+#define GRAPHCAP_PP_ARG5(a, b, c, d, e, f, ...) f
+#define GRAPHCAP_PP_APPLY(m, args) m args
+// #x once x is expanded.
+#define GRAPHCAP_PP_STRINGIZE(x) GRAPHCAP_PP_STRINGIZE_(x)
+#define GRAPHCAP_PP_STRINGIZE_(x) #x
 
 #define GRAPHCAP_PP_PARAM(type, name) type name
 #define GRAPHCAP_PP_ARG(type, name) name

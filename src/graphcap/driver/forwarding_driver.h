@@ -32,7 +32,7 @@ class ForwardingDriver : public DriverApi {
     return inner_->capture_invalidation(stream);
   }
 
-#define GRAPHCAP_DRIVER_ENTRY(name, version, versioned, params) \
+#define GRAPHCAP_DRIVER_ENTRY(name, version, versioned, params, ...) \
   CUresult name(GRAPHCAP_PARAMS(params)) override { return inner_->name(GRAPHCAP_ARGS(params)); }
 #include <graphcap/driver/entry_points.def>
 

@@ -27,10 +27,10 @@
 #include <vector>
 
 #include <graphcap/driver/cuda_types.h>
+#include <graphcap/driver/entry_traits.h>
 #include <graphcap/fake/fake_driver.h>
 #include <graphcap/fake/internal/call_log.h>
 #include <graphcap/fake/internal/device_memory.h>
-#include <graphcap/fake/internal/entry_tags.h>
 #include <graphcap/fake/internal/fault_plan.h>
 #include <graphcap/fake/internal/graph_model.h>
 #include <graphcap/fake/internal/pinned_memory.h>
@@ -93,57 +93,21 @@ class FakeState {
   // ---- entry points (lock held) -----------------------------------------------------------------
   // One per line of entry_points.def, named and typed as the entry point, implemented in the .cc of
   // its concept:  CUresult cuStreamBeginCapture(CUstream stream, CUstreamCaptureMode mode);
-#define GRAPHCAP_DRIVER_ENTRY(name, version, versioned, params) \
+#define GRAPHCAP_DRIVER_ENTRY(name, version, versioned, params, ...) \
   CUresult name(GRAPHCAP_PARAMS(params));
 #include <graphcap/driver/entry_points.def>
 
   // ---- injected failures (lock held) ------------------------------------------------------------
-  // What an injected failure of an entry point does besides returning its code: the real
-  // failure's side effects, and no others. None, unless an overload below (one per entry point
-  // that has some, taking the entry point's arguments) says otherwise.
-  template <class Entry, class... Args>
-  void injected(Entry, const Args&...) {}
-  // A stream-ordered operation on a capturing stream invalidates its capture.
-  void injected(entry::cuStreamWaitEvent, CUstream stream, CUevent, unsigned) {
-    injected_captured_operation(stream);
-  }
-  void injected(entry::cuEventRecord, CUevent, CUstream stream) {
-    injected_captured_operation(stream);
-  }
-  void injected(entry::cuMemAllocAsync, CUdeviceptr*, std::size_t, CUstream stream) {
-    injected_captured_operation(stream);
-  }
-  void injected(entry::cuMemFreeAsync, CUdeviceptr, CUstream stream) {
-    injected_captured_operation(stream);
-  }
-  void injected(entry::cuMemcpyHtoDAsync, CUdeviceptr, const void*, std::size_t, CUstream stream) {
-    injected_captured_operation(stream);
-  }
-  void injected(entry::cuMemcpyDtoHAsync, void*, CUdeviceptr, std::size_t, CUstream stream) {
-    injected_captured_operation(stream);
-  }
-  void injected(entry::cuMemsetD8Async, CUdeviceptr, unsigned char, std::size_t, CUstream stream) {
-    injected_captured_operation(stream);
-  }
-  void injected(entry::cuMemcpyDtoDAsync, CUdeviceptr, CUdeviceptr, std::size_t, CUstream stream) {
-    injected_captured_operation(stream);
-  }
-  void injected(entry::cuMemsetD32Async, CUdeviceptr, unsigned, std::size_t, CUstream stream) {
-    injected_captured_operation(stream);
-  }
-  void injected(entry::cuLaunchKernel, CUfunction, unsigned, unsigned, unsigned, unsigned,
-                unsigned, unsigned, unsigned, CUstream stream, void**, void**) {
-    injected_captured_operation(stream);
-  }
-  void injected(entry::cuGraphUpload, CUgraphExec, CUstream stream) {
-    injected_captured_operation(stream);
-  }
-  void injected(entry::cuGraphLaunch, CUgraphExec, CUstream stream) {
-    injected_captured_operation(stream);
-  }
-  // A failed cuStreamEndCapture still ends the capture.
-  void injected(entry::cuStreamEndCapture, CUstream stream, CUgraph* graph) {
-    injected_end_capture(stream, graph);
+  // What an injected failure of entry point `Entry` does besides returning its code: the real
+  // failure's side effects, and no others, as its traits in entry_points.def say. A stream-ordered
+  // call on a capturing stream invalidates that capture; a failed cuStreamEndCapture still ends
+  // the capture (*graph = NULL). `stream` and `output` are the call's stream and handle columns.
+  template <class Entry, class Output>
+  void injected(CUstream stream, Output output) {
+    if constexpr (Entry::order == EntryOrder::ordered) injected_captured_operation(stream);
+    if constexpr (Entry::capture == EntryCapture::ends) injected_end_capture(stream, output);
+    (void)stream;
+    (void)output;
   }
 
   // ---- for KernelContext (lock held: only while a kernel body runs) ---------------------------

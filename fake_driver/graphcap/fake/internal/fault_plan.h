@@ -9,7 +9,6 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <type_traits>
 #include <vector>
 
 #include <graphcap/driver/cuda_types.h>
@@ -48,24 +47,5 @@ class FaultPlan {
   std::map<std::string, CUresult, std::less<>> always_;
   std::map<std::string, std::size_t, std::less<>> seen_;  // calls per entry point since clear()
 };
-
-// The first CUstream among a call's arguments (cuLaunchKernel's stream, cuEventRecord's second
-// argument, ...), or nullptr when the entry point takes none: what CallInfo::stream reports.
-template <class... Args>
-CUstream stream_argument(const Args&... args) {
-  CUstream stream = nullptr;
-  bool found = false;
-  auto take = [&](const auto& arg) {
-    if constexpr (std::is_same_v<std::decay_t<decltype(arg)>, CUstream>) {
-      if (!found) {
-        stream = arg;
-        found = true;
-      }
-    }
-  };
-  (take(args), ...);
-  (void)take;  // an entry point without parameters
-  return stream;
-}
 
 }  // namespace graphcap::fake::internal
