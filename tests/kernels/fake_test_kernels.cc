@@ -74,6 +74,14 @@ void countdown(KernelContext& k) {
 
 void set_condition(KernelContext& k) { k.set_condition(0, k.value<std::uint32_t>(1)); }
 
+void pdl_add_one(KernelContext& k) {
+  if (k.value<std::uint32_t>(3) != 0) k.wait_for_predecessor();
+  const auto n = k.value<std::uint32_t>(2);
+  auto src = k.buffer<const std::uint32_t>(0, n);
+  auto dst = k.buffer<std::uint32_t>(1, n);
+  for (std::size_t i = 0; i < dst.size() && i < src.size(); ++i) dst[i] = src[i] + 1;
+}
+
 }  // namespace
 
 void register_test_kernels(fake::FakeDriver& driver) {
@@ -90,6 +98,8 @@ void register_test_kernels(fake::FakeDriver& driver) {
   driver.register_typed_kernel<CUgraphConditionalHandle, CUdeviceptr, CUdeviceptr>("countdown",
                                                                                   countdown);
   driver.register_typed_kernel<CUgraphConditionalHandle, uint32_t>("set_condition", set_condition);
+  driver.register_typed_kernel<CUdeviceptr, CUdeviceptr, uint32_t, uint32_t>("pdl_add_one",
+                                                                            pdl_add_one);
 }
 
 }  // namespace graphcap::testing

@@ -65,3 +65,17 @@ extern "C" __global__ void set_condition(cudaGraphConditionalHandle h, std::uint
   if (blockIdx.x != 0 || threadIdx.x != 0) return;
   cudaGraphSetConditional(h, value);
 }
+
+// Programmatic dependent launch (sm_90 and later; on older architectures it is a plain add_one):
+// the trigger lets the next programmatic launch begin at once; the wait makes this kernel see what
+// its predecessor wrote (docs/cuda-driver-facts.md, P03).
+extern "C" __global__ void pdl_add_one(const std::uint32_t* src, std::uint32_t* dst,
+                                       std::uint32_t n, std::uint32_t wait) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  cudaTriggerProgrammaticLaunchCompletion();
+  if (wait != 0) cudaGridDependencySynchronize();
+#else
+  (void)wait;
+#endif
+  for (std::uint64_t i = first_index(); i < n; i += grid_stride()) dst[i] = src[i] + 1u;
+}

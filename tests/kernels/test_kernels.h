@@ -18,6 +18,11 @@
 //                                 condition h to (counter[0] > 0): a loop body that runs
 //                                 counter[0] times (the conditional handle is 8 bytes)
 //   set_condition(handle h, uint32_t value)                     sets condition h to value
+//   pdl_add_one(const uint32_t* src, uint32_t* dst, uint32_t n, uint32_t wait)
+//                                 dst[i] = src[i] + 1 for a programmatic dependent launch: lets
+//                                 its own dependent begin at once, then (wait != 0) waits for its
+//                                 predecessor (cudaGridDependencySynchronize;
+//                                 KernelContext::wait_for_predecessor on the fake) before reading
 //
 // Both sides declare the same layout: the CUDA side by its signature, the fake side by
 // register_typed_kernel's parameter types (cuFuncGetParamInfo answers from either).
@@ -39,9 +44,10 @@ static_assert(sizeof(Affine) == 24 && alignof(Affine) == 8);
 
 namespace graphcap::testing {
 
-inline constexpr const char* kTestKernelNames[] = {"empty", "add_one",   "fill",
-                                                   "axpy",  "copy",      "mixed",
-                                                   "affine", "countdown", "set_condition"};
+inline constexpr const char* kTestKernelNames[] = {"empty",  "add_one",   "fill",
+                                                   "axpy",   "copy",      "mixed",
+                                                   "affine", "countdown", "set_condition",
+                                                   "pdl_add_one"};
 
 // Registers every test kernel, with its parameter sizes, on a fake driver.
 void register_test_kernels(fake::FakeDriver& driver);

@@ -53,11 +53,13 @@ class KernelContext {
   // A device-pointer parameter (declared as 8 bytes) as host memory: `count` elements of T from
   // the address the parameter holds. The range must lie inside one live device allocation; a
   // violation (freed, foreign or out-of-bounds memory) is recorded and the span covers scratch
-  // memory instead, so the body runs on without touching anything real.
+  // memory instead, so the body runs on without touching anything real. Ask for const elements
+  // (buffer<const float>) where the body only reads: a span of non-const elements counts as
+  // written for the programmatic-launch check (wait_for_predecessor).
   template <class T>
   std::span<T> buffer(std::size_t param, std::size_t count) const {
     static_assert(std::is_trivially_copyable_v<T>);
-    std::byte* bytes = device_bytes(param, count * sizeof(T), alignof(T));
+    std::byte* bytes = device_bytes(param, count * sizeof(T), alignof(T), !std::is_const_v<T>);
     return {reinterpret_cast<T*>(bytes), bytes ? count : 0};
   }
 
@@ -84,6 +86,14 @@ class KernelContext {
   // body in it) created the handle may set it; anything else is recorded as a violation.
   void set_condition(std::size_t param, unsigned value) const;
 
+  // cudaGridDependencySynchronize(): a kernel launched programmatically (cuLaunchKernelEx with
+  // PROGRAMMATIC_STREAM_SERIALIZATION, eager or as a programmatic edge of a graph) may begin
+  // before its kernel predecessor has finished, and sees what that predecessor wrote only after
+  // this call. Taking a buffer() that overlaps memory the predecessor took for writing before
+  // calling it is recorded as a violation (the H200 read stale data there:
+  // docs/cuda-driver-facts.md, P03.a). A no-op for any other launch, as on CUDA.
+  void wait_for_predecessor() const;
+
  private:
   friend class FakeState;
   // `buffer` is the launch's parameter buffer: each parameter at its offset in `layout`.
@@ -92,7 +102,8 @@ class KernelContext {
       : state_(&state), name_(name), dims_(dims), layout_(layout), buffer_(buffer) {}
 
   const std::byte* param_bytes(std::size_t param, std::size_t size) const;
-  std::byte* device_bytes(std::size_t param, std::size_t bytes, std::size_t align) const;
+  std::byte* device_bytes(std::size_t param, std::size_t bytes, std::size_t align,
+                          bool writable) const;
 
   FakeState* state_;
   std::string_view name_;

@@ -112,10 +112,12 @@ class FakeState {
 
   // ---- for KernelContext (lock held: only while a kernel body runs) ---------------------------
   const std::byte* kernel_param(const KernelContext& context, std::size_t param, std::size_t size);
+  // `writable`: the body asked for a span of non-const elements (it may write them).
   std::byte* kernel_buffer(const KernelContext& context, std::size_t param, std::size_t bytes,
-                           std::size_t align);
+                           std::size_t align, bool writable);
   void kernel_trap(CUresult code);
   void kernel_set_condition(const KernelContext& context, std::size_t param, unsigned value);
+  void kernel_wait_for_predecessor();
 
  private:
   struct ThreadState {
@@ -214,6 +216,30 @@ class FakeState {
     std::uint64_t stream;
     const char* entry_point;
     QueuedWork work;
+    // Programmatic dependent launch, eagerly: this kernel's writes are kept for the programmatic
+    // launch queued right after it (watch_writes), or this is that launch, after op
+    // `programmatic_after`, still queued when it was launched (0: none).
+    bool watch_writes = false;
+    std::uint64_t programmatic_after = 0;
+  };
+
+  // The programmatic dependent launch contract around one kernel's execution (the fake's own
+  // check: on a GPU a dependent that reads early just reads stale data, P03.a). A kernel that a
+  // programmatic launch follows records what it may write (every span of non-const elements it
+  // takes); a programmatic kernel may touch none of its predecessors' writes before
+  // KernelContext::wait_for_predecessor().
+  struct ByteRange {
+    CUdeviceptr begin = 0;
+    std::size_t bytes = 0;
+  };
+  struct PredecessorWrites {
+    std::string kernel;  // the predecessor's name, for the message
+    std::vector<ByteRange> ranges;
+  };
+  struct PdlWatch {
+    bool record_writes = false;
+    PredecessorWrites written;                        // filled when record_writes
+    std::vector<const PredecessorWrites*> before_wait;  // a programmatic kernel's predecessors
   };
 
   // What the kernel body now running is, for KernelContext's checks and messages.
@@ -221,6 +247,9 @@ class FakeState {
     const internal::KernelDef* kernel = nullptr;
     std::string where;
     std::optional<CUresult> trap;
+    PdlWatch* pdl = nullptr;
+    bool waited = false;        // it called wait_for_predecessor()
+    bool pdl_reported = false;  // one violation per execution
   };
 
   // ---- fake_state.cc: handles, threads, contexts ------------------------------------------------
@@ -262,7 +291,9 @@ class FakeState {
   CUresult check_unsafe_call();
   // The capture is over: member streams back to NONE; its graph destroyed unless kept.
   void finish_capture(Capture& capture, bool keep_graph);
-  void add_node(Stream& stream, internal::NodeWork work);
+  // `programmatic`: a launch with PROGRAMMATIC_STREAM_SERIALIZATION, whose edges from kernel
+  // predecessors become programmatic edges.
+  void add_node(Stream& stream, internal::NodeWork work, bool programmatic = false);
   // The checks both ways of beginning a capture make (context, stream, mode, not capturing), and
   // the capture they open on `graph` (`to_graph`: the caller's graph, kept whatever the end).
   CUresult capture_entry(CUstream handle, CUstreamCaptureMode mode, Context** context,
@@ -274,14 +305,26 @@ class FakeState {
   void injected_end_capture(CUstream handle, CUgraph* graph);
   void refresh_frontier_handles(Stream& stream);
 
+  // ---- module_calls.cc: both launch entry points ------------------------------------------------
+  struct LaunchAttributes {
+    bool programmatic = false;  // PROGRAMMATIC_STREAM_SERIALIZATION
+    int priority = 0;           // PRIORITY, clamped
+  };
+  CUresult launch(CUfunction function, const LaunchDims& dims, CUstream handle, void** params,
+                  void** extra, const LaunchAttributes& attributes, const char* entry_point);
+
   // ---- work_queue.cc ----------------------------------------------------------------------------
   void enqueue(Stream& stream, const char* entry_point, QueuedWork work);
   void run_until(std::uint64_t seq);
   void run_all();
   void execute(Op& op);
-  // False when the work faulted (a kernel trap).
-  bool execute_node(const internal::NodeWork& work, const std::string& where);
-  void execute_kernel(const internal::KernelWork& work, const std::string& where);
+  // False when the work faulted (a kernel trap). `pdl`: the programmatic dependent launch
+  // contract around a kernel (nullptr: none).
+  bool execute_node(const internal::NodeWork& work, const std::string& where,
+                    PdlWatch* pdl = nullptr);
+  void execute_kernel(const internal::KernelWork& work, const std::string& where, PdlWatch* pdl);
+  void check_before_wait(const KernelContext& context, std::size_t param, CUdeviceptr address,
+                         std::size_t bytes);
   void violation(std::string text);
   // The stream's pending fault, reported once, if it happened before `before_seq`.
   std::optional<CUresult> take_error(Stream& stream, std::uint64_t before_seq);
@@ -290,14 +333,31 @@ class FakeState {
   // ---- graph_calls.cc ---------------------------------------------------------------------------
   void erase_graph(CUgraph handle);
   void erase_exec(CUgraphExec handle);
+  // What instantiate reports besides its code (cuGraphInstantiateWithParams' result_out and
+  // hErrNode_out).
+  struct InstantiateReport {
+    CUgraphInstantiateResult result = CUDA_GRAPH_INSTANTIATE_ERROR;
+    CUgraphNode node = nullptr;
+  };
+  // Both instantiate entry points: the checks, the executable, and (UPLOAD) its upload on
+  // `upload` (`with_params`: cuGraphInstantiateWithParams, which alone takes UPLOAD).
+  CUresult instantiate(CUgraphExec* exec, CUgraph handle, unsigned long long flags,
+                       CUstream upload, bool with_params, InstantiateReport* report);
   // What an executable of `graph` runs, its conditional nodes' bodies instantiated with it; or the
-  // code instantiate answers (memory nodes in a body: measured CUDA_ERROR_INVALID_VALUE).
+  // code instantiate answers, with its report (measured: memory nodes in a body are
+  // CUDA_ERROR_INVALID_VALUE naming the body's memory node; a handle no node uses is
+  // CUDA_ERROR_INVALID_VALUE naming none).
   CUresult instantiate_body(const internal::Graph& graph,
-                            std::shared_ptr<const internal::ExecBody>* body);
+                            std::shared_ptr<const internal::ExecBody>* body,
+                            InstantiateReport* report);
 
   // ---- conditional_nodes.cc ---------------------------------------------------------------------
   CUresult add_conditional_node(internal::Graph& graph, std::vector<std::size_t> deps,
                                 CUDA_CONDITIONAL_NODE_PARAMS& params, CUgraphNode* node);
+  // Whether `handle` may steer a conditional node of `graph`: created on it or on a graph that
+  // holds it (cuda.h: "this graph or one of its children"; measured B07e), and used by no node
+  // yet.
+  bool handle_usable(const internal::Graph& graph, CUgraphConditionalHandle handle) const;
   // Runs an executable's nodes (a launch, or a conditional node's body) in order; false when the
   // work faulted (running_.trap says how).
   bool run_graph(const internal::ExecBody& body, CUgraphExec exec, int depth);
@@ -348,6 +408,8 @@ class FakeState {
   internal::PinnedMemory pinned_memory_;
   std::deque<Op> queue_;
   RunningKernel running_;
+  // Eager programmatic launches: what each watched op wrote, until its dependent runs (by seq).
+  std::map<std::uint64_t, PredecessorWrites> pdl_writes_;
 
   internal::FaultPlan faults_;
   internal::CallLog log_;

@@ -33,6 +33,11 @@ struct KernelWork {
   // The parameter buffer (kernel->param_bytes, each parameter at its offset, padding zero),
   // copied at launch time, as CUDA does.
   std::vector<std::byte> params;
+  // cuLaunchKernelEx's attributes: PROGRAMMATIC_STREAM_SERIALIZATION (the kernel may begin
+  // before its kernel predecessor ends, and must wait for it before reading what it wrote), and
+  // PRIORITY, clamped to the context's range (measured: docs/cuda-driver-facts.md, P04).
+  bool programmatic = false;
+  int priority = 0;
 };
 
 // cuMemcpyHtoDAsync. Pageable sources of an eager copy are snapshotted at call time; pinned

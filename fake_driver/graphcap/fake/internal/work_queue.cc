@@ -56,7 +56,20 @@ void FakeState::execute(Op& op) {
   std::visit(Overloaded{
                  [&](const internal::NodeWork& work) {
                    tick();
-                   fault = execute_node(work, op.entry_point) ? std::nullopt : running_.trap;
+                   if (!op.watch_writes && op.programmatic_after == 0) {
+                     fault = execute_node(work, op.entry_point) ? std::nullopt : running_.trap;
+                     return;
+                   }
+                   // Programmatic dependent launch: this kernel's predecessor's writes, or its
+                   // own for the programmatic launch after it.
+                   PdlWatch watch;
+                   watch.record_writes = op.watch_writes;
+                   auto before = pdl_writes_.find(op.programmatic_after);
+                   if (before != pdl_writes_.end()) watch.before_wait.push_back(&before->second);
+                   fault = execute_node(work, op.entry_point, &watch) ? std::nullopt
+                                                                     : running_.trap;
+                   if (before != pdl_writes_.end()) pdl_writes_.erase(before);
+                   if (op.watch_writes) pdl_writes_[op.seq] = std::move(watch.written);
                  },
                  [&](const EventRecordWork& record) {
                    tick();
@@ -86,12 +99,13 @@ void FakeState::execute(Op& op) {
   if (fault && stream != nullptr && !stream->error) stream->error = StreamError{*fault, op.seq};
 }
 
-bool FakeState::execute_node(const internal::NodeWork& work, const std::string& where) {
+bool FakeState::execute_node(const internal::NodeWork& work, const std::string& where,
+                             PdlWatch* pdl) {
   running_ = RunningKernel{};
   std::string why;
   std::visit(
       Overloaded{
-          [&](const internal::KernelWork& kernel) { execute_kernel(kernel, where); },
+          [&](const internal::KernelWork& kernel) { execute_kernel(kernel, where, pdl); },
           [&](const internal::CopyToDeviceWork& copy) {
             if (copy.bytes == 0) return;
             std::byte* dst = device_memory_.access(copy.dst, copy.bytes, &why);
@@ -182,7 +196,8 @@ bool FakeState::execute_node(const internal::NodeWork& work, const std::string& 
   return !running_.trap.has_value();
 }
 
-void FakeState::execute_kernel(const internal::KernelWork& work, const std::string& where) {
+void FakeState::execute_kernel(const internal::KernelWork& work, const std::string& where,
+                               PdlWatch* pdl) {
   const std::string& name = work.kernel->name;
   if (modules_.find(work.module) == modules_.end()) {
     violation(where + ": kernel '" + name + "' belongs to a module that has been unloaded");
@@ -191,6 +206,8 @@ void FakeState::execute_kernel(const internal::KernelWork& work, const std::stri
   KernelContext context(*this, name, work.dims, work.kernel->params, work.params);
   running_.kernel = work.kernel.get();
   running_.where = where;
+  running_.pdl = pdl;
+  if (pdl != nullptr && pdl->record_writes) pdl->written.kernel = name;
   try {
     work.kernel->body(context);
   } catch (const std::exception& error) {
@@ -201,6 +218,7 @@ void FakeState::execute_kernel(const internal::KernelWork& work, const std::stri
     running_.trap = CUDA_ERROR_LAUNCH_FAILED;
   }
   running_.kernel = nullptr;
+  running_.pdl = nullptr;
 }
 
 }  // namespace graphcap::fake
