@@ -7,6 +7,7 @@
 #include <graphcap/capture/graph_report.h>
 #include <graphcap/capture_options.h>
 #include <graphcap/capture_scope.h>
+#include <graphcap/condition.h>
 #include <graphcap/device.h>
 #include <graphcap/device_limits.h>
 #include <graphcap/device_options.h>
@@ -20,7 +21,9 @@
 #include <graphcap/event.h>
 #include <graphcap/graph.h>
 #include <graphcap/graph_pool.h>
+#include <graphcap/launch_options.h>
 #include <graphcap/log.h>
+#include <graphcap/loop.h>
 #include <graphcap/memory_stats.h>
 #include <graphcap/module.h>
 #include <graphcap/param.h>
