@@ -53,3 +53,11 @@ extern "C" __global__ void next_token(const std::uint32_t* state, std::uint32_t*
     if (h != 0) cudaGraphSetConditional(h, go[0]);
   }
 }
+
+extern "C" __global__ void decide(const std::uint32_t* state, std::uint32_t* taken,
+                                  cudaGraphConditionalHandle h) {
+  if (blockIdx.x != 0 || threadIdx.x != 0) return;
+  const std::uint32_t refine = decode::refine_after(state[0]) ? 1u : 0u;
+  taken[0] += refine;
+  cudaGraphSetConditional(h, refine);
+}

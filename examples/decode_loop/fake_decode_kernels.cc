@@ -64,6 +64,15 @@ void next_token(KernelContext& k) {
   if (k.value<graphcap::CUgraphConditionalHandle>(4) != 0) k.set_condition(4, go[0]);
 }
 
+void decide(KernelContext& k) {
+  auto state = k.buffer<const std::uint32_t>(0, 1);
+  auto taken = k.buffer<std::uint32_t>(1, 1);
+  if (state.empty() || taken.empty()) return;
+  const std::uint32_t refine = refine_after(state[0]) ? 1u : 0u;
+  taken[0] += refine;
+  k.set_condition(2, refine);
+}
+
 }  // namespace
 
 void register_fake_kernels(graphcap::fake::FakeDriver& driver) {
@@ -76,6 +85,8 @@ void register_fake_kernels(graphcap::fake::FakeDriver& driver) {
   driver.register_typed_kernel<CUdeviceptr, CUdeviceptr, CUdeviceptr, CUdeviceptr,
                                graphcap::CUgraphConditionalHandle, uint32_t>("next_token",
                                                                             next_token);
+  driver.register_typed_kernel<CUdeviceptr, CUdeviceptr, graphcap::CUgraphConditionalHandle>(
+      "decide", decide);
 }
 
 }  // namespace decode
