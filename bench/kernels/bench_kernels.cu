@@ -19,3 +19,19 @@ extern "C" __global__ void countdown(cudaGraphConditionalHandle h, unsigned int*
   go[0] = left > 0 ? 1u : 0u;
   if (h != 0) cudaGraphSetConditional(h, go[0]);
 }
+
+// A link of a programmatic chain (bench_kernels.h). The device-side PDL calls exist from sm_90 on.
+extern "C" __global__ void chain(const unsigned int* prev, unsigned int* mine, unsigned int wait) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  cudaTriggerProgrammaticLaunchCompletion();
+  if (wait != 0) cudaGridDependencySynchronize();
+#else
+  (void)wait;
+#endif
+  if (threadIdx.x == 0) mine[blockIdx.x] = prev[blockIdx.x] + 1u;
+}
+
+extern "C" __global__ void set_condition(cudaGraphConditionalHandle h, unsigned int value) {
+  if (blockIdx.x != 0 || threadIdx.x != 0) return;
+  cudaGraphSetConditional(h, value);
+}

@@ -23,6 +23,17 @@ void register_bench_kernels(fake::FakeDriver& driver) {
         go[0] = left > 0 ? 1u : 0u;
         if (k.value<CUgraphConditionalHandle>(0) != 0) k.set_condition(0, go[0]);
       });
+  driver.register_typed_kernel<CUdeviceptr, CUdeviceptr, std::uint32_t>(
+      std::string(kChainKernel), [](fake::KernelContext& k) {
+        if (k.value<std::uint32_t>(2) != 0) k.wait_for_predecessor();
+        const std::size_t blocks = k.dims().grid.x;
+        auto prev = k.buffer<const std::uint32_t>(0, blocks);
+        auto mine = k.buffer<std::uint32_t>(1, blocks);
+        for (std::size_t b = 0; b < mine.size() && b < prev.size(); ++b) mine[b] = prev[b] + 1;
+      });
+  driver.register_typed_kernel<CUgraphConditionalHandle, std::uint32_t>(
+      std::string(kSetConditionKernel),
+      [](fake::KernelContext& k) { k.set_condition(0, k.value<std::uint32_t>(1)); });
 }
 
 }  // namespace graphcap::bench
