@@ -169,18 +169,20 @@ class Device {
   // would have written. The stream is back to no_capture and usable.
   Result<void> abort_capture(Stream& s);
 
-  // Device-side loops (device_loops.cc; docs/capture-lifecycle.md, "Device-side loops"). Inside
-  // a recording of `s` (begun by `s`, on its recording thread in global and thread_local mode):
+  // Device-side loops (device_loops.cc; docs/capture-lifecycle.md, "Device-side loops and
+  // branches"). Inside a recording of `s` (begun by `s`, on its recording thread in global and
+  // thread_local mode):
   // begin_while inserts a WHILE node, and what `s` records from then on until end_while(s, loop)
   // is the loop's body. Each replay runs the body while the loop's condition is not 0: it starts
   // every replay at `first`, and a kernel recorded with Arg::condition(loop) sets it on the
-  // device. Loops nest (up to 8), ended innermost first; an inner loop's condition is set to
-  // `first` once per replay, not per outer iteration (re-arm it from a kernel). Misuse is
-  // Errc::graph_state and changes nothing: outside a recording, on a side stream, end_while of a
-  // loop that is not the innermost open one, end_capture while a loop is open. Inside a body,
-  // events (record, wait) are refused: a body can't wait on work outside it. A body whose
-  // capture the driver invalidated, or that holds memory nodes (external work), dooms the
-  // recording: end_while says why and end_capture refuses it.
+  // device. Loops nest with each other and with branches (up to 128 deep), ended innermost first;
+  // an inner loop's condition is set to `first` once per replay, not per outer iteration (re-arm
+  // it from a kernel). Misuse is Errc::graph_state and changes nothing: outside a recording, on a
+  // side stream, end_while of a loop that is not the innermost open one, end_capture while a loop
+  // is open. Inside a body, events (record, wait) are refused: a body can't wait on work outside
+  // it. A body whose capture the driver invalidated dooms the recording: end_while says why and
+  // end_capture refuses it. Memory nodes in a body (external work) are refused by the driver's
+  // instantiate at end_capture, naming the node.
   Result<Loop> begin_while(Stream& s, bool first = true);
   Result<void> end_while(Stream& s, Loop& loop);
 

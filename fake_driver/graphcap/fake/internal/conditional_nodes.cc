@@ -209,7 +209,13 @@ std::shared_ptr<const internal::ExecBody> FakeState::with_kernel(
       return nullptr;
     }
     auto copy = std::make_shared<internal::ExecBody>(body);
-    copy->nodes[index].work = internal::NodeWork{work};
+    // New parameters, not new launch attributes: the node keeps its priority (cuda.h: set-params
+    // takes CUDA_KERNEL_NODE_PARAMS, which has none).
+    internal::KernelWork replaced = work;
+    const auto& was = std::get<internal::KernelWork>(body.nodes[index].work);
+    replaced.priority = was.priority;
+    replaced.programmatic = was.programmatic;
+    copy->nodes[index].work = internal::NodeWork{std::move(replaced)};
     return copy;
   }
   for (std::size_t i = 0; i < body.nodes.size(); ++i) {
