@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <type_traits>
@@ -57,25 +58,13 @@ class Arg {
   // The loop's handle, for a kernel of the loop's recording to set. An empty Loop is refused by
   // the launch (Errc::invalid_argument).
   static Arg condition(const Loop& loop) noexcept {
-    Arg arg(Access::condition);
-    const CUgraphConditionalHandle handle = loop.handle();
-    std::memcpy(arg.bytes_, &handle, sizeof handle);
-    arg.size_ = sizeof handle;
-    arg.recording_ = loop.recording();
-    arg.condition_ = loop.id_;
-    return arg;
+    return conditional(loop.handle(), loop.recording(), loop.id_);
   }
 
   // The condition's handle, for a kernel of the condition's recording to set (before the branch
   // it steers). An empty Condition is refused by the launch (Errc::invalid_argument).
   static Arg condition(const Condition& condition) noexcept {
-    Arg arg(Access::condition);
-    const CUgraphConditionalHandle handle = condition.handle();
-    std::memcpy(arg.bytes_, &handle, sizeof handle);
-    arg.size_ = sizeof handle;
-    arg.recording_ = condition.recording();
-    arg.condition_ = condition.id_;
-    return arg;
+    return conditional(condition.handle(), condition.recording(), condition.id_);
   }
 
   Access access() const noexcept { return access_; }
@@ -99,6 +88,15 @@ class Arg {
 
  private:
   explicit Arg(Access access) noexcept : access_(access) {}
+  static Arg conditional(CUgraphConditionalHandle handle, std::uint64_t recording,
+                         std::uint64_t id) noexcept {
+    Arg arg(Access::condition);
+    std::memcpy(arg.bytes_, &handle, sizeof handle);
+    arg.size_ = sizeof handle;
+    arg.recording_ = recording;
+    arg.condition_ = id;
+    return arg;
+  }
   Arg(Access access, const Buffer& buffer) noexcept : access_(access), buffer_(buffer) {}
 
   Access access_;

@@ -654,6 +654,26 @@ std::optional<Error> OpenRecording::switch_body(std::optional<unsigned> next,
   return failure;
 }
 
+std::size_t OpenRecording::add_conditional_locked(std::uint64_t frame, std::string label) {
+  // Recorded where the stream's work goes now (the graph, or the enclosing body), depending on
+  // what the stream recorded last; later work there depends on it.
+  Frame* enclosing = frames_.empty() ? nullptr : &frames_.back();
+  if (enclosing != nullptr) {
+    ++enclosing->body_nodes;
+  } else {
+    ++recorded_.nodes_by_type[CU_GRAPH_NODE_TYPE_CONDITIONAL];
+    ++recorded_.node_count;
+  }
+  RecordedNode& node = topology_.add(enclosing != nullptr ? enclosing->lane : stream_index_);
+  node.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
+  node.label = OperationLabel::of_text(std::move(label));
+  node.stream = stream_index_;
+  node.loop = enclosing != nullptr ? enclosing->id : 0;
+  node.branch_body = enclosing != nullptr ? enclosing->body : 0;
+  node.body = frame;
+  return topology_.size() - 1;
+}
+
 Result<std::size_t> OpenRecording::next_loop_depth() const {
   std::lock_guard book(book_);
   if (frames_.size() >= kMaxDepth) {
@@ -703,24 +723,9 @@ Result<OpenRecording::LoopInfo> OpenRecording::begin_loop(CUstream body_stream, 
   frame.lane = -1 - static_cast<int>(*depth);
   {
     std::lock_guard book(book_);
-    // The WHILE node, recorded where the stream's work goes now (the graph, or the enclosing
-    // body), depending on what the stream recorded last; later work there depends on it.
-    Frame* enclosing = frames_.empty() ? nullptr : &frames_.back();
-    if (enclosing != nullptr) {
-      ++enclosing->body_nodes;
-    } else {
-      ++recorded_.nodes_by_type[CU_GRAPH_NODE_TYPE_CONDITIONAL];
-      ++recorded_.node_count;
-    }
-    RecordedNode& node = topology_.add(enclosing != nullptr ? enclosing->lane : stream_index_);
-    node.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
-    node.label = OperationLabel::of_text("while loop " + std::to_string(frame.id) + " (first " +
-                                         std::to_string(first) + ")");
-    node.stream = stream_index_;
-    node.loop = enclosing != nullptr ? enclosing->id : 0;
-    node.branch_body = enclosing != nullptr ? enclosing->body : 0;
-    node.body = frame.id;
-    frame.node = topology_.size() - 1;
+    frame.node = add_conditional_locked(
+        frame.id, "while loop " + std::to_string(frame.id) + " (first " + std::to_string(first) +
+                      ")");
     body_graphs_.push_back(BodyGraph{frame.id, 0, frame.bodies[0], frame.node});
     frames_.push_back(frame);
     retarget_locked();
@@ -870,24 +875,10 @@ Result<void> OpenRecording::begin_branch(CUstream body_stream, BranchKind kind,
   frame.handle = handle;
   frame.first = first;
   frame.lane = -1 - static_cast<int>(*depth);
-  Frame* enclosing = frames_.empty() ? nullptr : &frames_.back();
-  if (enclosing != nullptr) {
-    ++enclosing->body_nodes;
-  } else {
-    ++recorded_.nodes_by_type[CU_GRAPH_NODE_TYPE_CONDITIONAL];
-    ++recorded_.node_count;
-  }
-  RecordedNode& node = topology_.add(enclosing != nullptr ? enclosing->lane : stream_index_);
-  node.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
-  node.label = OperationLabel::of_text(
-      is_if ? "if (condition " + std::to_string(id) + ", first " + std::to_string(first) + ")"
-            : "switch of " + std::to_string(cases) + " cases (condition " + std::to_string(id) +
-                  ", first " + std::to_string(first) + ")");
-  node.stream = stream_index_;
-  node.loop = enclosing != nullptr ? enclosing->id : 0;
-  node.branch_body = enclosing != nullptr ? enclosing->body : 0;
-  node.body = id;
-  frame.node = topology_.size() - 1;
+  frame.node = add_conditional_locked(
+      id, is_if ? "if (condition " + std::to_string(id) + ", first " + std::to_string(first) + ")"
+                : "switch of " + std::to_string(cases) + " cases (condition " +
+                      std::to_string(id) + ", first " + std::to_string(first) + ")");
   for (unsigned b = 0; b < size; ++b) {
     body_graphs_.push_back(BodyGraph{id, b, frame.bodies[b], frame.node});
   }

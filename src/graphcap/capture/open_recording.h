@@ -219,6 +219,8 @@ class OpenRecording {
   // open body `next` (or none). The caller decided every refusal first.
   std::optional<Error> switch_body(std::optional<unsigned> next, const std::string& operation);
   void retarget_locked() noexcept;
+  // The conditional node of a new frame `frame` (labelled `label`) in the topology: its index.
+  std::size_t add_conditional_locked(std::uint64_t frame, std::string label);
   std::string frame_name(const Frame& frame) const;
   // Names the node the driver named in a refused instantiate, in graphcap's terms.
   std::string name_failed_node(CapturedGraph& captured, const Recording& recording,
