@@ -409,6 +409,7 @@ TEST_F(BranchTest, AConditionOfAnotherRecordingIsRefused) {
   ASSERT_THAT(device_->end_if(stream(), *c), IsOk());
   ASSERT_THAT(device_->end_capture(stream()), IsOk());
   EXPECT_THAT(set(*c, 1u), StatusIs(Errc::invalid_argument, _, HasSubstr("eager")));
+  EXPECT_THAT(set(Condition{}, 1u), StatusIs(Errc::invalid_argument, _, HasSubstr("empty")));
   begin();
   EXPECT_THAT(set(*c, 1u), StatusIs(Errc::invalid_argument, _, HasSubstr("another recording")));
   EXPECT_THAT(device_->begin_if(stream(), *c),
