@@ -40,6 +40,7 @@ if [[ "$what" == bench || "$what" == all ]]; then
     "$exe" --driver=cuda >> "$out/examples.txt" 2>&1 || { rc=1; echo "FAILED: $example" >> "$out/examples.txt"; }
     if [[ $example == decode_loop/decode_loop ]]; then
       "$exe" --driver=cuda --until-device-stop >> "$out/examples.txt" 2>&1 || { rc=1; echo "FAILED: $example --until-device-stop" >> "$out/examples.txt"; }
+      "$exe" --driver=cuda --skip-by-device >> "$out/examples.txt" 2>&1 || { rc=1; echo "FAILED: $example --skip-by-device" >> "$out/examples.txt"; }
     fi
   done
   [[ -f "$out/examples.txt" ]] && cat "$out/examples.txt"
