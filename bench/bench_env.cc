@@ -26,7 +26,9 @@ Result<std::unique_ptr<BenchEnv>> BenchEnv::open(DriverKind kind) {
     options.device_count = 2;      // PeerCopy's second device; the rest use device 0
     env->fake_ = std::make_unique<fake::FakeDriver>(options);
     fake::register_compiled_kernels(*env->fake_);
-    env->fake_image_ = env->fake_->module_image({kEmptyKernel, kValuesKernel, kSinkKernel, kCountdownKernel});
+    env->fake_image_ = env->fake_->module_image({kEmptyKernel, kValuesKernel, kSinkKernel,
+                                                 kCountdownKernel, kChainKernel,
+                                                 kSetConditionKernel});
     image = env->fake_image_;
     inner = env->fake_.get();
   } else {
@@ -184,7 +186,7 @@ Result<CapturedGraph*> BenchEnv::graph(int n) {
                                         " of them kernels");
   }
   if (captured->exec == nullptr) {
-    return Error(Errc::graph_state, what + ": no cuGraphInstantiateWithFlags was seen");
+    return Error(Errc::graph_state, what + ": no instantiate was seen");
   }
   if (Result<void> synced = sync(); !synced) return synced.error().context(what);
   CapturedGraph* out = captured.get();

@@ -52,6 +52,8 @@ class BenchEnv {
   const Kernel& empty_kernel() const noexcept { return empty_; }
   const Kernel& sink_kernel() const noexcept { return sink_; }
   const Kernel& countdown_kernel() const noexcept { return countdown_; }
+  // The benchmark kernels' module, for the families that look their own kernels up.
+  const Module& module() const noexcept { return module_; }
   static constexpr LaunchDims kEmptyDims{Dim3{1, 1, 1}, Dim3{32, 1, 1}, 0};
 
   // One eager launch of `empty` through graphcap (Device::launch).

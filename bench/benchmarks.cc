@@ -704,6 +704,7 @@ void register_benchmarks(BenchEnv& env, const BenchPlan& plan) {
                 nullptr, pass_iterations);
   register_many_graphs_benchmarks(env, plan);
   register_loop_benchmarks(env, plan);
+  register_branch_benchmarks(env, plan);
   register_pair(env, plan, "ForkedReplay", "SerialReplay", forked_vs_serial,
                 benchmark::kMicrosecond, nullptr, fork_iterations);
   register_peer_copy_benchmarks(env, plan);

@@ -44,6 +44,15 @@ void register_graph_memory_benchmarks(BenchEnv& env, const BenchPlan& plan);
 // time of each way, and the ratios the issue sets goals for.
 void register_loop_benchmarks(BenchEnv& env, const BenchPlan& plan);
 
+// Branches and programmatic dependent launch (branch_benchmarks.cc, issue 26):
+//   PdlChain/n/blocks   a chain of n kernels (16, 64) of `blocks` blocks (1, 8, 132, 256): device
+//       time (CUDA events) of graphcap's programmatic chain replayed, the raw programmatic chain
+//       replayed, graphcap's plain chain replayed, and both eagerly; ratios pdl_vs_raw and
+//       plain_vs_pdl (the issue's goals)
+//   BranchCost/k   device time of a replay of a setter + k kernels, + IF taken / skipped, + an
+//       empty IF, + a SWITCH of 4 bodies of k, a raw IF of one body skipped; host replay time
+void register_branch_benchmarks(BenchEnv& env, const BenchPlan& plan);
+
 // Peer copies (peer_copy_benchmarks.cc, issue 14), needs 2 devices (skipped otherwise):
 //   PeerCopy/bytes   device 1's buffer into device 0's: Device::copy + sync (eager) against raw
 //                    cuMemcpyDtoDAsync + cuStreamSynchronize of the same pointers, and the copy

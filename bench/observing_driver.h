@@ -1,5 +1,5 @@
 // ObservingDriver: a DriverApi that forwards every call to another one, counts them, and remembers
-// the last executable cuGraphInstantiateWithFlags created.
+// the last executable an instantiate (cuGraphInstantiateWithParams or ...WithFlags) created.
 //
 // Why: the replay benchmarks compare Graph::replay() against cuGraphLaunch of the very same
 // CUgraphExec on the very same stream, and graphcap's public API does not hand out the
@@ -43,13 +43,19 @@ class ObservingDriver final : public CountingDriver {
  public:
   using CountingDriver::CountingDriver;
 
-  // The executable of the most recent successful cuGraphInstantiateWithFlags (nullptr: none, or
-  // it has been destroyed since).
+  // The executable of the most recent successful instantiate (graphcap's end_capture goes through
+  // cuGraphInstantiateWithParams; nullptr: none, or it has been destroyed since).
   CUgraphExec last_exec() const noexcept { return last_exec_; }
 
   CUresult cuGraphInstantiateWithFlags(CUgraphExec* exec, CUgraph graph,
                                        unsigned long long flags) override {
     const CUresult result = CountingDriver::cuGraphInstantiateWithFlags(exec, graph, flags);
+    if (result == CUDA_SUCCESS && exec != nullptr) last_exec_ = *exec;
+    return result;
+  }
+  CUresult cuGraphInstantiateWithParams(CUgraphExec* exec, CUgraph graph,
+                                        CUDA_GRAPH_INSTANTIATE_PARAMS* params) override {
+    const CUresult result = CountingDriver::cuGraphInstantiateWithParams(exec, graph, params);
     if (result == CUDA_SUCCESS && exec != nullptr) last_exec_ = *exec;
     return result;
   }

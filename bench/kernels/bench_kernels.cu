@@ -21,3 +21,18 @@ GRAPHCAP_KERNEL(countdown, (graphcap::CUgraphConditionalHandle h, ptr<unsigned i
   go[0] = left > 0 ? 1u : 0u;
   if (h != 0) graphcap::kernel::set_condition(h, go[0]);
 }
+
+// A link of a programmatic chain (bench_kernels.h). The device-side PDL calls exist from sm_90 on.
+GRAPHCAP_KERNEL(chain, (ptr<const unsigned int> prev, ptr<unsigned int> mine, unsigned int wait)) {
+  graphcap::kernel::trigger_dependents();
+  if (wait != 0) graphcap::kernel::wait_for_predecessor();
+  if (graphcap::kernel::thread_idx().x == 0) {
+    mine[graphcap::kernel::block_idx().x] = prev[graphcap::kernel::block_idx().x] + 1u;
+  }
+}
+
+// One thread sets the conditional handle h to value.
+GRAPHCAP_KERNEL(set_condition, (graphcap::CUgraphConditionalHandle h, unsigned int value)) {
+  if (graphcap::kernel::block_idx().x != 0 || graphcap::kernel::thread_idx().x != 0) return;
+  graphcap::kernel::set_condition(h, value);
+}

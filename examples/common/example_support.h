@@ -68,7 +68,7 @@ class DecodeDriver {
       fake_options.record_calls = false;
       fake_ = std::make_unique<graphcap::fake::FakeDriver>(fake_options);
       graphcap::fake::register_compiled_kernels(*fake_);
-      image_ = fake_->module_image({"embed", "mix", "axpy", "copy", "next_token"});
+      image_ = fake_->module_image({"embed", "mix", "axpy", "copy", "next_token", "decide"});
       return;
     }
 #if EXAMPLE_DECODE_CUDA_KERNELS

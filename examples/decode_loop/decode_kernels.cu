@@ -61,3 +61,11 @@ GRAPHCAP_KERNEL(next_token, (ptr<const std::uint32_t> state, ptr<std::uint32_t> 
     if (h != 0) graphcap::kernel::set_condition(h, go[0]);
   }
 }
+
+GRAPHCAP_KERNEL(decide, (ptr<const std::uint32_t> state, ptr<std::uint32_t> taken,
+                         graphcap::CUgraphConditionalHandle h)) {
+  if (graphcap::kernel::block_idx().x != 0 || graphcap::kernel::thread_idx().x != 0) return;
+  const std::uint32_t refine = decode::refine_after(state[0]) ? 1u : 0u;
+  taken[0] += refine;
+  graphcap::kernel::set_condition(h, refine);
+}

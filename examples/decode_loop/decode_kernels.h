@@ -13,6 +13,9 @@
 //       token[i] = next_token_one(state[i], state[0]); one thread: --left[0], go[0] = the step
 //       loop goes on (stop_after(state[0], left[0]) is false), and when h is not 0 it sets the
 //       WHILE condition h to go[0]: the decode loop's device-side stop (--until-device-stop)
+//   decide(const u32* state, u32* taken, handle h)
+//       one thread: v = refine_after(state[0]); taken[0] += v; sets the IF condition h to v: the
+//       step's optional refinement, decided on the device (--skip-by-device)
 #pragma once
 
 #include <cstdint>
@@ -26,7 +29,8 @@
 
 namespace decode {
 
-inline constexpr const char* kKernelNames[] = {"embed", "mix", "axpy", "copy", "next_token"};
+inline constexpr const char* kKernelNames[] = {"embed", "mix",        "axpy",
+                                               "copy",  "next_token", "decide"};
 
 // The host versions, for the reference result (the same arithmetic as the kernels).
 inline std::uint32_t embed_one(std::uint32_t token, std::uint32_t state) {
@@ -48,5 +52,9 @@ DECODE_HOST_DEVICE inline std::uint32_t next_token_one(std::uint32_t state, std:
 DECODE_HOST_DEVICE inline bool stop_after(std::uint32_t first, std::uint32_t left) {
   return (first & 0xFFu) == 0xA5u || left == 0;
 }
+
+// Whether a step's state asks for one more refining layer (--skip-by-device): bit 3 of
+// state[0], so about half the steps skip it.
+DECODE_HOST_DEVICE inline bool refine_after(std::uint32_t first) { return ((first >> 3) & 1u) != 0; }
 
 }  // namespace decode

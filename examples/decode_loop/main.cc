@@ -13,7 +13,7 @@
 // program exits 1 and says where they differ otherwise.
 //
 //   decode_loop [--driver=fake|cuda] [--steps=N] [--elements=N] [--layers=N]
-//               [--until-device-stop]
+//               [--until-device-stop | --skip-by-device]
 //
 // --until-device-stop: the next token is computed on the device from the new state, and so is
 // whether decoding stops (an "end of sequence" token, or --steps steps at most): the host can't
@@ -22,6 +22,12 @@
 // a graph holding a WHILE loop over the step (Device::begin_while), and blind replay of the step
 // count the first way found (the lower bound). All three final states, and the step counts, must
 // equal the host reference.
+//
+// --skip-by-device: each step may end with one more refining layer over the state, and whether it
+// does is decided on the device from the new state (decode::refine_after): the recorded step is
+// the step, then `decide` (which sets a Condition), then an IF (Device::begin_if .. end_if) whose
+// body is the refinement. The graph is replayed for `steps` steps; the final state and the number
+// of steps that refined must equal the host reference's.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -57,6 +63,7 @@ using Clock = std::chrono::steady_clock;
 struct Options {
   bool cuda = false;
   bool until_device_stop = false;
+  bool skip_by_device = false;
   std::uint32_t steps = 200;
   std::uint32_t elements = 1024;
   std::uint32_t layers = 16;
@@ -89,16 +96,21 @@ Options parse(int argc, char** argv) {
       options.cuda = true;
     } else if (arg == "--until-device-stop") {
       options.until_device_stop = true;
+    } else if (arg == "--skip-by-device") {
+      options.skip_by_device = true;
     } else if (parse_count(arg, "--steps=", 1, 1000000, options.steps) ||
                parse_count(arg, "--elements=", 1, 1u << 26, options.elements) ||
                parse_count(arg, "--layers=", 1, 1000, options.layers)) {
     } else if (arg == "--help" || arg == "-h") {
       std::puts("usage: decode_loop [--driver=fake|cuda] [--steps=N] [--elements=N] [--layers=N] "
-                "[--until-device-stop]");
+                "[--until-device-stop | --skip-by-device]");
       std::exit(0);
     } else {
       fail("unknown argument '" + std::string(arg) + "' (try --help)");
     }
+  }
+  if (options.until_device_stop && options.skip_by_device) {
+    fail("--until-device-stop and --skip-by-device are separate runs: choose one");
   }
   return options;
 }
@@ -152,6 +164,32 @@ void host_step(const std::vector<std::uint32_t>& token, std::vector<std::uint32_
   state = h;
 }
 
+// The refinement on the host (--skip-by-device): one more layer over the state itself.
+void host_refine(std::vector<std::uint32_t>& state, const Options& o) {
+  std::vector<std::uint32_t> s(o.elements), other(o.elements);
+  for (std::uint32_t i = 0; i < o.elements; ++i) {
+    s[i] = decode::mix_one(state[i], state[(i + 1) % o.elements], salt_of(o.layers));
+  }
+  for (std::uint32_t i = 0; i < o.elements; ++i) {
+    other[i] = decode::axpy_one(kResidualScale, s[i], state[i]);
+  }
+  state = other;
+}
+
+// The skip-by-device loop on the host: the final state and how many steps refined.
+std::pair<std::vector<std::uint32_t>, std::uint32_t> reference_with_refinement(const Options& o) {
+  std::vector<std::uint32_t> state = initial_state(o.elements);
+  std::uint32_t refined = 0;
+  for (std::uint32_t step = 0; step < o.steps; ++step) {
+    host_step(token_of(step, o.elements), state, o);
+    if (decode::refine_after(state[0])) {
+      host_refine(state, o);
+      ++refined;
+    }
+  }
+  return {state, refined};
+}
+
 // The same loop on the host: what both runs must produce.
 std::vector<std::uint32_t> reference(const Options& o) {
   std::vector<std::uint32_t> state = initial_state(o.elements);
@@ -187,6 +225,7 @@ class DecodeLoop {
     axpy_ = check(module.kernel("axpy"), "finding kernel axpy");
     copy_ = check(module.kernel("copy"), "finding kernel copy");
     next_token_ = check(module.kernel("next_token"), "finding kernel next_token");
+    decide_ = check(module.kernel("decide"), "finding kernel decide");
     const unsigned blocks = std::min<unsigned>((options.elements + 255) / 256, 1024);
     dims_ = LaunchDims{graphcap::Dim3{blocks, 1, 1}, graphcap::Dim3{256, 1, 1}, 0};
     state_ = check(device.alloc(bytes(), device.stream()), "allocating the state");
@@ -241,6 +280,30 @@ class DecodeLoop {
   }
   void write_first_token() { write_token(0); }
 
+  // The refinement (--skip-by-device): one more mix + axpy layer over the state, copied back.
+  void launch_refine() {
+    graphcap::Stream& s = device_.stream();
+    const std::uint32_t n = options_.elements;
+    Buffer scratch = check(device_.alloc(bytes(), s), "allocating a refinement buffer");
+    Buffer other = check(device_.alloc(bytes(), s), "allocating a refinement buffer");
+    check(device_.launch(s, mix_, dims_,
+                         {Arg::in(state_), Arg::out(scratch), Arg::value(salt_of(options_.layers)),
+                          Arg::value(n)}),
+          "launching mix (refine)");
+    check(device_.launch(s, axpy_, dims_,
+                         {Arg::in(scratch), Arg::in(state_), Arg::out(other),
+                          Arg::value(kResidualScale), Arg::value(n)}),
+          "launching axpy (refine)");
+    check(device_.launch(s, copy_, dims_, {Arg::in(other), Arg::out(state_), Arg::value(n)}),
+          "launching copy (refine)");
+  }
+  // Whether to refine, decided on the device from the new state: sets `refine`, counts in taken.
+  void launch_decide(const Buffer& taken, const graphcap::Condition& refine) {
+    check(device_.launch(device_.stream(), decide_, LaunchDims{},
+                         {Arg::in(state_), Arg::inout(taken), Arg::condition(refine)}),
+          "launching decide");
+  }
+
   std::vector<std::uint32_t> read_state() {
     return words_of(check(device_.read(state_, device_.stream()), "reading the state"));
   }
@@ -249,7 +312,7 @@ class DecodeLoop {
  private:
   Device& device_;
   Options options_;
-  Kernel embed_, mix_, axpy_, copy_, next_token_;
+  Kernel embed_, mix_, axpy_, copy_, next_token_, decide_;
   LaunchDims dims_;
   Buffer state_;
   Buffer token_;
@@ -428,8 +491,92 @@ int run_until_device_stop(const Options& options) {
   return status;
 }
 
+// --skip-by-device: see the header comment.
+int run_skip_by_device(const Options& options) {
+  example::DecodeDriver decode_driver(options.cuda, "decode_loop");
+  graphcap::DriverApi* driver = &decode_driver.api();
+  graphcap::fake::FakeDriver* fake = decode_driver.fake();
+  std::unique_ptr<Device> device = check(Device::open(*driver), "opening the device");
+  graphcap::Module module =
+      check(device->load_module(decode_driver.image()), "loading the kernels");
+  DecodeLoop loop(*device, module, options);
+  graphcap::Stream& stream = device->stream();
+  const Buffer taken = check(device->alloc(sizeof(std::uint32_t), stream), "allocating taken");
+
+  // The warm-up runs the step and the refinement (a decision needs the recording's condition):
+  // the pool is primed with both bodies' buffers.
+  check(device->prepare_capture(stream), "prepare_capture");
+  loop.reset_state();
+  loop.write_token(0);
+  loop.launch_step();
+  loop.launch_refine();
+  check(device->begin_capture(stream), "begin_capture");
+  loop.launch_step();
+  graphcap::Condition refine = check(device->condition(stream), "making the condition");
+  loop.launch_decide(taken, refine);
+  check(device->begin_if(stream, refine), "begin_if");
+  loop.launch_refine();
+  check(device->end_if(stream, refine), "end_if");
+  Graph graph = check(device->end_capture(stream), "end_capture");
+
+  loop.reset_state();
+  check(device->fill(taken, std::uint32_t{0}, stream), "clearing taken");
+  loop.sync();
+  const Clock::time_point start = Clock::now();
+  for (std::uint32_t step = 0; step < options.steps; ++step) {
+    loop.write_token(step);
+    check(graph.replay(), "replay");
+  }
+  loop.sync();
+  const double replay_us = us_since(start);
+  const std::vector<std::uint32_t> replayed = loop.read_state();
+  const std::vector<std::byte> taken_bytes = check(device->read(taken, stream), "reading taken");
+  std::uint32_t refined = 0;
+  std::memcpy(&refined, taken_bytes.data(), sizeof refined);
+  const auto [expected, expected_refined] = reference_with_refinement(options);
+
+  std::printf("decode_loop --skip-by-device on the %s driver: %u-element state, %u layers, %u "
+              "steps\n",
+              driver->name(), options.elements, options.layers, options.steps);
+  std::printf("(each step: %u launches, then `decide` sets an IF whose body refines the state "
+              "with 3 more launches)\n\n",
+              loop.launches_per_step());
+  std::printf("  %-32s %10u of %u (the host reference: %u)\n", "steps the device refined", refined,
+              options.steps, expected_refined);
+  std::printf("  %-32s %10zu\n", "conditional nodes in the graph",
+              graph.report().nodes(graphcap::CU_GRAPH_NODE_TYPE_CONDITIONAL));
+  std::printf("  %-32s %7.2f us\n\n", "time per step, replayed", replay_us / options.steps);
+  if (fake) {
+    std::printf("(on the fake driver the times measure the simulation, not a GPU)\n\n");
+  }
+  int status = 0;
+  if (fake) {
+    for (const std::string& violation : fake->violations()) {
+      std::printf("FAKE DRIVER VIOLATION: %s\n", violation.c_str());
+      status = 1;
+    }
+  }
+  if (refined != expected_refined) {
+    std::printf("MISMATCH: the device refined %u steps, the host reference %u\n", refined,
+                expected_refined);
+    status = 1;
+  }
+  if (std::optional<std::size_t> at = first_difference(replayed, expected)) {
+    std::printf("MISMATCH: the replayed state differs from the host reference first at element "
+                "%zu\n", *at);
+    status = 1;
+  }
+  if (status == 0) {
+    std::printf("the replayed state equals the host reference (checksum 0x%08x), and so does the "
+                "count of refined steps\n", checksum(replayed));
+  }
+  check(graph.destroy(), "destroying the graph");
+  return status;
+}
+
 int run(const Options& options) {
   if (options.until_device_stop) return run_until_device_stop(options);
+  if (options.skip_by_device) return run_skip_by_device(options);
   // The driver: the fake (with the kernels' fake bodies) or libcuda (with the embedded fatbin).
   example::DecodeDriver decode_driver(options.cuda, "decode_loop");
   graphcap::DriverApi* driver = &decode_driver.api();

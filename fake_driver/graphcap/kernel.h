@@ -67,6 +67,24 @@ __device__ inline void set_condition(CUgraphConditionalHandle handle, unsigned v
   cudaGraphSetConditional(handle, value);
 }
 
+// Programmatic dependent launch (LaunchOptions::programmatic; the device side exists from sm_90
+// on, and on older architectures both are nothing, as the launch is then an ordinary one).
+// wait_for_predecessor: cudaGridDependencySynchronize, after which what the kernel predecessor
+// wrote may be read (KernelContext::wait_for_predecessor on the fake, which checks that nothing
+// the predecessor may write is touched before it). trigger_dependents:
+// cudaTriggerProgrammaticLaunchCompletion, letting the next programmatic launch begin (nothing on
+// the fake, whose device runs one kernel after another).
+__device__ inline void wait_for_predecessor() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  cudaGridDependencySynchronize();
+#endif
+}
+__device__ inline void trigger_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  cudaTriggerProgrammaticLaunchCompletion();
+#endif
+}
+
 }  // namespace graphcap::kernel
 
 #else  // the host compiler: a fake kernel

@@ -6,15 +6,18 @@
 // Arg::param(p) passes a Param's current value (Param::value()); a recorded launch remembers
 // which argument took it, so Graph::set(p, v) can change it per replay.
 // Arg::condition(loop) passes a WHILE loop's conditional handle (8 bytes), for a kernel recorded
-// in the same recording to set (loop.h); anywhere else it is refused.
+// in the same recording to set (loop.h); Arg::condition(c) the handle of an IF or SWITCH
+// condition (condition.h); anywhere else they are refused.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <type_traits>
 
 #include <graphcap/buffer.h>
+#include <graphcap/condition.h>
 #include <graphcap/loop.h>
 #include <graphcap/param.h>
 
@@ -55,12 +58,13 @@ class Arg {
   // The loop's handle, for a kernel of the loop's recording to set. An empty Loop is refused by
   // the launch (Errc::invalid_argument).
   static Arg condition(const Loop& loop) noexcept {
-    Arg arg(Access::condition);
-    const CUgraphConditionalHandle handle = loop.handle();
-    std::memcpy(arg.bytes_, &handle, sizeof handle);
-    arg.size_ = sizeof handle;
-    arg.recording_ = loop.recording();
-    return arg;
+    return conditional(loop.handle(), loop.recording(), loop.id_);
+  }
+
+  // The condition's handle, for a kernel of the condition's recording to set (before the branch
+  // it steers). An empty Condition is refused by the launch (Errc::invalid_argument).
+  static Arg condition(const Condition& condition) noexcept {
+    return conditional(condition.handle(), condition.recording(), condition.id_);
   }
 
   Access access() const noexcept { return access_; }
@@ -74,20 +78,32 @@ class Arg {
   }
   // The bound param's slot (Access::param; nullptr for an empty Param or another access).
   const std::shared_ptr<ParamSlot>& param_slot() const noexcept { return param_; }
-  // Access::condition: the recording whose loop it names (0 for an empty Loop).
+  // Access::condition: the recording whose loop or condition it names (0 for an empty one).
   std::uint64_t condition_recording() const noexcept { return recording_; }
+  // Access::condition: the loop's or condition's identity in its recording (0 for an empty one).
+  std::uint64_t condition_id() const noexcept { return condition_; }
   // The value's bytes (size() of them); a buffer argument passes its device address instead.
   const std::byte* bytes() const noexcept { return bytes_; }
   std::size_t size() const noexcept { return size_; }
 
  private:
   explicit Arg(Access access) noexcept : access_(access) {}
+  static Arg conditional(CUgraphConditionalHandle handle, std::uint64_t recording,
+                         std::uint64_t id) noexcept {
+    Arg arg(Access::condition);
+    std::memcpy(arg.bytes_, &handle, sizeof handle);
+    arg.size_ = sizeof handle;
+    arg.recording_ = recording;
+    arg.condition_ = id;
+    return arg;
+  }
   Arg(Access access, const Buffer& buffer) noexcept : access_(access), buffer_(buffer) {}
 
   Access access_;
   Buffer buffer_;
   std::shared_ptr<ParamSlot> param_;
   std::uint64_t recording_ = 0;
+  std::uint64_t condition_ = 0;
   std::size_t size_ = 0;
   alignas(8) std::byte bytes_[kMaxValueBytes] = {};
 };

@@ -15,6 +15,7 @@
 
 #include <graphcap/arg.h>
 #include <graphcap/buffer.h>
+#include <graphcap/condition.h>
 #include <graphcap/capture_options.h>
 #include <graphcap/device_limits.h>
 #include <graphcap/device_options.h>
@@ -23,6 +24,7 @@
 #include <graphcap/event.h>
 #include <graphcap/graph.h>
 #include <graphcap/graph_pool.h>
+#include <graphcap/launch_options.h>
 #include <graphcap/loop.h>
 #include <graphcap/memory_stats.h>
 #include <graphcap/module.h>
@@ -68,6 +70,10 @@ class Device {
 
   Result<void> launch(Stream& s, const Kernel& kernel, LaunchDims dims,
                       std::initializer_list<Arg> args);
+  // The same with launch attributes (launch_options.h): a programmatic dependent launch, a
+  // priority. Issued through cuLaunchKernelEx; the overload above, through cuLaunchKernel.
+  Result<void> launch(Stream& s, const Kernel& kernel, LaunchDims dims,
+                      std::initializer_list<Arg> args, const LaunchOptions& options);
 
   // Work graphcap does not issue itself (cuBLAS, NCCL, a raw cuLaunchKernel on s.handle()):
   // declare the buffers it reads and writes *before* issuing it on s.handle(), and keep them
@@ -207,20 +213,53 @@ class Device {
     return end_capture(s);  // leaves the stream not capturing whatever it answers
   }
 
-  // Device-side loops (device_loops.cc; docs/capture-lifecycle.md, "Device-side loops"). Inside
-  // a recording of `s` (begun by `s`, on its recording thread in global and thread_local mode):
+  // Device-side loops (device_loops.cc; docs/capture-lifecycle.md, "Device-side loops and
+  // branches"). Inside a recording of `s` (begun by `s`, on its recording thread in global and
+  // thread_local mode):
   // begin_while inserts a WHILE node, and what `s` records from then on until end_while(s, loop)
   // is the loop's body. Each replay runs the body while the loop's condition is not 0: it starts
   // every replay at `first`, and a kernel recorded with Arg::condition(loop) sets it on the
-  // device. Loops nest (up to 8), ended innermost first; an inner loop's condition is set to
-  // `first` once per replay, not per outer iteration (re-arm it from a kernel). Misuse is
-  // Errc::graph_state and changes nothing: outside a recording, on a side stream, end_while of a
-  // loop that is not the innermost open one, end_capture while a loop is open. Inside a body,
-  // events (record, wait) are refused: a body can't wait on work outside it. A body whose
-  // capture the driver invalidated, or that holds memory nodes (external work), dooms the
-  // recording: end_while says why and end_capture refuses it.
+  // device. Loops nest with each other and with branches (up to 128 deep), ended innermost first;
+  // an inner loop's condition is set to `first` once per replay, not per outer iteration (re-arm
+  // it from a kernel). Misuse is Errc::graph_state and changes nothing: outside a recording, on a
+  // side stream, end_while of a loop that is not the innermost open one, end_capture while a loop
+  // is open. Inside a body, events (record, wait) are refused: a body can't wait on work outside
+  // it. A body whose capture the driver invalidated dooms the recording: end_while says why and
+  // end_capture refuses it. Memory nodes in a body (external work) are refused by the driver's
+  // instantiate at end_capture, naming the node.
   Result<Loop> begin_while(Stream& s, bool first = true);
   Result<void> end_while(Stream& s, Loop& loop);
+
+  // Device-side branches (device_branches.cc; docs/capture-lifecycle.md, "Device-side loops and
+  // branches"), under the same rules as loops (inside a recording of `s`, begun by `s`, on its
+  // recording thread in global and thread_local mode; nesting with each other and with loops, up
+  // to 128 deep, the depth measured on the H200; ended innermost first).
+  // condition: a conditional handle of the recording, created in the graph (or the body) `s`
+  // records into now; every replay starts it at `first`. Give it to the kernel that sets it with
+  // Arg::condition(c), recorded before the branch it steers. It must steer exactly one branch,
+  // begun where it was made (or in a body nested there) before that body (or the recording)
+  // closes: closing it otherwise is refused (CUDA refuses to instantiate a graph holding a
+  // handle no node uses).
+  Result<Condition> condition(Stream& s, unsigned first = 0);
+  // An IF node: what `s` records until begin_else (or end_if) is its body, run by a replay when
+  // the condition is not 0; what it records from begin_else to end_if is its ELSE body, run when
+  // it is 0. (The node always has its ELSE body, empty without begin_else.)
+  Result<void> begin_if(Stream& s, Condition& c);
+  Result<void> begin_else(Stream& s, Condition& c);
+  Result<void> end_if(Stream& s, Condition& c);
+  // A SWITCH node of `cases` bodies (at least 1: Errc::invalid_argument): a replay runs case
+  // value (none when the value is past the last case). begin_case opens case `index`'s body
+  // (closing the one open); cases never begun are empty. Between begin_switch and the first
+  // begin_case, operations on `s` are refused (graph_state): no body records them.
+  Result<void> begin_switch(Stream& s, Condition& c, unsigned cases);
+  Result<void> begin_case(Stream& s, Condition& c, unsigned index);
+  Result<void> end_switch(Stream& s, Condition& c);
+  // Misuse is Errc::graph_state and changes nothing: outside a recording, on a side stream, an
+  // empty Condition or one of another recording, a condition that steers a branch already or
+  // that no kernel recorded since took (every replay would branch alike), begin_else without an
+  // open IF of `c` (or a second one), a case twice or past the last, ending out of order or with
+  // the other kind's end. A failed driver step dooms the recording (a conditional node without
+  // its body must never replay).
 
   // A per-replay kernel parameter holding `initial` (see param.h): bind it with Arg::param,
   // change it in a recorded graph with Graph::set, and for eager launches with Param::set.

@@ -162,10 +162,47 @@ capture::OperationLabel launch_label(const std::shared_ptr<detail::KernelState>&
 }
 
 
+// A launch with attributes: cuLaunchKernelEx (docs/cuda-driver-facts.md, "Programmatic dependent
+// launch and priorities").
+Result<void> launch_ex(DriverApi& driver, CUfunction function, const LaunchDims& dims,
+                       CUstream stream, void** params, const LaunchOptions& options) {
+  std::array<CUlaunchAttribute, 2> attributes{};
+  unsigned count = 0;
+  if (options.programmatic) {
+    attributes[count].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attributes[count++].value.programmaticStreamSerializationAllowed = 1;
+  }
+  if (options.priority) {
+    attributes[count].id = CU_LAUNCH_ATTRIBUTE_PRIORITY;
+    attributes[count++].value.priority = *options.priority;
+  }
+  CUlaunchConfig config{};
+  config.gridDimX = dims.grid.x;
+  config.gridDimY = dims.grid.y;
+  config.gridDimZ = dims.grid.z;
+  config.blockDimX = dims.block.x;
+  config.blockDimY = dims.block.y;
+  config.blockDimZ = dims.block.z;
+  config.sharedMemBytes = dims.shared_bytes;
+  config.hStream = stream;
+  config.attrs = attributes.data();
+  config.numAttrs = count;
+  if (CUresult result = driver.cuLaunchKernelEx(&config, function, params, nullptr);
+      result != CUDA_SUCCESS) {
+    return Error::from_driver("cuLaunchKernelEx", result);
+  }
+  return {};
+}
+
 }  // namespace
 
 Result<void> Device::launch(Stream& s, const Kernel& kernel, LaunchDims dims,
                             std::initializer_list<Arg> args) {
+  return launch(s, kernel, dims, args, LaunchOptions{});
+}
+
+Result<void> Device::launch(Stream& s, const Kernel& kernel, LaunchDims dims,
+                            std::initializer_list<Arg> args, const LaunchOptions& options) {
   GRAPHCAP_TRY(check_stream(s, "launch"));
   if (!kernel) return Error(Errc::invalid_argument, "launch: an empty Kernel");
   const std::shared_ptr<detail::KernelState>& state = HandleAccess::state(kernel);
@@ -202,7 +239,8 @@ Result<void> Device::launch(Stream& s, const Kernel& kernel, LaunchDims dims,
   std::size_t use_count = 0;
   std::size_t index = 0;
   bool takes_params = false;
-  std::uint64_t condition_recording = 0;  // a loop's handle is among the arguments
+  std::uint64_t condition_recording = 0;  // a loop's or branch's handle is among the arguments
+  std::uint64_t condition_id = 0;
   std::size_t condition_arg = 0;
   for (const Arg& arg : args) {
     if (layout != nullptr && layout->sizes[index] != given_size(arg)) {
@@ -225,10 +263,11 @@ Result<void> Device::launch(Stream& s, const Kernel& kernel, LaunchDims dims,
         takes_params = true;
       } else if (arg.access() == Arg::Access::condition) {
         if (arg.condition_recording() == 0) {
-          return Error(Errc::invalid_argument,
-                       what() + ": argument " + std::to_string(index) + " is an empty Loop");
+          return Error(Errc::invalid_argument, what() + ": argument " + std::to_string(index) +
+                                                   " is an empty Loop or Condition");
         }
         condition_recording = arg.condition_recording();
+        condition_id = arg.condition_id();
         condition_arg = index;
       }
       params[index] = const_cast<std::byte*>(arg.bytes());
@@ -248,7 +287,7 @@ Result<void> Device::launch(Stream& s, const Kernel& kernel, LaunchDims dims,
     // The handle means something only to the graph that created it.
     return Error(Errc::invalid_argument,
                  what() + ": argument " + std::to_string(condition_arg) +
-                     " is the condition of a loop of " +
+                     " is the condition of a loop or branch of " +
                      (recording ? "another recording" : "a recording, and this launch is eager") +
                      "; only a kernel recorded into the loop's own recording may set it");
   }
@@ -279,9 +318,9 @@ Result<void> Device::launch(Stream& s, const Kernel& kernel, LaunchDims dims,
     }
     op.params = &param_node;
   }
-  if (condition_recording != 0) {
-    std::memcpy(&op.condition, params[condition_arg], sizeof op.condition);
-  }
+  op.condition = condition_id;
+  op.programmatic = options.programmatic;
+  op.priority = options.priority.has_value();
   return stream.run(
       op,
       [&]() -> Result<void> {
@@ -291,14 +330,18 @@ Result<void> Device::launch(Stream& s, const Kernel& kernel, LaunchDims dims,
             dims.shared_bytes > state->dynamic_shared_enabled()) {
           GRAPHCAP_TRY(state->enable_dynamic_shared(core_->driver(), dims.shared_bytes));
         }
-        if (CUresult result = core_->driver().cuLaunchKernel(
-                state->function(), dims.grid.x, dims.grid.y, dims.grid.z, dims.block.x,
-                dims.block.y, dims.block.z, dims.shared_bytes, stream.target(), params.data(),
-                nullptr);
-            result != CUDA_SUCCESS) {
-          return Error::from_driver("cuLaunchKernel", result);
+        if (!options.programmatic && !options.priority) {
+          if (CUresult result = core_->driver().cuLaunchKernel(
+                  state->function(), dims.grid.x, dims.grid.y, dims.grid.z, dims.block.x,
+                  dims.block.y, dims.block.z, dims.shared_bytes, stream.target(), params.data(),
+                  nullptr);
+              result != CUDA_SUCCESS) {
+            return Error::from_driver("cuLaunchKernel", result);
+          }
+          return {};
         }
-        return {};
+        return launch_ex(core_->driver(), state->function(), dims, stream.target(),
+                         params.data(), options);
       },
       what, [&](std::size_t use) { return "argument " + std::to_string(use_arg[use]); });
   }();

@@ -49,7 +49,11 @@ std::string Graph::dot() const {
   }
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     nodes[i].for_each_dependency([&](std::size_t from) {
-      out += "  n" + std::to_string(from) + " -> n" + std::to_string(i) + ";\n";
+      // A programmatic edge (LaunchOptions::programmatic after a kernel) is drawn dashed.
+      const bool programmatic = nodes[i].programmatic && from < nodes.size() &&
+                                nodes[from].type == CU_GRAPH_NODE_TYPE_KERNEL;
+      out += "  n" + std::to_string(from) + " -> n" + std::to_string(i) +
+             (programmatic ? " [style=dashed, label=\"programmatic\"]" : "") + ";\n";
     });
   }
   out += "}\n";

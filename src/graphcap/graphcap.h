@@ -10,6 +10,7 @@
 #include <graphcap/capture/graph_report.h>
 #include <graphcap/capture_options.h>
 #include <graphcap/capture_scope.h>
+#include <graphcap/condition.h>
 #include <graphcap/device.h>
 #include <graphcap/device_limits.h>
 #include <graphcap/device_options.h>
@@ -25,6 +26,7 @@
 #include <graphcap/graph.h>
 #include <graphcap/graph_cache.h>
 #include <graphcap/graph_pool.h>
+#include <graphcap/launch_options.h>
 #include <graphcap/log.h>
 #include <graphcap/loop.h>
 #include <graphcap/memory/pool_stats.h>

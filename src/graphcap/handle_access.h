@@ -7,6 +7,7 @@
 #include <utility>
 
 #include <graphcap/buffer.h>
+#include <graphcap/condition.h>
 #include <graphcap/event.h>
 #include <graphcap/graph.h>
 #include <graphcap/graph_pool.h>
@@ -66,6 +67,11 @@ struct HandleAccess {
   }
   static std::uint64_t id(const Loop& loop) noexcept { return loop.id_; }
   static void close(Loop& loop) noexcept { loop.open_ = false; }
+  static Condition condition(std::uint64_t id, std::uint64_t recording,
+                             CUgraphConditionalHandle handle, unsigned first) noexcept {
+    return Condition(id, recording, handle, first);
+  }
+  static std::uint64_t id(const Condition& condition) noexcept { return condition.id_; }
 };
 
 }  // namespace graphcap

@@ -11,6 +11,8 @@
 
 namespace graphcap {
 
+class Arg;
+
 class Loop {
  public:
   Loop() = default;
@@ -25,6 +27,7 @@ class Loop {
 
  private:
   friend struct HandleAccess;
+  friend class Arg;  // Arg::condition takes the id, for the recording to know it
   Loop(std::uint64_t id, std::uint64_t recording, CUgraphConditionalHandle handle) noexcept
       : id_(id), recording_(recording), handle_(handle), open_(true) {}
 

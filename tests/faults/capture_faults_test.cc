@@ -49,10 +49,10 @@ TEST_F(CaptureFaultsTest, UploadFailureIsAWarningAndTheGraphStillReplays) {
 
 TEST_F(CaptureFaultsTest, InstantiateFailureNamesItFreesEverythingAndCapturesAgain) {
   const std::size_t graphs_before = faults().live_handles().graphs;
-  faults().fail_call("cuGraphInstantiateWithFlags", CUDA_ERROR_OUT_OF_MEMORY);
+  faults().fail_call("cuGraphInstantiateWithParams", CUDA_ERROR_OUT_OF_MEMORY);
   Result<Graph> graph = capture_add_one();
   EXPECT_THAT(graph, StatusIs(Errc::out_of_memory, CUDA_ERROR_OUT_OF_MEMORY,
-                              AllOf(HasSubstr("cuGraphInstantiateWithFlags"),
+                              AllOf(HasSubstr("cuGraphInstantiateWithParams"),
                                     HasSubstr("end_capture"))));
   EXPECT_EQ(faults().live_handles().graphs, graphs_before) << "intermediate graph destroyed";
   EXPECT_EQ(faults().live_handles().execs, 0u);

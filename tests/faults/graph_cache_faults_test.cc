@@ -63,12 +63,12 @@ TEST_F(GraphCacheFaultsTest, ARecordedLaunchThatFailsFallsBackAndLeavesTheWarmUp
 
 TEST_F(GraphCacheFaultsTest, AFailedInstantiateFallsBackAndTheKeyIsTriedAgain) {
   GraphCache<int> cache(*device_, stream());
-  faults().fail_call("cuGraphInstantiateWithFlags", CUDA_ERROR_INVALID_VALUE);
+  faults().fail_call("cuGraphInstantiateWithParams", CUDA_ERROR_INVALID_VALUE);
   ASSERT_THAT(cache.run(1, [&] { return step(); }), IsOk());
   EXPECT_EQ(cache.stats().fallbacks, 1u);
   ASSERT_NE(cache.last_refusal(), nullptr);
   EXPECT_THAT(*cache.last_refusal(), StatusIs(Errc::driver, CUDA_ERROR_INVALID_VALUE,
-                                              HasSubstr("cuGraphInstantiateWithFlags")));
+                                              HasSubstr("cuGraphInstantiateWithParams")));
   EXPECT_FALSE(x_.failure().has_value());
   EXPECT_THAT(read_u32(x_), ElementsAreArray(iota_u32(kN, 2)));
   ASSERT_THAT(cache.run(1, [&] { return step(); }), IsOk());

@@ -78,9 +78,9 @@ TEST_F(RerecordFaultsTest, AFailingExecUpdateFallsBackToANewExecutable) {
 
 TEST_F(RerecordFaultsTest, AFailingInstantiateAfterARefusedUpdateLeavesIntoUnchanged) {
   const CUgraphExec exec = graph_.native_handle();
-  faults().fail_call("cuGraphInstantiateWithFlags", CUDA_ERROR_OUT_OF_MEMORY);
+  faults().fail_call("cuGraphInstantiateWithParams", CUDA_ERROR_OUT_OF_MEMORY);
   EXPECT_THAT(rerecord(true), StatusIs(Errc::out_of_memory, CUDA_ERROR_OUT_OF_MEMORY,
-                                       HasSubstr("cuGraphInstantiateWithFlags")));
+                                       HasSubstr("cuGraphInstantiateWithParams")));
   EXPECT_EQ(stream().capture_state(), CaptureState::no_capture);
   EXPECT_EQ(graph_.native_handle(), exec);
   EXPECT_FALSE(graph_.report().rerecorded);

@@ -80,3 +80,15 @@ GRAPHCAP_KERNEL(set_condition, (graphcap::CUgraphConditionalHandle h, std::uint3
 GRAPHCAP_KERNEL(count_threads, (ptr<std::uint32_t> counter)) {
   graphcap::kernel::atomic_add(&counter[0], 1u);
 }
+
+// Programmatic dependent launch (sm_90 and later; on older architectures it is a plain add_one):
+// the trigger lets the next programmatic launch begin at once; the wait makes this kernel see what
+// its predecessor wrote (docs/cuda-driver-facts.md, P03). On the fake, reading src before the wait
+// when src is what a programmatic predecessor writes is a violation (KernelContext::
+// wait_for_predecessor).
+GRAPHCAP_KERNEL(pdl_add_one, (ptr<const std::uint32_t> src, ptr<std::uint32_t> dst,
+                              std::uint32_t n, std::uint32_t wait)) {
+  graphcap::kernel::trigger_dependents();
+  if (wait != 0) graphcap::kernel::wait_for_predecessor();
+  for (std::uint64_t i = first_index(); i < n; i += grid_stride()) dst[i] = src[i] + 1u;
+}

@@ -20,6 +20,11 @@
 //                                 counter[0] times (the conditional handle is 8 bytes)
 //   set_condition(handle h, uint32_t value)                     sets condition h to value
 //   count_threads(uint32_t* counter)         every thread of the grid adds 1 (an atomic add)
+//   pdl_add_one(const uint32_t* src, uint32_t* dst, uint32_t n, uint32_t wait)
+//                                 dst[i] = src[i] + 1 for a programmatic dependent launch: lets
+//                                 its own dependent begin at once, then (wait != 0) waits for its
+//                                 predecessor (cudaGridDependencySynchronize;
+//                                 KernelContext::wait_for_predecessor on the fake) before reading
 //
 // (A pointer parameter is graphcap::kernel::ptr<T> in the source: T* under nvcc, a checked
 // device pointer on the fake.)
@@ -42,8 +47,8 @@ static_assert(sizeof(Affine) == 24 && alignof(Affine) == 8);
 namespace graphcap::testing {
 
 inline constexpr const char* kTestKernelNames[] = {
-    "empty", "add_one",   "fill",          "axpy",         "copy",
-    "mixed", "affine",    "countdown",     "set_condition", "count_threads"};
+    "empty",     "add_one",       "fill",          "axpy",       "copy",       "mixed",
+    "affine",    "countdown",     "set_condition", "count_threads", "pdl_add_one"};
 
 // Registers every test kernel on a fake driver (register_compiled_kernels: the kernels of
 // test_kernels.cu, linked whole from their static library).

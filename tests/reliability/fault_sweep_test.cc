@@ -1218,6 +1218,76 @@ bool graph_cache(Session& s) {
   return s.ok(s.dev().sync(s.main()));
 }
 
+// Issue 26: an IF/ELSE steered by a recorded kernel and a programmatic launch in one recording: the
+// conditional-node entry points (the handle, the node, the bodies' captures), cuLaunchKernelEx
+// (eager and recorded) and cuGraphInstantiateWithParams. On libcuda the recording holds no branch
+// (y = x + 1 is recorded plainly): an injected failure of a launch captured into a body
+// invalidates the body's capture, and every way out of an invalidated body, destroying its stream
+// included, crashed the H200's driver (docs/cuda-driver-facts.md, P18-P21). The branches are swept
+// on the fake.
+bool branches_and_programmatic(Session& s) {
+  const bool branches = s.fake_driver != nullptr;
+  if (!upload(s, "x", iota_u32(kN), s.main()) || !alloc(s, "y", kN, s.main())) return false;
+  Result<Kernel> set_condition = s.module.kernel("set_condition");
+  Result<Kernel> pdl = s.module.kernel("pdl_add_one");
+  if (!s.ok(set_condition) || !s.ok(pdl)) return false;
+  // x = y + 1, launched programmatically (the kernel waits for its predecessor first).
+  auto programmatic = [&](bool eager) {
+    const std::uint32_t wait = 1;
+    Result<void> launched = s.dev().launch(
+        s.main(), *pdl, dims_for(kN),
+        {Arg::in(s.buffers.at("y")), Arg::out(s.buffers.at("x")), Arg::value(kN),
+         Arg::value(wait)},
+        LaunchOptions{.programmatic = true, .priority = std::nullopt});
+    if (!eager) {
+      s.claim("x");
+      return s.ok(launched);
+    }
+    if (!launched) {
+      if (!refused_before_issue(launched.error())) s.fail("x");
+      return s.ok(launched);
+    }
+    s.set("x", plus(s.values("y"), 1));
+    s.clear_failure("x");
+    return true;
+  };
+  if (!s.ok(s.dev().prepare_capture(s.main())) || !add_one(s, "x", "y", kN, s.main(), true) ||
+      !programmatic(true)) {
+    return false;
+  }
+  if (!s.ok(s.dev().begin_capture(s.main()))) return false;
+  if (!branches) {
+    if (!add_one(s, "x", "y", kN, s.main(), false) || !programmatic(false) || !end(s, s.main())) {
+      return false;
+    }
+    auto effect = [&] { capture_replay_effect(s); };
+    if (!replay(s, effect) || !s.ok(s.dev().sync(s.main()))) return false;
+    return s.read("x after a replay", "x", s.main()) && s.read("y after a replay", "y", s.main());
+  }
+  Result<Condition> c = s.dev().condition(s.main());
+  if (!s.ok(c)) return false;
+  const std::uint32_t taken = 1;
+  if (!s.ok(s.dev().launch(s.main(), *set_condition, LaunchDims{},
+                           {Arg::condition(*c), Arg::value(taken)}))) {
+    return false;
+  }
+  // IF (taken) { y = x + 1 } ELSE { y = 7 }.
+  if (!s.ok(s.dev().begin_if(s.main(), *c)) || !add_one(s, "x", "y", kN, s.main(), false)) {
+    return false;
+  }
+  if (!s.ok(s.dev().begin_else(s.main(), *c))) return false;
+  const std::uint32_t seven = 7;
+  Result<void> filled = s.dev().launch(
+      s.main(), s.fill, dims_for(kN), {Arg::out(s.buffers.at("y")), Arg::value(seven), Arg::value(kN)});
+  s.claim("y");
+  if (!s.ok(filled) || !s.ok(s.dev().end_if(s.main(), *c)) || !programmatic(false)) return false;
+  if (!end(s, s.main())) return false;
+  auto effect = [&] { capture_replay_effect(s); };  // y = x + 1, x = y + 1
+  if (!replay(s, effect) || !replay(s, effect)) return false;
+  if (!s.ok(s.dev().sync(s.main()))) return false;
+  return s.read("x after two replays", "x", s.main()) && s.read("y after two replays", "y", s.main());
+}
+
 const std::vector<Scenario>& scenarios() {
   static const std::vector<Scenario> all = {
       {"capture_replay", open_device, capture_replay},
@@ -1242,6 +1312,7 @@ const std::vector<Scenario>& scenarios() {
       {"events_across_streams", open_device, events_across_streams},
       {"fork_join_recording", open_device, fork_join_recording},
       {"graph_cache", open_device, graph_cache},
+      {"branches_and_programmatic", open_device, branches_and_programmatic},
   };
   return all;
 }
@@ -1255,6 +1326,8 @@ void leave_open_windows(Session& s) {
   for (Stream* stream : s.streams) {
     if (stream->capture_state() == CaptureState::capture) {
       (void)end(s, *stream);  // a graph, when the failure was elsewhere; else a refusal
+      // A refusal that leaves the recording open (a branch or loop still open): abandon it.
+      if (stream->capture_state() == CaptureState::capture) (void)abort(s, *stream);
     } else if (stream->capture_state() == CaptureState::prepare) {
       (void)abort(s, *stream);
     }

@@ -206,7 +206,7 @@ void kernel_args(Args& a, const Symbol& function, KernelArgs* k) {
     k->params.push_back(&k->pointers[index]);
   };
   if (kernel == "empty") {
-  } else if (kernel == "add_one" || kernel == "copy") {
+  } else if (kernel == "add_one" || kernel == "copy" || kernel == "pdl_add_one") {
     const std::string src = a.next(), dst = a.next();
     const std::uint32_t n = a.u();
     auto fit = [&](const std::string& token, int index) {
@@ -223,6 +223,10 @@ void kernel_args(Args& a, const Symbol& function, KernelArgs* k) {
     fit(dst, 1);
     k->values[0] = n;
     k->params.push_back(&k->values[0]);
+    if (kernel == "pdl_add_one") {  // (src, dst, n, wait)
+      k->values[1] = a.u();
+      k->params.push_back(&k->values[1]);
+    }
   } else if (kernel == "fill") {
     const std::string dst = a.next();
     const std::uint32_t v = a.u(), n = a.u();
@@ -330,6 +334,34 @@ void check_condition_launch(Harness& h, const std::string& stream, const KernelA
       reinterpret_cast<std::uintptr_t>(capturing) != cond_graph->value) {
     throw Skip{};
   }
+}
+
+// Whether a kernel may be launched programmatically (PROGRAMMATIC_STREAM_SERIALIZATION) in a
+// defined program: it may begin before its kernel predecessor ends, so it must touch nothing
+// before cudaGridDependencySynchronize, which after it means the predecessor is complete: only
+// pdl_add_one with wait != 0 (docs/cuda-driver-facts.md, P03: one that does not wait reads stale
+// data).
+bool programmatic_safe(const Symbol& function, const KernelArgs& k) {
+  return function.kernel == "pdl_add_one" && k.values[1] != 0;
+}
+
+// Whether `node` of `graph` has a programmatic edge in (a captured programmatic launch).
+bool programmatic_node(Harness& h, CUgraph graph, CUgraphNode node) {
+  std::size_t count = 0;
+  if (h.driver().cuGraphGetEdges(graph, nullptr, nullptr, nullptr, &count) != CUDA_SUCCESS) {
+    throw Skip{};
+  }
+  if (count == 0) return false;
+  std::vector<CUgraphNode> from(count), to(count);
+  std::vector<CUgraphEdgeData> data(count);
+  if (h.driver().cuGraphGetEdges(graph, from.data(), to.data(), data.data(), &count) !=
+      CUDA_SUCCESS) {
+    throw Skip{};
+  }
+  for (std::size_t i = 0; i < count && i < to.size(); ++i) {
+    if (to[i] == node && data[i].type != CU_GRAPH_DEPENDENCY_TYPE_DEFAULT) return true;
+  }
+  return false;
 }
 
 CUdeviceptr as_device(std::uintptr_t value) { return static_cast<CUdeviceptr>(value); }
@@ -997,6 +1029,73 @@ RUN(cuLaunchKernel) {
   return r;
 }
 
+// function grid block shared stream programmatic(0|1) priority(-|int) kernel-args...
+RUN(cuLaunchKernelEx) {
+  const std::string function_name = a.next();
+  const Symbol& function = a.h().need(function_name, Kind::function);
+  const unsigned grid = a.u(), block = a.u(), shared = a.u();
+  std::string stream_name;
+  const CUstream stream = a.stream(&stream_name);
+  const bool programmatic = a.u() != 0;
+  const std::string priority = a.next();
+  KernelArgs k;
+  kernel_args(a, function, &k);
+  if (programmatic && !programmatic_safe(function, k)) throw Skip{};
+  bool ends_loop = false;
+  std::string body;
+  check_condition_launch(a.h(), stream_name, k, &ends_loop, &body);
+  if (a.h().body_capture(stream_name)) {
+    // Nothing that could fail (and so invalidate a body's capture): a shape within the limits,
+    // no attributes (not measured inside a conditional body).
+    if (grid == 0 || grid > 64 || block == 0 || block > 1024 || shared != 0) throw Skip{};
+    if (programmatic || priority != "-") throw Skip{};
+  }
+  CUlaunchAttribute attributes[2];
+  std::memset(attributes, 0, sizeof attributes);
+  unsigned count = 0;
+  if (programmatic) {
+    attributes[count].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attributes[count].value.programmaticStreamSerializationAllowed = 1;
+    ++count;
+  }
+  if (priority != "-") {
+    attributes[count].id = CU_LAUNCH_ATTRIBUTE_PRIORITY;
+    attributes[count].value.priority = std::stoi(priority);
+    ++count;
+  }
+  CUlaunchConfig config;
+  std::memset(&config, 0, sizeof config);
+  config.gridDimX = grid;
+  config.gridDimY = config.gridDimZ = 1;
+  config.blockDimX = block;
+  config.blockDimY = config.blockDimZ = 1;
+  config.sharedMemBytes = shared;
+  config.hStream = stream;
+  config.attrs = count > 0 ? attributes : nullptr;
+  config.numAttrs = count;
+  const CUresult r = ordered(a, stream_name, k.uses, [&] {
+    return a.h().driver().cuLaunchKernelEx(&config, reinterpret_cast<CUfunction>(function.value),
+                                           k.params.data(), nullptr);
+  });
+  if (r == CUDA_SUCCESS && ends_loop) {
+    if (Symbol* b = const_cast<Symbol*>(a.h().find(body))) b->terminates = true;
+  }
+  return r;
+}
+
+// both | least | greatest | none: which of the two pointers is given.
+RUN(cuCtxGetStreamPriorityRange) {
+  const std::string which = a.next();
+  int least = 99, greatest = 99;
+  const CUresult r = a.h().driver().cuCtxGetStreamPriorityRange(
+      which == "both" || which == "least" ? &least : nullptr,
+      which == "both" || which == "greatest" ? &greatest : nullptr);
+  if (r == CUDA_SUCCESS) {
+    a.h().detail += " least=" + std::to_string(least) + " greatest=" + std::to_string(greatest);
+  }
+  return r;
+}
+
 RUN(cuGraphGetNodes) {
   const CUgraph graph = a.graph();
   const std::string how = a.next();
@@ -1042,6 +1141,88 @@ RUN(cuGraphInstantiateWithFlags) {
     x.uses = g.uses;
     x.loops = g.loops;
     x.source = graph_name;
+  }
+  return r;
+}
+
+// name graph flags upload-stream (a stream, or - for NULL: only without UPLOAD, where it is
+// ignored).
+RUN(cuGraphInstantiateWithParams) {
+  const std::string name = a.name();
+  std::string graph_name;
+  const CUgraph graph = a.graph(&graph_name);
+  const unsigned long long flags = a.u();
+  const std::string upload_token = a.next();
+  CUstream upload = nullptr;
+  if (upload_token != "-") {
+    upload = reinterpret_cast<CUstream>(a.h().need(upload_token, Kind::stream).value);
+    guard_body(a.h(), upload_token);
+  } else if ((flags & CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD) != 0) {
+    throw Skip{};  // the legacy stream would synchronise with every other
+  }
+  Symbol g = a.h().need(graph_name, Kind::graph);
+  merge_same(a.h(), g, g.value);
+  if (!g.owner.empty()) throw Skip{};  // a body graph is instantiated with its node's graph
+  need_terminating(a.h(), g);
+  CUDA_GRAPH_INSTANTIATE_PARAMS params{};
+  params.flags = flags;
+  params.hUploadStream = upload;
+  params.result_out = static_cast<CUgraphInstantiateResult>(99);  // the driver writes it
+  CUgraphExec exec = nullptr;
+  const CUresult r = a.h().driver().cuGraphInstantiateWithParams(&exec, graph, &params);
+  a.h().detail += " r=" + std::to_string(static_cast<int>(params.result_out));
+  if (params.hErrNode_out != nullptr) {
+    std::vector<CUgraphNode> nodes;
+    a.h().graph_nodes(graph_name, &nodes);
+    auto at = std::find(nodes.begin(), nodes.end(), params.hErrNode_out);
+    a.h().detail += " at=" + (at == nodes.end() ? std::string("body")
+                                                : std::to_string(at - nodes.begin()));
+  }
+  if (r == CUDA_SUCCESS && exec != nullptr) {
+    Symbol& x = a.h().bind(name, Kind::exec, reinterpret_cast<std::uintptr_t>(exec));
+    x.uses = g.uses;
+    x.loops = g.loops;
+    x.source = graph_name;
+  }
+  return r;
+}
+
+// graph count | all (no edge data) | data | 2 (two entries, with data)
+RUN(cuGraphGetEdges) {
+  const CUgraph graph = a.graph();
+  const std::string how = a.next();
+  std::size_t count = 0;
+  CUresult r = CUDA_SUCCESS;
+  if (how == "count") {
+    r = a.h().driver().cuGraphGetEdges(graph, nullptr, nullptr, nullptr, &count);
+  } else {
+    const bool data = how != "all";
+    std::vector<CUgraphNode> from(how == "2" ? 2 : 64, nullptr), to(from.size(), nullptr);
+    std::vector<CUgraphEdgeData> edge_data(from.size());
+    count = from.size();
+    r = a.h().driver().cuGraphGetEdges(graph, from.data(), to.data(),
+                                       data ? edge_data.data() : nullptr, &count);
+    if (r == CUDA_SUCCESS && data) {
+      std::size_t programmatic = 0;
+      for (std::size_t i = 0; i < count && i < edge_data.size(); ++i) {
+        programmatic += edge_data[i].type == CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC ? 1 : 0;
+      }
+      a.h().detail += " programmatic=" + std::to_string(programmatic);
+    }
+  }
+  if (r == CUDA_SUCCESS) a.h().detail += " n=" + std::to_string(count);
+  return r;
+}
+
+// node attribute-id
+RUN(cuGraphKernelNodeGetAttribute) {
+  const CUgraphNode node = a.node();
+  const auto attribute = static_cast<CUlaunchAttributeID>(a.number());
+  CUlaunchAttributeValue value;
+  std::memset(&value, 0, sizeof value);
+  const CUresult r = a.h().driver().cuGraphKernelNodeGetAttribute(node, attribute, &value);
+  if (r == CUDA_SUCCESS && attribute == CU_LAUNCH_ATTRIBUTE_PRIORITY) {
+    a.h().detail += " priority=" + std::to_string(value.priority);
   }
   return r;
 }
@@ -1175,6 +1356,14 @@ RUN(cuGraphExecKernelNodeSetParams) {
   params.blockDimY = params.blockDimZ = 1;
   KernelArgs k;
   kernel_args(a, function, &k);
+  // A programmatic node keeps its edge: only a kernel that waits for its predecessor is defined
+  // there.
+  if (const Symbol* source = a.h().find(x.source);
+      source == nullptr ||
+      (programmatic_node(a.h(), reinterpret_cast<CUgraph>(source->value), node) &&
+       !programmatic_safe(function, k))) {
+    throw Skip{};
+  }
   params.kernelParams = k.params.data();
   const CUresult r = a.h().driver().cuGraphExecKernelNodeSetParams(exec, node, &params);
   if (r == CUDA_SUCCESS) {

@@ -143,6 +143,10 @@ class Gen {
       const std::string src = pick(all), dst = pick(all);
       return {src, dst, std::to_string(n_for({src, dst}))};
     }
+    if (kernel == "pdl_add_one") {  // waits for its predecessor but now and then
+      const std::string src = pick(all), dst = pick(all);
+      return {src, dst, std::to_string(n_for({src, dst})), chance(0.8) ? "1" : "0"};
+    }
     if (kernel == "fill") {
       const std::string dst = pick(all);
       return {dst, std::to_string(range(0, 1000)), std::to_string(n_for({dst}))};
@@ -630,6 +634,41 @@ GENERATE(cuLaunchKernel) {
   g.emit(0, "cuLaunchKernel", args);
   return true;
 }
+GENERATE(cuLaunchKernelEx) {
+  auto s = g.stream();
+  if (!s) return false;
+  std::vector<std::string> fs = g.functions();
+  // Half of them programmatic: only pdl_add_one waiting for its predecessor is defined so
+  // (calls.cc, programmatic_safe); its function is asked for when the program has none.
+  const bool programmatic = g.chance(0.5);
+  if (programmatic) {
+    fs = g.functions("pdl_add_one");
+    if (fs.empty()) {
+      std::vector<std::string> modules = g.h.live(Kind::module);
+      if (modules.empty()) return false;
+      g.emit(g.thread(), "cuModuleGetFunction", {g.fresh("f"), g.pick(modules), "pdl_add_one"});
+      fs = g.functions("pdl_add_one");
+    }
+  }
+  if (fs.empty()) return false;
+  const std::string f = g.pick(fs);
+  std::vector<std::string> args = {f};
+  for (const std::string& dim : g.shape()) args.push_back(dim);
+  args.push_back(*s);
+  args.push_back(programmatic ? "1" : "0");
+  const char* priorities[] = {"-", "-", "0", "-1", "-5", "-9", "3"};
+  args.push_back(priorities[g.below(7)]);
+  std::vector<std::string> kernel = g.kernel_args(f);
+  if (programmatic && kernel.size() == 4) kernel[3] = "1";
+  for (const std::string& arg : kernel) args.push_back(arg);
+  g.emit(0, "cuLaunchKernelEx", args);
+  return true;
+}
+GENERATE(cuCtxGetStreamPriorityRange) {
+  const char* which[] = {"both", "both", "least", "greatest", "none"};
+  g.emit(g.thread(), "cuCtxGetStreamPriorityRange", {which[g.below(5)]});
+  return true;
+}
 GENERATE(cuGraphGetNodes) {
   std::vector<std::string> all = g.graphs(true);
   if (all.empty()) return false;
@@ -652,6 +691,39 @@ GENERATE(cuGraphInstantiateWithFlags) {
   const char* flags[] = {"0", "0", "0", "1", "8", "9", "2", "5", "4"};
   g.emit(g.thread(), "cuGraphInstantiateWithFlags",
          {g.fresh("x"), g.pick(all), flags[g.below(9)]});
+  return true;
+}
+GENERATE(cuGraphInstantiateWithParams) {
+  std::vector<std::string> all = g.graphs();
+  if (all.empty()) return false;
+  const char* flags[] = {"0", "0", "0", "2", "2", "1", "8", "9", "5", "4", "16"};
+  const std::string flag = flags[g.below(11)];
+  std::string upload = "-";
+  if (flag == "2" || g.chance(0.2)) {
+    auto s = g.stream();
+    if (!s) return false;
+    upload = *s;
+  }
+  g.emit(g.thread(), "cuGraphInstantiateWithParams", {g.fresh("x"), g.pick(all), flag, upload});
+  return true;
+}
+GENERATE(cuGraphGetEdges) {
+  std::vector<std::string> all = g.graphs(true);
+  if (all.empty()) return false;
+  const char* how[] = {"count", "all", "data", "data", "2"};
+  g.emit(g.thread(), "cuGraphGetEdges", {g.pick(all), how[g.below(5)]});
+  return true;
+}
+GENERATE(cuGraphKernelNodeGetAttribute) {
+  std::vector<std::string> all = g.graphs(true);
+  if (all.empty()) return false;
+  const std::string graph = g.pick(all);
+  std::vector<std::size_t> kernels = g.node_indices(graph, CU_GRAPH_NODE_TYPE_KERNEL);
+  std::vector<std::size_t> any = g.node_indices(graph);
+  if (any.empty()) return false;
+  const std::size_t node = !kernels.empty() && g.chance(0.9) ? g.pick(kernels) : g.pick(any);
+  g.emit(g.thread(), "cuGraphKernelNodeGetAttribute",
+         {graph + "#" + std::to_string(node), std::to_string(CU_LAUNCH_ATTRIBUTE_PRIORITY)});
   return true;
 }
 GENERATE(cuGraphUpload) {
@@ -849,7 +921,8 @@ double weight_of(std::string_view name) {
       {"cuStreamWaitEvent", 4},       {"cuEventQuery", 2},
       {"cuEventSynchronize", 2},      {"cuStreamSynchronize", 4},
       {"cuStreamQuery", 2},           {"cuCtxSynchronize", 2},
-      {"cuGraphInstantiateWithFlags", 6},
+      {"cuGraphInstantiateWithFlags", 6}, {"cuGraphInstantiateWithParams", 2},
+      {"cuLaunchKernelEx", 3},
       {"cuGraphLaunch", 7},           {"cuGraphUpload", 2},
       {"cuGraphExecUpdate", 2.5},     {"cuGraphExecKernelNodeSetParams", 2.5},
       {"cuGraphDestroy", 2},          {"cuGraphExecDestroy", 2},

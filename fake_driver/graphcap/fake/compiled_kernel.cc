@@ -28,6 +28,19 @@ std::string hex(CUdeviceptr value) {
 
 }  // namespace
 
+std::byte* slow_access(PointerParam* param, CUdeviceptr address, std::size_t bytes,
+                       std::size_t align, bool writable) {
+  if (param != nullptr && param->resolved && param->context != nullptr) {
+    const fake::KernelContext::DeviceRange& range = param->range;
+    const CUdeviceptr from = address - range.base;  // wraps below the base: refused below
+    if (from <= range.size && bytes <= range.size - from && address % align == 0) {
+      if (param->watched) param->context->watch_access(param->index, address, bytes, writable);
+      return range.host + from;
+    }
+  }
+  return refuse_access(param, address, bytes, align);
+}
+
 std::byte* refuse_access(PointerParam* param, CUdeviceptr address, std::size_t bytes,
                          std::size_t align) {
   // A pointer the body made (nullptr, or default-constructed) belongs to no parameter.
@@ -71,6 +84,12 @@ std::byte* refuse_access(PointerParam* param, CUdeviceptr address, std::size_t b
 }
 
 }  // namespace detail
+
+void wait_for_predecessor() {
+  if (const fake::KernelContext* context = detail::position.context) {
+    context->wait_for_predecessor();
+  }
+}
 
 void set_condition(CUgraphConditionalHandle handle, unsigned value) {
   if (const fake::KernelContext* context = detail::position.context) {

@@ -46,11 +46,19 @@ struct PointerParam {
   std::size_t index = 0;
   std::string_view name;  // as the signature spells it
   bool resolved = false;  // the address lies in live memory, described by `range`
+  // The programmatic-launch check watches this launch's accesses (KernelContext::
+  // watches_accesses): every access takes the slow path, which reports it.
+  bool watched = false;
   fake::KernelContext::DeviceRange range;
   std::string why;        // otherwise why not
   bool reported = false;
   std::vector<std::byte> scratch;  // what a refused access reads and writes
 };
+
+// An access off the fast path: a watched one inside the memory (reported to the
+// programmatic-launch check, then the memory), or else refused as below. Cold.
+std::byte* slow_access(PointerParam* param, CUdeviceptr address, std::size_t bytes,
+                       std::size_t align, bool writable);
 
 // A refused access: recorded as a violation (the first of its parameter in the launch), and
 // scratch memory to read and write instead. `param` null: a ptr the body made itself (null,
@@ -168,7 +176,7 @@ class ptr {
     return address_ + static_cast<CUdeviceptr>(static_cast<long long>(n)) * sizeof(T);
   }
   T* at(CUdeviceptr address) const {
-    if (param_ != nullptr && param_->resolved) [[likely]] {
+    if (param_ != nullptr && param_->resolved && !param_->watched) [[likely]] {
       const fake::KernelContext::DeviceRange& range = param_->range;
       const CUdeviceptr from = address - range.base;  // wraps below the base: refused below
       if (from <= range.size && sizeof(T) <= range.size - from && address % alignof(T) == 0)
@@ -176,7 +184,8 @@ class ptr {
         return reinterpret_cast<T*>(range.host + from);
       }
     }
-    return reinterpret_cast<T*>(detail::refuse_access(param_, address, sizeof(T), alignof(T)));
+    return reinterpret_cast<T*>(
+        detail::slow_access(param_, address, sizeof(T), alignof(T), !std::is_const_v<T>));
   }
 
   CUdeviceptr address_ = 0;
@@ -198,6 +207,14 @@ T atomic_add(ptr<T> address, std::type_identity_t<T> value) {
 
 // cudaGraphSetConditional, on the fake: sets a conditional handle of the running graph.
 void set_condition(CUgraphConditionalHandle handle, unsigned value);
+
+// cudaGridDependencySynchronize, on the fake: KernelContext::wait_for_predecessor() of the
+// running launch (the predecessor's writes may be read from here on).
+void wait_for_predecessor();
+
+// cudaTriggerProgrammaticLaunchCompletion, on the fake: nothing. The fake's device is sequential:
+// a programmatic dependent runs after its predecessor's body, whatever the trigger says.
+inline void trigger_dependents() noexcept {}
 
 // How a kernel parameter's type is passed: a ptr<T> as an 8-byte device pointer, anything else
 // by value as the bytes of its type.
@@ -261,6 +278,7 @@ void run_threads(void (*body)(P...), const KernelContext& context,
     if (index < names.size()) param.name = names[index];
     CUdeviceptr address = context.value<CUdeviceptr>(index);
     param.resolved = context.device_range(address, &param.range, &param.why);
+    param.watched = param.resolved && context.watches_accesses();
   };
   ((kernel::param_of<P>::is_pointer ? bind(I, pointers[I]) : void()), ...);
   (void)bind;  // a kernel without parameters binds none

@@ -57,11 +57,13 @@ class KernelContext {
   // slice is checked against the Buffer's own size); a violation (freed, foreign or
   // out-of-bounds memory) is recorded, and the span covers scratch memory instead, so the body
   // runs on without touching anything real. Under FakeDriverOptions::strict the violation also
-  // fails the launch, as the GPU's fault would.
+  // fails the launch, as the GPU's fault would. Ask for const elements (buffer<const float>)
+  // where the body only reads: a span of non-const elements counts as written for the
+  // programmatic-launch check (wait_for_predecessor).
   template <class T>
   std::span<T> buffer(std::size_t param, std::size_t count) const {
     static_assert(std::is_trivially_copyable_v<T>);
-    std::byte* bytes = device_bytes(param, count * sizeof(T), alignof(T));
+    std::byte* bytes = device_bytes(param, count * sizeof(T), alignof(T), !std::is_const_v<T>);
     return {reinterpret_cast<T*>(bytes), bytes ? count : 0};
   }
 
@@ -110,6 +112,14 @@ class KernelContext {
   bool strict() const;
   // FakeDriverOptions::max_threads_per_launch.
   std::uint64_t max_threads_per_launch() const;
+  // Whether the programmatic-launch check (wait_for_predecessor) watches this execution's
+  // accesses: a body that checks its own accesses then reports each access that lies inside its
+  // memory through watch_access (GRAPHCAP_KERNEL's ptr<T> does; buffer() does it itself).
+  bool watches_accesses() const;
+  // One access of [address, address + bytes), inside parameter `param`'s memory; `writable`: the
+  // body may write it (a ptr<T> of non-const T).
+  void watch_access(std::size_t param, CUdeviceptr address, std::size_t bytes,
+                    bool writable) const;
   // cudaGraphSetConditional(handle, value): set_condition below, for a handle the body holds.
   void set_condition_handle(CUgraphConditionalHandle handle, unsigned value) const;
 
@@ -119,6 +129,16 @@ class KernelContext {
   // body in it) created the handle may set it; anything else is recorded as a violation.
   void set_condition(std::size_t param, unsigned value) const;
 
+  // cudaGridDependencySynchronize(): a kernel launched programmatically (cuLaunchKernelEx with
+  // PROGRAMMATIC_STREAM_SERIALIZATION, eager or as a programmatic edge of a graph) may begin
+  // before its kernel predecessor has finished, and sees what that predecessor wrote only after
+  // this call. Taking a buffer() (or, in a GRAPHCAP_KERNEL, touching memory through a ptr<T>)
+  // that overlaps memory the predecessor took for writing before calling it is recorded as a
+  // violation, which fails nothing even under strict (the H200 read stale data there and went
+  // on: docs/cuda-driver-facts.md, P03.a). A no-op for any other launch, as on CUDA.
+  // graphcap::kernel::wait_for_predecessor() calls it from a GRAPHCAP_KERNEL.
+  void wait_for_predecessor() const;
+
  private:
   friend class FakeState;
   // `buffer` is the launch's parameter buffer: each parameter at its offset in `layout`.
@@ -127,7 +147,8 @@ class KernelContext {
       : state_(&state), name_(name), dims_(dims), layout_(layout), buffer_(buffer) {}
 
   const std::byte* param_bytes(std::size_t param, std::size_t size) const;
-  std::byte* device_bytes(std::size_t param, std::size_t bytes, std::size_t align) const;
+  std::byte* device_bytes(std::size_t param, std::size_t bytes, std::size_t align,
+                          bool writable) const;
 
   FakeState* state_;
   std::string_view name_;

@@ -130,6 +130,26 @@ class Tracker {
 
   mutable std::mutex mutex_;
   std::array<std::map<std::uintptr_t, Held>, kKinds> handles_;
+
+ public:
+  // Captures into an existing graph (cuStreamBeginCaptureToGraph: a conditional node's body) end
+  // with that graph, which is the node's (or the caller's), not a new handle.
+  void captures_into(CUstream stream, CUgraph graph) {
+    std::lock_guard<std::mutex> guard(mutex_);
+    into_[key_of(stream)] = key_of(graph);
+  }
+  // `stream`'s capture ended with `graph`: false when that graph is not a new one.
+  bool ended_new(CUstream stream, CUgraph graph) {
+    std::lock_guard<std::mutex> guard(mutex_);
+    auto it = into_.find(key_of(stream));
+    if (it == into_.end()) return true;
+    const bool fresh = it->second != key_of(graph);
+    into_.erase(it);
+    return fresh;
+  }
+
+ private:
+  std::map<std::uintptr_t, std::uintptr_t> into_;  // stream -> the graph it captures into
 };
 
 bool capturing(DriverApi& driver, CUstream stream) {
@@ -160,20 +180,38 @@ void track(DriverApi& driver, Tracker& tracker, CUstream stream, Handle handle, 
   (void)driver, (void)tracker, (void)stream, (void)handle, (void)extent;
 }
 
+// What a capture into an existing graph begins and ends (beside track: the handle column cannot
+// say that such an end creates nothing).
+template <class Entry, class... Args>
+void note(Tracker&, Entry, const Args&...) {}
+template <class... Rest>
+void note(Tracker& tracker, entry::cuStreamBeginCaptureToGraph, CUstream stream, CUgraph graph,
+          const Rest&...) {
+  tracker.captures_into(stream, graph);
+}
+void note(Tracker& tracker, entry::cuStreamEndCapture, CUstream stream, CUgraph* graph) {
+  if (graph != nullptr && *graph != nullptr && !tracker.ended_new(stream, *graph)) {
+    tracker.remove(HandleKind::graphs, key_of(*graph));
+  }
+}
+
 // ---- the undo table (fault_injecting_driver.h): what a failed call does ------------------------
 
 // From the entry point's traits. By default the call is not forwarded (no effect), except:
-//   ends     the capture must end: forward it, discard the graph, report the failure with a NULL
-//            graph (`output` is the graph parameter);
+//   ends     the capture must end: forward it, discard the graph (unless the capture was into an
+//            existing graph, a conditional body: that one is the node's), report the failure with
+//            a NULL graph (`output` is the graph parameter);
 //   waits    the wait happens (`call` forwards the call), then the failure is reported;
 //   ordered  on a capturing stream, the capture is invalidated the way a real refused call does:
 //            cuStreamQuery of a capturing stream is 900 and invalidates it in every capture mode
 //            (docs/cuda-driver-facts.md, "What invalidates a capture"), adding nothing to it.
 template <class Entry, class Call, class Output>
-CUresult injected(DriverApi& driver, CUresult code, Call&& call, CUstream stream, Output output) {
+CUresult injected(DriverApi& driver, Tracker& tracker, CUresult code, Call&& call,
+                  CUstream stream, Output output) {
   if constexpr (Entry::capture == EntryCapture::ends) {
     CUgraph ended = nullptr;
-    if (driver.cuStreamEndCapture(stream, &ended) == CUDA_SUCCESS && ended != nullptr) {
+    if (driver.cuStreamEndCapture(stream, &ended) == CUDA_SUCCESS && ended != nullptr &&
+        tracker.ended_new(stream, ended)) {
       (void)driver.cuGraphDestroy(ended);
     }
     if (output != nullptr) *output = nullptr;
@@ -182,7 +220,7 @@ CUresult injected(DriverApi& driver, CUresult code, Call&& call, CUstream stream
   } else if constexpr (Entry::order == EntryOrder::ordered) {
     if (capturing(driver, stream)) (void)driver.cuStreamQuery(stream);
   }
-  (void)driver, (void)call, (void)stream, (void)output;
+  (void)driver, (void)tracker, (void)call, (void)stream, (void)output;
   return code;
 }
 
@@ -277,7 +315,8 @@ std::size_t FaultInjectingDriver::release_leaked() { return state_->tracker.rele
     auto call = [&] { return wrapped.name(GRAPHCAP_ARGS(params)); };                              \
     CUresult result = CUDA_SUCCESS;                                                               \
     if (code) {                                                                                   \
-      result = injected<entry::name>(wrapped, *code, call, GRAPHCAP_TRAIT_STREAM(traits),         \
+      result = injected<entry::name>(wrapped, state_->tracker, *code, call,                       \
+                                     GRAPHCAP_TRAIT_STREAM(traits),                               \
                                      GRAPHCAP_TRAIT_HANDLE_PARAM(traits));                        \
     } else {                                                                                      \
       result = forward(wrapped, state_->options, entry::name{},                                   \
@@ -286,6 +325,7 @@ std::size_t FaultInjectingDriver::release_leaked() { return state_->tracker.rele
         track<entry::name>(wrapped, state_->tracker, GRAPHCAP_TRAIT_STREAM(traits),               \
                            GRAPHCAP_TRAIT_HANDLE_PARAM(traits),                                   \
                            GRAPHCAP_TRAIT_HANDLE_EXTENT(traits));                                 \
+        note(state_->tracker, entry::name{} GRAPHCAP_TRAILING_ARGS(params));                      \
       }                                                                                           \
     }                                                                                             \
     state_->record(#name, result, code.has_value());                                              \

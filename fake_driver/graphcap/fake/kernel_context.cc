@@ -2,6 +2,7 @@
 // liveness-checked). Runs with the FakeState lock held, so it reads the state directly.
 #include <graphcap/fake/fake_driver.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include <graphcap/fake/internal/fake_state.h>
@@ -12,9 +13,18 @@ const std::byte* KernelContext::param_bytes(std::size_t param, std::size_t size)
   return state_->kernel_param(*this, param, size);
 }
 
-std::byte* KernelContext::device_bytes(std::size_t param, std::size_t bytes,
-                                       std::size_t align) const {
-  return state_->kernel_buffer(*this, param, bytes, align);
+std::byte* KernelContext::device_bytes(std::size_t param, std::size_t bytes, std::size_t align,
+                                       bool writable) const {
+  return state_->kernel_buffer(*this, param, bytes, align, writable);
+}
+
+void KernelContext::wait_for_predecessor() const { state_->kernel_wait_for_predecessor(); }
+
+bool KernelContext::watches_accesses() const { return state_->kernel_watches_accesses(); }
+
+void KernelContext::watch_access(std::size_t param, CUdeviceptr address, std::size_t bytes,
+                                 bool writable) const {
+  state_->kernel_watch_access(*this, param, address, bytes, writable);
 }
 
 void KernelContext::trap(CUresult code) const { state_->kernel_trap(code); }
@@ -115,7 +125,7 @@ const std::byte* FakeState::kernel_param(const KernelContext& context, std::size
 }
 
 std::byte* FakeState::kernel_buffer(const KernelContext& context, std::size_t param,
-                                    std::size_t bytes, std::size_t align) {
+                                    std::size_t bytes, std::size_t align, bool writable) {
   const std::byte* raw = kernel_param(context, param, sizeof(CUdeviceptr));
   if (raw != nullptr) {
     CUdeviceptr address = 0;
@@ -133,6 +143,7 @@ std::byte* FakeState::kernel_buffer(const KernelContext& context, std::size_t pa
       violation(who + internal::hex(address) + " (" + std::to_string(bytes) + " bytes) " + why);
     } else if (const std::size_t offset = address - range.base;
                offset <= range.size && bytes <= range.size - offset) {
+      if (running_.pdl != nullptr) kernel_watch_access(context, param, address, bytes, writable);
       return range.host + offset;
     } else {
       violation(who + KernelContext::overrun(range, address, bytes));
@@ -149,6 +160,51 @@ void FakeState::kernel_trap(CUresult code) {
   fault(code, running_.where + ": kernel '" +
                   (running_.kernel != nullptr ? running_.kernel->name : std::string()) +
                   "' trapped (KernelContext::trap)");
+}
+
+void FakeState::kernel_wait_for_predecessor() { running_.waited = true; }
+
+void FakeState::kernel_watch_access(const KernelContext& context, std::size_t param,
+                                    CUdeviceptr address, std::size_t bytes, bool writable) {
+  if (running_.pdl == nullptr || bytes == 0) return;
+  check_before_wait(context, param, address, bytes);
+  if (!writable || !running_.pdl->record_writes) return;
+  // A GRAPHCAP_KERNEL reports each element it touches: neighbouring accesses (a grid-stride
+  // loop's) grow the last range instead of adding one.
+  std::vector<ByteRange>& ranges = running_.pdl->written.ranges;
+  if (!ranges.empty()) {
+    ByteRange& last = ranges.back();
+    const CUdeviceptr end = last.begin + last.bytes;
+    if (address >= last.begin && address <= end) {
+      last.bytes = std::max<std::size_t>(last.bytes, address + bytes - last.begin);
+      return;
+    }
+  }
+  ranges.push_back({address, bytes});
+}
+
+void FakeState::check_before_wait(const KernelContext& context, std::size_t param,
+                                  CUdeviceptr address, std::size_t bytes) {
+  if (running_.waited || running_.pdl_reported) return;
+  for (const PredecessorWrites* before : running_.pdl->before_wait) {
+    for (const ByteRange& range : before->ranges) {
+      const CUdeviceptr begin = std::max(address, range.begin);
+      const CUdeviceptr end = std::min(address + bytes, range.begin + range.bytes);
+      if (begin >= end) continue;
+      running_.pdl_reported = true;
+      // Recorded, not a fault even under strict: the GPU does not fail such a kernel, it reads
+      // stale data (so the work runs on, as a GPU's would).
+      violations_.push_back(running_.where + ": kernel '" + std::string(context.name_) +
+                "' was launched programmatically after kernel '" + before->kernel +
+                "' and takes parameter " + std::to_string(param) + "'s " +
+                std::to_string(end - begin) + " bytes at " + internal::hex(begin) +
+                ", which '" + before->kernel +
+                "' may write, before KernelContext::wait_for_predecessor() "
+                "(cudaGridDependencySynchronize): on a GPU it may run before they are written and "
+                "read stale data (the H200 did: docs/cuda-driver-facts.md, P03.a)");
+      return;
+    }
+  }
 }
 
 }  // namespace graphcap::fake

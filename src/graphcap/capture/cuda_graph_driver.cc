@@ -142,7 +142,17 @@ Result<GraphReport> CudaGraphDriver::inspect(const CapturedGraph& graph,
 }
 
 Result<Executable> CudaGraphDriver::instantiate_inspected(const CapturedGraph& graph,
-                                                          GraphReport& report) {
+                                                          GraphReport& report,
+                                                          InstantiateFailure* failure) {
+  // Through cuGraphInstantiateWithParams for its report of what failed (measured: it names the
+  // node, also one inside a conditional body). Not with CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD: that
+  // saved 0.8-3% (9-19 us at 100-1000 kernels, docs/cuda-driver-facts.md I07) but would make a
+  // failed upload a failed instantiate, where the lifecycle makes it a warning (the first replay
+  // uploads).
+  CUDA_GRAPH_INSTANTIATE_PARAMS params{};
+  params.flags =
+      report.node_priorities ? cuuint64_t{CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY} : 0;
+  params.result_out = CUDA_GRAPH_INSTANTIATE_SUCCESS;
   // The driver takes its memory for the executable at instantiate (measured on the H200: none at
   // upload or launch), so free memory is asked around it; not for an executable smaller than one
   // of the driver's 2 MiB chunks, which the drop can't tell from its neighbours' (the model's
@@ -153,21 +163,40 @@ Result<Executable> CudaGraphDriver::instantiate_inspected(const CapturedGraph& g
       measure ? free_memory(*driver_, "before instantiating") : std::nullopt;
   const auto start = Clock::now();
   CUgraphExec exec = nullptr;
-  const CUresult instantiated = driver_->cuGraphInstantiateWithFlags(&exec, graph.get(), 0);
+  const CUresult instantiated = driver_->cuGraphInstantiateWithParams(&exec, graph.get(), &params);
   report.instantiate_time += Clock::now() - start;
-  if (instantiated != CUDA_SUCCESS) {
-    if (exec != nullptr) (void)driver_->cuGraphExecDestroy(exec);
-    return Error::from_driver("cuGraphInstantiateWithFlags", instantiated).context("end_capture");
-  }
-  std::optional<std::size_t> taken;
-  if (free_before.has_value()) {
-    const std::size_t before = free_before.value();  // .value(): GCC 12 sees it uninitialised
-    if (const std::optional<std::size_t> free_after = free_memory(*driver_, "after instantiating")) {
-      taken = *free_after < before ? before - *free_after : 0;
+  if (instantiated == CUDA_SUCCESS) {
+    std::optional<std::size_t> taken;
+    if (free_before.has_value()) {
+      const std::size_t before = free_before.value();  // .value(): GCC 12 sees it uninitialised
+      if (const std::optional<std::size_t> free_after =
+              free_memory(*driver_, "after instantiating")) {
+        taken = *free_after < before ? before - *free_after : 0;
+      }
     }
+    account_driver_bytes(report, model, taken);
+    return Executable(*driver_, exec);
   }
-  account_driver_bytes(report, model, taken);
-  return Executable(*driver_, exec);
+  if (exec != nullptr) (void)driver_->cuGraphExecDestroy(exec);
+  InstantiateFailure named;
+  named.result = params.result_out;
+  named.node = params.hErrNode_out;
+  std::string why;
+  if (named.result != CUDA_GRAPH_INSTANTIATE_SUCCESS) {
+    why = "; the driver's result: " + instantiate_result_name(named.result);
+  }
+  if (named.node != nullptr) {
+    if (driver_->cuGraphNodeGetType(named.node, &named.type) == CUDA_SUCCESS) {
+      why += std::string(", naming a ") + node_type_name(named.type) + " node";
+    } else {
+      why += ", naming a node it could not type";
+    }
+  } else if (named.result != CUDA_GRAPH_INSTANTIATE_SUCCESS) {
+    why += ", naming no node";
+  }
+  if (failure != nullptr) *failure = named;
+  Error error = Error::from_driver("cuGraphInstantiateWithParams", instantiated);
+  return Error(error.code(), "end_capture: " + error.message() + why, error.driver_code());
 }
 
 Result<Instantiated> CudaGraphDriver::instantiate(const CapturedGraph& graph,
@@ -176,7 +205,7 @@ Result<Instantiated> CudaGraphDriver::instantiate(const CapturedGraph& graph,
   if (!inspected) return inspected.error();
   Instantiated out;
   out.report = *inspected;
-  Result<Executable> executable = instantiate_inspected(graph, out.report);
+  Result<Executable> executable = instantiate_inspected(graph, out.report, nullptr);
   if (!executable) return executable.error();
   out.executable = std::move(*executable);
   return out;
@@ -244,14 +273,17 @@ Result<CUgraphNode> CudaGraphDriver::last_node(CUstream stream) {
 }
 
 Result<std::vector<CUgraphNode>> CudaGraphDriver::nodes(const CapturedGraph& graph) {
+  return body_nodes(graph.get());
+}
+
+Result<std::vector<CUgraphNode>> CudaGraphDriver::body_nodes(CUgraph graph) {
   std::size_t count = 0;
-  if (CUresult result = driver_->cuGraphGetNodes(graph.get(), nullptr, &count);
-      result != CUDA_SUCCESS) {
+  if (CUresult result = driver_->cuGraphGetNodes(graph, nullptr, &count); result != CUDA_SUCCESS) {
     return Error::from_driver("cuGraphGetNodes", result).context("end_capture: listing nodes");
   }
   std::vector<CUgraphNode> nodes(count);
   if (count > 0) {
-    if (CUresult result = driver_->cuGraphGetNodes(graph.get(), nodes.data(), &count);
+    if (CUresult result = driver_->cuGraphGetNodes(graph, nodes.data(), &count);
         result != CUDA_SUCCESS) {
       return Error::from_driver("cuGraphGetNodes", result).context("end_capture: listing nodes");
     }
@@ -285,8 +317,8 @@ void CudaGraphDriver::dump_dot(const CapturedGraph& graph, const std::string& pa
   }
 }
 
-Result<LoopNode> CudaGraphDriver::begin_loop(CUstream stream, CUstream body_stream,
-                                             unsigned first, CUstreamCaptureMode mode) {
+Result<std::pair<CUgraph, std::vector<CUgraphNode>>> CudaGraphDriver::capture_point(
+    CUstream stream) {
   CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
   CUgraph graph = nullptr;
   const CUgraphNode* dependencies = nullptr;
@@ -294,83 +326,93 @@ Result<LoopNode> CudaGraphDriver::begin_loop(CUstream stream, CUstream body_stre
   if (CUresult result = driver_->cuStreamGetCaptureInfo(stream, &status, nullptr, &graph,
                                                         &dependencies, nullptr, &count);
       result != CUDA_SUCCESS) {
-    return Error::from_driver("cuStreamGetCaptureInfo", result).context("begin_while");
+    return Error::from_driver("cuStreamGetCaptureInfo", result);
   }
   if (status != CU_STREAM_CAPTURE_STATUS_ACTIVE || graph == nullptr) {
-    return Error(status == CU_STREAM_CAPTURE_STATUS_INVALIDATED ? Errc::driver : Errc::graph_state,
-                 "begin_while: the stream's recording is " +
-                     std::string(status == CU_STREAM_CAPTURE_STATUS_INVALIDATED ? "invalidated"
-                                                                               : "not active"),
-                 status == CU_STREAM_CAPTURE_STATUS_INVALIDATED
-                     ? CUDA_ERROR_STREAM_CAPTURE_INVALIDATED
-                     : CUDA_SUCCESS);
+    const bool invalidated = status == CU_STREAM_CAPTURE_STATUS_INVALIDATED;
+    return Error(invalidated ? Errc::driver : Errc::graph_state,
+                 std::string("the stream's recording is ") +
+                     (invalidated ? "invalidated" : "not active"),
+                 invalidated ? CUDA_ERROR_STREAM_CAPTURE_INVALIDATED : CUDA_SUCCESS);
   }
   // The dependencies array is the driver's, valid until the stream's next call: copied.
-  const std::vector<CUgraphNode> after(dependencies, dependencies + count);
+  return std::pair{graph, std::vector<CUgraphNode>(dependencies, dependencies + count)};
+}
+
+Result<CUgraphConditionalHandle> CudaGraphDriver::create_condition(CUstream stream,
+                                                                   unsigned first) {
+  Result<std::pair<CUgraph, std::vector<CUgraphNode>>> point = capture_point(stream);
+  if (!point) return point.error();
   CUcontext context = nullptr;
   if (CUresult result = driver_->cuCtxGetCurrent(&context); result != CUDA_SUCCESS) {
-    return Error::from_driver("cuCtxGetCurrent", result).context("begin_while");
+    return Error::from_driver("cuCtxGetCurrent", result);
   }
-  LoopNode loop;
-  if (CUresult result = driver_->cuGraphConditionalHandleCreate(&loop.handle, graph, context, first,
-                                                                kGraphCondAssignDefault);
+  CUgraphConditionalHandle handle = 0;
+  if (CUresult result = driver_->cuGraphConditionalHandleCreate(&handle, point->first, context,
+                                                                first, kGraphCondAssignDefault);
       result != CUDA_SUCCESS) {
-    return Error::from_driver("cuGraphConditionalHandleCreate", result).context("begin_while");
+    return Error::from_driver("cuGraphConditionalHandleCreate", result);
+  }
+  return handle;
+}
+
+Result<ConditionalNode> CudaGraphDriver::add_conditional(CUstream stream,
+                                                         CUgraphConditionalHandle handle,
+                                                         CUgraphConditionalNodeType type,
+                                                         unsigned size) {
+  Result<std::pair<CUgraph, std::vector<CUgraphNode>>> point = capture_point(stream);
+  if (!point) return point.error();
+  CUcontext context = nullptr;
+  if (CUresult result = driver_->cuCtxGetCurrent(&context); result != CUDA_SUCCESS) {
+    return Error::from_driver("cuCtxGetCurrent", result);
   }
   CUgraphNodeParams params{};
   params.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
-  params.conditional.handle = loop.handle;
-  params.conditional.type = CU_GRAPH_COND_TYPE_WHILE;
-  params.conditional.size = 1;
+  params.conditional.handle = handle;
+  params.conditional.type = type;
+  params.conditional.size = size;
   params.conditional.ctx = context;
-  if (CUresult result = driver_->cuGraphAddNode(&loop.node, graph, after.data(), nullptr,
+  const std::vector<CUgraphNode>& after = point->second;
+  ConditionalNode added;
+  if (CUresult result = driver_->cuGraphAddNode(&added.node, point->first, after.data(), nullptr,
                                                 after.size(), &params);
       result != CUDA_SUCCESS) {
-    return Error::from_driver("cuGraphAddNode", result).context("begin_while: the WHILE node");
+    return Error::from_driver("cuGraphAddNode", result);
   }
-  loop.body = params.conditional.phGraph_out[0];
+  added.bodies.assign(params.conditional.phGraph_out, params.conditional.phGraph_out + size);
   if (CUresult result = driver_->cuStreamUpdateCaptureDependencies(
-          stream, &loop.node, nullptr, 1, CU_STREAM_SET_CAPTURE_DEPENDENCIES);
+          stream, &added.node, nullptr, 1, CU_STREAM_SET_CAPTURE_DEPENDENCIES);
       result != CUDA_SUCCESS) {
-    return Error::from_driver("cuStreamUpdateCaptureDependencies", result).context("begin_while");
+    return Error::from_driver("cuStreamUpdateCaptureDependencies", result);
   }
-  if (CUresult result = driver_->cuStreamBeginCaptureToGraph(body_stream, loop.body, nullptr,
-                                                             nullptr, 0, mode);
-      result != CUDA_SUCCESS) {
-    return Error::from_driver("cuStreamBeginCaptureToGraph", result)
-        .context("begin_while: the loop body");
-  }
-  return loop;
+  return added;
 }
 
-bool CudaGraphDriver::loop_active(CUstream body_stream) {
-  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
-  return driver_->cuStreamIsCapturing(body_stream, &status) == CUDA_SUCCESS &&
-         status == CU_STREAM_CAPTURE_STATUS_ACTIVE;
-}
-
-Result<void> CudaGraphDriver::end_loop(CUstream body_stream) {
-  CUgraph body = nullptr;  // the node's own body graph (not the caller's to destroy)
-  if (CUresult result = driver_->cuStreamEndCapture(body_stream, &body); result != CUDA_SUCCESS) {
-    return Error::from_driver("cuStreamEndCapture", result).context("end_while: the loop body");
+Result<void> CudaGraphDriver::begin_body(CUstream body_stream, CUgraph body,
+                                         CUstreamCaptureMode mode) {
+  if (CUresult result =
+          driver_->cuStreamBeginCaptureToGraph(body_stream, body, nullptr, nullptr, 0, mode);
+      result != CUDA_SUCCESS) {
+    return Error::from_driver("cuStreamBeginCaptureToGraph", result);
   }
   return {};
 }
 
-Result<GraphReport> CudaGraphDriver::inspect_loop_body(CUgraph body, const GraphReport& recorded) {
-  GraphReport report;
-  if (Result<void> counted = count_nodes(body, recorded, report); !counted) {
-    return std::move(counted).error().context("end_while");
+Result<bool> CudaGraphDriver::body_active(CUstream body_stream) {
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  if (CUresult result = driver_->cuStreamIsCapturing(body_stream, &status);
+      result != CUDA_SUCCESS) {
+    return Error::from_driver("cuStreamIsCapturing", result);
   }
-  if (const std::string held = memory_nodes(report); !held.empty()) {
-    return Error(Errc::graph_state,
-                 "end_while: the loop body holds " + held +
-                     ", which a conditional node's body may not hold: the driver "
-                     "records them and then refuses the whole graph at instantiate "
-                     "(CUDA_ERROR_INVALID_VALUE); allocate through the device's pools, before "
-                     "the recording");
+  return status == CU_STREAM_CAPTURE_STATUS_ACTIVE;
+}
+
+Result<void> CudaGraphDriver::end_body(CUstream body_stream) {
+  CUgraph body = nullptr;  // the node's own body graph (not the caller's to destroy)
+  if (CUresult result = driver_->cuStreamEndCapture(body_stream, &body); result != CUDA_SUCCESS) {
+    return Error::from_driver("cuStreamEndCapture", result);
   }
-  return report;
+  return {};
 }
 
 std::string CudaGraphDriver::invalidation_account(CUstream stream) {

@@ -16,12 +16,20 @@
 
 namespace graphcap::capture {
 
-// A WHILE node inserted into a recording (GraphDriver::begin_loop): its conditional handle, the
-// node, and its body graph (owned by the node).
-struct LoopNode {
-  CUgraphConditionalHandle handle = 0;
+// A conditional node inserted into a recording (GraphDriver::add_conditional): the node and its
+// body graphs (owned by the node), one per body (WHILE and IF without ELSE: 1, IF/ELSE: 2, SWITCH:
+// one per case).
+struct ConditionalNode {
   CUgraphNode node = nullptr;
-  CUgraph body = nullptr;
+  std::vector<CUgraph> bodies;
+};
+
+// Why an instantiate was refused, beside its error: cuGraphInstantiateWithParams' result and the
+// node it named (nullptr: none; possibly a node of a conditional body).
+struct InstantiateFailure {
+  CUgraphInstantiateResult result = CUDA_GRAPH_INSTANTIATE_ERROR;
+  CUgraphNode node = nullptr;
+  CUgraphNodeType type = CU_GRAPH_NODE_TYPE_EMPTY;  // the named node's
 };
 
 struct Instantiated {
@@ -51,10 +59,13 @@ class GraphDriver {
 
   // The two halves of instantiate(): inspect() counts the nodes and refuses memory nodes (the
   // report it returns has the counts and end_time); instantiate_inspected() instantiates a graph
-  // inspect() accepted, adding its timing to `report`.
+  // inspect() accepted (cuGraphInstantiateWithParams, with node priorities when
+  // report.node_priorities), adding its timing to `report`. A refusal's error names the driver's
+  // result and the type of the node it named; `failure`, when given, receives them (the node
+  // too, for the caller to name it in its own terms).
   virtual Result<GraphReport> inspect(const CapturedGraph& graph, const GraphReport& recorded) = 0;
-  virtual Result<Executable> instantiate_inspected(const CapturedGraph& graph,
-                                                   GraphReport& report) = 0;
+  virtual Result<Executable> instantiate_inspected(const CapturedGraph& graph, GraphReport& report,
+                                                   InstantiateFailure* failure) = 0;
 
   // Apply an inspected graph to an existing executable in place (cuGraphExecUpdate). True when
   // the executable took it; false when the driver refused (report's update fields say why: the
@@ -67,28 +78,31 @@ class GraphDriver {
   // is not active or has another number of dependencies.
   virtual Result<CUgraphNode> last_node(CUstream stream) = 0;
 
-  // The graph's nodes, as cuGraphGetNodes lists them.
+  // The graph's nodes, as cuGraphGetNodes lists them (in the order they were created); of a
+  // captured graph, or of a conditional node's body graph.
   virtual Result<std::vector<CUgraphNode>> nodes(const CapturedGraph& graph) = 0;
+  virtual Result<std::vector<CUgraphNode>> body_nodes(CUgraph body) = 0;
 
   // Stage the executable on the device ahead of the first replay. A failure is only a warning
   // (the first replay uploads on demand); returns whether it succeeded.
   virtual bool upload(const Executable& executable, CUstream stream, GraphReport& report) = 0;
 
-  // A WHILE loop inside the recording on `stream` (docs/cuda-driver-facts.md, "Conditional
-  // nodes"): a conditional handle on the graph being recorded, assigned `first` at the start of
-  // every launch; a WHILE node after the stream's current dependencies, on which its later work
-  // depends; and the capture of the node's body opened on `body_stream` (in `mode`). Every step
-  // the driver refuses is an error (what was done before it stays in the recording, which the
-  // caller must refuse).
-  virtual Result<LoopNode> begin_loop(CUstream stream, CUstream body_stream, unsigned first,
-                                      CUstreamCaptureMode mode) = 0;
-  // Whether `body_stream`'s capture is still active (not invalidated).
-  virtual bool loop_active(CUstream body_stream) = 0;
-  // Close the body's capture on `body_stream`.
-  virtual Result<void> end_loop(CUstream body_stream) = 0;
-  // The body graph's node counts; refused when it holds memory nodes (the driver accepts them in
-  // a body and refuses the whole graph at instantiate). `recorded` as for inspect().
-  virtual Result<GraphReport> inspect_loop_body(CUgraph body, const GraphReport& recorded) = 0;
+  // Conditional nodes inside the recording (docs/cuda-driver-facts.md, "Conditional nodes", "IF,
+  // IF/ELSE and SWITCH nodes"). A conditional handle on the graph `stream` captures into now (the
+  // recording's graph, or the body graph a body stream captures), assigned `first` at the start
+  // of every launch (CU_GRAPH_COND_ASSIGN_DEFAULT).
+  virtual Result<CUgraphConditionalHandle> create_condition(CUstream stream, unsigned first) = 0;
+  // A conditional node of `type` with `size` bodies after `stream`'s current dependencies, on
+  // which its later work depends. An error for any step the driver refused (what was done before
+  // it stays in the recording, which the caller must refuse).
+  virtual Result<ConditionalNode> add_conditional(CUstream stream, CUgraphConditionalHandle handle,
+                                                  CUgraphConditionalNodeType type,
+                                                  unsigned size) = 0;
+  // Capture one body graph on `body_stream` (in `mode`), and close it again.
+  virtual Result<void> begin_body(CUstream body_stream, CUgraph body, CUstreamCaptureMode mode) = 0;
+  // Whether `body_stream`'s capture is still active (not invalidated), or why that can't be told.
+  virtual Result<bool> body_active(CUstream body_stream) = 0;
+  virtual Result<void> end_body(CUstream body_stream) = 0;
 
   // The driver's own DOT dump of a captured graph (cuGraphDebugDotPrint, verbose) into `path`,
   // for CUDA-level detail; a failure is only a warning.

@@ -49,11 +49,17 @@ struct GraphReport {
   std::size_t pinned_slices = 0;  // device and staging slices held for the graph's lifetime
   std::size_t pinned_bytes = 0;
   std::chrono::nanoseconds end_time{};          // cuStreamEndCapture
-  std::chrono::nanoseconds instantiate_time{};  // node checks + cuGraphInstantiateWithFlags
+  std::chrono::nanoseconds instantiate_time{};  // node checks + cuGraphInstantiateWithParams
   std::chrono::nanoseconds upload_time{};       // cuGraphUpload
   bool uploaded = false;                        // false when the pre-upload failed (warned)
   bool external_work = false;  // the recording holds work declared by record_external, whose
                                // nodes were counted from the graph itself
+  // A recorded launch asked for a priority (LaunchOptions::priority): the executable was
+  // instantiated with CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY, so its nodes run with theirs.
+  bool node_priorities = false;
+  // Recorded launches with LaunchOptions::programmatic whose predecessor was a kernel: the
+  // programmatic edges of the graph (its bodies included).
+  std::size_t programmatic_edges = 0;
   // Recorded into a graph pool (CaptureOptions::pool): the bytes of pinned_bytes that are the
   // pool's shared intermediate memory (used by other graphs of the pool too).
   std::size_t pool_shared_bytes = 0;

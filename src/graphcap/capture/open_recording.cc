@@ -90,10 +90,15 @@ Result<void> OpenRecording::open(int stream_index) {
     // growing (and moving every node) 8 times.
     topology_.clear(node_hint_);
     sides_.clear();
-    loops_.clear();
+    frames_.clear();
+    conditions_.clear();
+    body_graphs_.clear();
+    node_priorities_ = false;
+    programmatic_edges_ = 0;
   }
   unended_bodies_.clear();
   loop_target_.store(nullptr, std::memory_order_release);
+  between_cases_.store(false, std::memory_order_release);
   begun_ = std::chrono::steady_clock::now();
   if (log_enabled(LogLevel::debug)) {
     log(LogLevel::debug, "recording " + std::to_string(id_) + " begins on stream " +
@@ -146,18 +151,32 @@ ClosedRecording OpenRecording::close(CloseRequest request) {
     recording.nodes = topology_.take();
     sides = std::exchange(sides_, {});
     recorded = std::exchange(recorded_, GraphReport{});
-    // Loops left open (an abort, a closing device) end after the recording's own capture,
-    // innermost first, while its graph (which owns their bodies) is still alive.
-    for (auto frame = loops_.rbegin(); frame != loops_.rend(); ++frame) {
-      bodies.push_back(frame->body_stream);
+    recorded.node_priorities = node_priorities_;
+    recorded.programmatic_edges = programmatic_edges_;
+    // Bodies left open (an abort, a closing device) end after the recording's own capture,
+    // innermost first, while its graph (which owns them) is still alive.
+    for (auto frame = frames_.rbegin(); frame != frames_.rend(); ++frame) {
+      if (frame->body_open && !frame->stuck) bodies.push_back(frame->body_stream);
     }
-    loops_.clear();
+    frames_.clear();
   }
   loop_target_.store(nullptr, std::memory_order_release);
+  between_cases_.store(false, std::memory_order_release);
 
   // Which bodies are still valid must be asked before the recording's capture ends.
   std::vector<bool> active;
-  for (CUstream body : bodies) active.push_back(graphs_->loop_active(body));
+  for (CUstream body : bodies) {
+    Result<bool> valid = graphs_->body_active(body);
+    if (!valid) {
+      // Not known to be valid: left open and abandoned (destroying its stream ends a valid
+      // capture as well).
+      log(LogLevel::warn, std::move(valid).error()
+                              .context("recording " + std::to_string(id_) +
+                                       ": asking whether a conditional body's capture is valid")
+                              .message());
+    }
+    active.push_back(valid && *valid);
+  }
   Result<CapturedGraph> captured = graphs_->end(stream_);
   for (std::size_t i = 0; i < bodies.size(); ++i) {
     if (!active[i]) {
@@ -165,13 +184,13 @@ ClosedRecording OpenRecording::close(CloseRequest request) {
       // in whichever of the two cuStreamEndCapture calls came second. Its stream is abandoned
       // (never used or destroyed again); the next loop gets a new one.
       abandoned_bodies_.push_back(bodies[i]);
-      log(LogLevel::warn, "recording " + std::to_string(id_) + ": a loop body's capture was "
-                          "invalidated; its stream is abandoned, not ended (ending it crashes "
-                          "the driver)");
+      log(LogLevel::warn, "recording " + std::to_string(id_) + ": a conditional body's "
+                          "capture was invalidated; its stream is abandoned, not ended (ending it "
+                          "crashes the driver)");
       continue;
     }
-    if (Result<void> ended = graphs_->end_loop(bodies[i]); !ended && log_enabled(LogLevel::debug)) {
-      log(LogLevel::debug, "recording " + std::to_string(id_) + ": closing a loop body: " +
+    if (Result<void> ended = graphs_->end_body(bodies[i]); !ended && log_enabled(LogLevel::debug)) {
+      log(LogLevel::debug, "recording " + std::to_string(id_) + ": closing a conditional body: " +
                                ended.error().message());
     }
   }
@@ -268,6 +287,8 @@ Result<void> OpenRecording::make_executable(CapturedGraph& captured, const Graph
   Result<GraphReport> inspected = graphs_->inspect(captured, recorded);
   if (!inspected) return inspected.error();
   GraphReport& report = *inspected;
+  report.node_priorities = recorded.node_priorities;
+  report.programmatic_edges = recorded.programmatic_edges;
   // Param nodes are named by position among the graph's nodes: the new graph's, and, after an
   // update, the nodes of the graph `into` was instantiated from at the same positions.
   std::vector<CUgraphNode> nodes;
@@ -305,8 +326,15 @@ Result<void> OpenRecording::make_executable(CapturedGraph& captured, const Graph
       return {};
     }
   }
-  Result<Executable> fresh = graphs_->instantiate_inspected(captured, report);
-  if (!fresh) return fresh.error();
+  InstantiateFailure failure;
+  Result<Executable> fresh = graphs_->instantiate_inspected(captured, report, &failure);
+  if (!fresh) {
+    if (failure.node == nullptr) return fresh.error();
+    const Error& error = fresh.error();
+    return Error(error.code(), error.message() + ": " +
+                                   name_failed_node(captured, recording, failure),
+                 error.driver_code());
+  }
   recording.executable = std::move(*fresh);
   recording.report = report;
   if (!recording.param_nodes.empty()) {
@@ -385,28 +413,39 @@ Result<void> OpenRecording::record(Operation& op, int stream, const Error* failu
     op.params->node = *node;
     param_nodes_.push_back(std::move(*op.params));
   }
-  // The origin stream's operations go into the innermost open loop's body (side streams' never
-  // do: loops are the origin's): its own counts and lane.
-  LoopFrame* loop = stream == stream_index_ && !loops_.empty() ? &loops_.back() : nullptr;
+  // The origin stream's operations go into the innermost open body (side streams' never do:
+  // conditional nodes are the origin's): its lane; the graph's own counts are the graph's nodes.
+  Frame* frame = stream == stream_index_ && !frames_.empty() ? &frames_.back() : nullptr;
   if (op.condition != 0) {
-    for (LoopFrame& frame : loops_) {
-      if (frame.handle == op.condition) frame.condition_taken = true;
+    for (Frame& open : frames_) {
+      if (open.kind == FrameKind::loop && open.id == op.condition) open.condition_taken = true;
     }
+    if (ConditionState* condition = find_condition_locked(op.condition)) condition->taken = true;
   }
-  GraphReport& counts = loop != nullptr ? loop->recorded : recorded_;
-  if (op.external) {
-    counts.external_work = true;  // the instantiate check reads the graph's nodes instead
+  if (frame != nullptr) {
+    ++frame->body_nodes;
+  } else if (op.external) {
+    recorded_.external_work = true;  // the instantiate check reads the graph's nodes instead
   } else {
-    ++counts.nodes_by_type[op.node];
-    ++counts.node_count;
+    ++recorded_.nodes_by_type[op.node];
+    ++recorded_.node_count;
   }
-  RecordedNode& node = topology_.add(loop != nullptr ? loop->lane : stream);
+  node_priorities_ = node_priorities_ || op.priority;
+  RecordedNode& node = topology_.add(frame != nullptr ? frame->lane : stream);
   node.type = op.node;
   node.label = op.external && op.label.empty()
                    ? OperationLabel::of_text("external work (record_external)")
                    : std::move(op.label);
   node.stream = stream;
-  node.loop = loop != nullptr ? loop->id : 0;
+  node.loop = frame != nullptr ? frame->id : 0;
+  node.branch_body = frame != nullptr ? frame->body : 0;
+  if (op.programmatic) {
+    // As the driver makes them (P01): programmatic edges from kernels, ordinary ones otherwise.
+    node.programmatic = true;
+    node.for_each_dependency([&](std::size_t before) {
+      if (topology_.at(before).type == CU_GRAPH_NODE_TYPE_KERNEL) ++programmatic_edges_;
+    });
+  }
   const std::size_t added = topology_.size() - 1;
   if (log_enabled(LogLevel::debug)) {
     std::string text = topology_.back().label.text();
@@ -474,121 +513,275 @@ std::optional<Error> OpenRecording::unjoined_locked() const {
                    "CUDA_ERROR_STREAM_CAPTURE_UNJOINED)");
 }
 
-// ---- WHILE loops ------------------------------------------------------------------------------
+// ---- Conditional nodes ------------------------------------------------------------------------
+
+namespace {
+
+std::atomic<std::uint64_t> next_frame_id{1};  // loops' and conditions' ids, unique in the process
+
+}  // namespace
+
+OpenRecording::Frame* OpenRecording::find_frame_locked(std::uint64_t id) {
+  for (Frame& frame : frames_) {
+    if (frame.id == id) return &frame;
+  }
+  return nullptr;
+}
+
+OpenRecording::ConditionState* OpenRecording::find_condition_locked(std::uint64_t id) {
+  for (ConditionState& condition : conditions_) {
+    if (condition.id == id) return &condition;
+  }
+  return nullptr;
+}
+
+bool OpenRecording::body_open_locked(std::uint64_t frame, unsigned body) const {
+  if (frame == 0) return true;
+  return std::any_of(frames_.begin(), frames_.end(), [&](const Frame& open) {
+    return open.id == frame && open.body_open && open.body == body;
+  });
+}
+
+std::string OpenRecording::frame_name(const Frame& frame) const {
+  switch (frame.kind) {
+    case FrameKind::loop: return "the while loop at node " + std::to_string(frame.node);
+    case FrameKind::if_else: return "the IF at node " + std::to_string(frame.node);
+    case FrameKind::switch_cases: return "the SWITCH at node " + std::to_string(frame.node);
+  }
+  return "the conditional node at node " + std::to_string(frame.node);
+}
+
+std::optional<Error> OpenRecording::unused_condition_locked(std::uint64_t frame, unsigned body,
+                                                            const std::string& operation) const {
+  if (doomed_) return std::nullopt;  // refused anyway: nothing to mend
+  for (const ConditionState& condition : conditions_) {
+    if (condition.home_frame != frame || condition.home_body != body || condition.used) continue;
+    // CUDA refuses to instantiate a graph holding a handle no conditional node uses
+    // (CUDA_GRAPH_INSTANTIATE_CONDITIONAL_HANDLE_UNUSED, docs/cuda-driver-facts.md I02).
+    return Error(Errc::graph_state,
+                 operation + ": the condition made after node " +
+                     std::to_string(condition.after_node) + " (first " +
+                     std::to_string(condition.first) + ") " +
+                     (frame == 0 ? "in the graph" : "in this body") +
+                     " steers no branch: begin_if or begin_switch with it first (CUDA refuses a "
+                     "graph holding a conditional handle no node uses: "
+                     "CUDA_GRAPH_INSTANTIATE_CONDITIONAL_HANDLE_UNUSED); nothing was closed");
+  }
+  return std::nullopt;
+}
+
+Result<std::size_t> OpenRecording::innermost_locked(FrameKind kind, std::uint64_t id,
+                                                    const std::string& operation) const {
+  const char* what = kind == FrameKind::loop       ? "loop"
+                     : kind == FrameKind::if_else ? "IF of the condition"
+                                                  : "SWITCH of the condition";
+  const auto open = std::find_if(frames_.begin(), frames_.end(), [&](const Frame& frame) {
+    return frame.id == id;
+  });
+  if (open == frames_.end()) {
+    return Error(Errc::graph_state,
+                 operation + ": the " + what + " is not open in this stream's recording" +
+                     (kind == FrameKind::loop
+                          ? " (ended already, or begun in another recording)"
+                          : (kind == FrameKind::if_else ? " (begin_if first)"
+                                                        : " (begin_switch first)")));
+  }
+  if (open->kind != kind) {
+    return Error(Errc::graph_state,
+                 operation + ": the condition steers " + frame_name(*open) + ", not " +
+                     (kind == FrameKind::if_else ? "an IF (end it with end_switch)"
+                                                 : "a SWITCH (end it with end_if)"));
+  }
+  if (open->id != frames_.back().id) {
+    return Error(Errc::graph_state,
+                 operation + ": the " + what + " is not the innermost open one (" +
+                     frame_name(frames_.back()) + " was begun inside it: end it first)");
+  }
+  return static_cast<std::size_t>(open - frames_.begin());
+}
+
+void OpenRecording::retarget_locked() noexcept {
+  const Frame* inner = frames_.empty() ? nullptr : &frames_.back();
+  loop_target_.store(inner != nullptr ? inner->body_stream : nullptr, std::memory_order_release);
+  between_cases_.store(inner != nullptr && !inner->body_open, std::memory_order_release);
+}
+
+std::optional<Error> OpenRecording::switch_body(std::optional<unsigned> next,
+                                                const std::string& operation) {
+  Frame frame;
+  {
+    std::lock_guard book(book_);
+    frame = frames_.back();
+  }
+  std::optional<Error> failure;
+  bool stuck = frame.stuck;
+  if (frame.body_open && !stuck) {
+    Result<bool> valid = graphs_->body_active(frame.body_stream);
+    if (!valid || !*valid) {
+      // Invalidated (by an unsafe call elsewhere, say), or not known to be valid: don't end the
+      // body's capture before the recording's own, which the driver does not survive with an
+      // invalidated body; close() asks again and ends it after.
+      unended_bodies_.push_back(frame.body_stream);
+      stuck = true;
+      failure = !valid ? std::move(valid).error().context(operation + ": " + frame_name(frame))
+                       : Error(Errc::driver,
+                               operation + ": the body's capture was invalidated (" +
+                                   likely_causes(mode_) + ")",
+                               CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    } else if (Result<void> ended = graphs_->end_body(frame.body_stream); !ended) {
+      failure = std::move(ended).error().context(operation + ": closing " + frame_name(frame) +
+                                                 "'s body");
+    }
+  }
+  bool opened = false;
+  if (next && !stuck) {
+    if (Result<void> begun = graphs_->begin_body(frame.body_stream, frame.bodies[*next],
+                                                 CU_STREAM_CAPTURE_MODE_RELAXED);
+        !begun) {
+      if (!failure) {
+        failure = std::move(begun).error().context(operation + ": opening " + frame_name(frame) +
+                                                   "'s body " + std::to_string(*next));
+      }
+    } else {
+      opened = true;
+    }
+  }
+  {
+    std::lock_guard book(book_);
+    Frame& inner = frames_.back();
+    inner.stuck = stuck;
+    topology_.drop_lane(inner.lane);  // the next body starts from no dependency
+    inner.body_nodes = 0;
+    if (next) {
+      inner.body = *next;
+      inner.begun[*next] = true;
+      // A stuck stream still captures (invalidated): what it records fails there, never runs.
+      inner.body_open = opened || stuck;
+    } else {
+      inner.body_open = false;
+    }
+    if (failure) doom_locked(*failure);
+    retarget_locked();
+  }
+  return failure;
+}
+
+std::size_t OpenRecording::add_conditional_locked(std::uint64_t frame, std::string label) {
+  // Recorded where the stream's work goes now (the graph, or the enclosing body), depending on
+  // what the stream recorded last; later work there depends on it.
+  Frame* enclosing = frames_.empty() ? nullptr : &frames_.back();
+  if (enclosing != nullptr) {
+    ++enclosing->body_nodes;
+  } else {
+    ++recorded_.nodes_by_type[CU_GRAPH_NODE_TYPE_CONDITIONAL];
+    ++recorded_.node_count;
+  }
+  RecordedNode& node = topology_.add(enclosing != nullptr ? enclosing->lane : stream_index_);
+  node.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
+  node.label = OperationLabel::of_text(std::move(label));
+  node.stream = stream_index_;
+  node.loop = enclosing != nullptr ? enclosing->id : 0;
+  node.branch_body = enclosing != nullptr ? enclosing->body : 0;
+  node.body = frame;
+  return topology_.size() - 1;
+}
 
 Result<std::size_t> OpenRecording::next_loop_depth() const {
   std::lock_guard book(book_);
-  if (loops_.size() >= kMaxLoopDepth) {
-    return Error(Errc::graph_state, "begin_while: " + std::to_string(loops_.size()) +
-                                        " loops are open already (at most " +
-                                        std::to_string(kMaxLoopDepth) + " nest)");
+  if (frames_.size() >= kMaxDepth) {
+    return Error(Errc::graph_state, std::to_string(frames_.size()) +
+                                        " conditional nodes are open already (at most " +
+                                        std::to_string(kMaxDepth) +
+                                        " nest, the depth measured on the H200)");
   }
-  return loops_.size();
+  if (!frames_.empty() && !frames_.back().body_open) {
+    return Error(Errc::graph_state, frame_name(frames_.back()) +
+                                        " has no body open (begin_case first)");
+  }
+  return frames_.size();
 }
 
 Result<OpenRecording::LoopInfo> OpenRecording::begin_loop(CUstream body_stream, unsigned first) {
   Result<std::size_t> depth = next_loop_depth();
-  if (!depth) return depth.error();
-  const CUstream outer = loops_.empty() ? stream_ : loops_.back().body_stream;
+  if (!depth) return std::move(depth).error().context("begin_while");
+  const CUstream outer = loop_target() != nullptr ? loop_target() : stream_;
   // The body is captured in RELAXED mode whatever the recording's mode: an unsafe call
   // invalidates only the recording's own capture then, never the body's. Once a body's capture
   // was invalidated, every way out of it crashed the H200's driver (docs/cuda-driver-facts.md,
   // "Conditional nodes"); graphcap's own checks of unsafe calls follow the recording's mode.
-  Result<LoopNode> inserted =
-      graphs_->begin_loop(outer, body_stream, first, CU_STREAM_CAPTURE_MODE_RELAXED);
-  if (!inserted) {
+  Result<ConditionalNode> inserted = Error(Errc::driver, "not inserted");
+  Result<CUgraphConditionalHandle> handle = graphs_->create_condition(outer, first);
+  if (handle) inserted = graphs_->add_conditional(outer, *handle, CU_GRAPH_COND_TYPE_WHILE, 1);
+  Result<void> body = handle && inserted ? graphs_->begin_body(body_stream, inserted->bodies[0],
+                                                               CU_STREAM_CAPTURE_MODE_RELAXED)
+                                         : Result<void>{};
+  if (!handle || !inserted || !body) {
     // Whatever of it the driver did stays in the recording (perhaps a WHILE node without a
     // body, which must never replay): refuse the recording.
-    doom(inserted.error());
-    return inserted.error();
+    Error error = (!handle ? handle.error() : !inserted ? inserted.error() : body.error())
+                      .context("begin_while");
+    doom(error);
+    return error;
   }
-  static std::atomic<std::uint64_t> next_loop{1};
-  LoopFrame frame;
-  frame.id = next_loop.fetch_add(1, std::memory_order_relaxed);
+  Frame frame;
+  frame.kind = FrameKind::loop;
+  frame.id = next_frame_id.fetch_add(1, std::memory_order_relaxed);
   frame.body_stream = body_stream;
-  frame.body = inserted->body;
-  frame.handle = inserted->handle;
+  frame.bodies = inserted->bodies;
+  frame.body_open = true;
+  frame.begun.assign(1, true);
+  frame.handle = *handle;
   frame.first = first;
   frame.lane = -1 - static_cast<int>(*depth);
   {
     std::lock_guard book(book_);
-    // The WHILE node, recorded where the stream's work goes now (the graph, or the enclosing
-    // body), depending on what the stream recorded last; later work there depends on it.
-    LoopFrame* enclosing = loops_.empty() ? nullptr : &loops_.back();
-    GraphReport& counts = enclosing != nullptr ? enclosing->recorded : recorded_;
-    ++counts.nodes_by_type[CU_GRAPH_NODE_TYPE_CONDITIONAL];
-    ++counts.node_count;
-    RecordedNode& node = topology_.add(enclosing != nullptr ? enclosing->lane : stream_index_);
-    node.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
-    node.label = OperationLabel::of_text("while loop " + std::to_string(frame.id) + " (first " +
-                                         std::to_string(first) + ")");
-    node.stream = stream_index_;
-    node.loop = enclosing != nullptr ? enclosing->id : 0;
-    node.body = frame.id;
-    frame.node = topology_.size() - 1;
-    loops_.push_back(frame);
+    frame.node = add_conditional_locked(
+        frame.id, "while loop " + std::to_string(frame.id) + " (first " + std::to_string(first) +
+                      ")");
+    body_graphs_.push_back(BodyGraph{frame.id, 0, frame.bodies[0], frame.node});
+    frames_.push_back(frame);
+    retarget_locked();
   }
-  loop_target_.store(body_stream, std::memory_order_release);
   if (log_enabled(LogLevel::debug)) {
     log(LogLevel::debug, "recording " + std::to_string(id_) + ": node " +
                              std::to_string(frame.node) + " CONDITIONAL: while loop " +
                              std::to_string(frame.id) + " begins (depth " +
                              std::to_string(*depth + 1) + ")");
   }
-  return LoopInfo{frame.id, inserted->handle};
+  return LoopInfo{frame.id, frame.handle};
 }
 
 Result<void> OpenRecording::end_loop(std::uint64_t id) {
-  LoopFrame frame;
   {
     std::lock_guard book(book_);
-    if (loops_.empty() || loops_.back().id != id) {
-      const bool open = std::any_of(loops_.begin(), loops_.end(),
-                                    [&](const LoopFrame& f) { return f.id == id; });
+    Result<std::size_t> at = innermost_locked(FrameKind::loop, id, "end_while");
+    if (!at) return at.error();
+    const Frame& frame = frames_.back();
+    if (frame.first != 0 && !frame.condition_taken) {
+      // Its condition starts true every replay and nothing can set it to 0: on a GPU the replay
+      // would never end. Refused before the body closes, so a kernel can still be recorded.
       return Error(Errc::graph_state,
-                   open ? "end_while: the loop is not the innermost open one (end the loops "
-                          "begun inside it first)"
-                        : "end_while: the loop is not open in this stream's recording (ended "
-                          "already, or begun in another recording)");
+                   "end_while: the loop's condition starts true (begin_while's `first`) and no "
+                   "kernel recorded since begin_while takes it (Arg::condition(loop)), so nothing "
+                   "could end the loop: every replay would run forever; record the kernel that "
+                   "sets it first (the loop stays open)");
     }
-    frame = loops_.back();
+    if (std::optional<Error> unused = unused_condition_locked(frame.id, 0, "end_while")) {
+      return *unused;
+    }
   }
-  if (frame.first != 0 && !frame.condition_taken) {
-    // Its condition starts true every replay and nothing can set it to 0: on a GPU the replay
-    // would never end. Refused before the body closes, so a kernel can still be recorded.
-    return Error(Errc::graph_state,
-                 "end_while: the loop's condition starts true (begin_while's `first`) and no "
-                 "kernel recorded since begin_while takes it (Arg::condition(loop)), so nothing "
-                 "could end the loop: every replay would run forever; record the kernel that "
-                 "sets it first (the loop stays open)");
-  }
-  std::optional<Error> failure;
-  if (!graphs_->loop_active(frame.body_stream)) {
-    // Invalidated (by an unsafe call elsewhere, say): don't end the body's capture before the
-    // recording's own, which the driver does not survive; close() ends it after.
-    unended_bodies_.push_back(frame.body_stream);
-    failure = Error(Errc::driver,
-                    "end_while: the loop body's capture was invalidated (" + likely_causes(mode_) +
-                        ")",
-                    CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
-  } else if (Result<void> ended = graphs_->end_loop(frame.body_stream); !ended) {
-    failure = ended.error();
-  } else if (Result<GraphReport> body = graphs_->inspect_loop_body(frame.body, frame.recorded);
-             !body) {
-    failure = body.error();
-  }
+  const std::size_t nodes = frames_.back().body_nodes;
+  std::optional<Error> failure = switch_body(std::nullopt, "end_while");
   {
     std::lock_guard book(book_);
-    loops_.pop_back();
-    topology_.drop_lane(frame.lane);
-    if (failure) doom_locked(*failure);
-    loop_target_.store(loops_.empty() ? nullptr : loops_.back().body_stream,
-                       std::memory_order_release);
+    topology_.drop_lane(frames_.back().lane);
+    frames_.pop_back();
+    retarget_locked();
   }
   if (log_enabled(LogLevel::debug)) {
     log(LogLevel::debug, "recording " + std::to_string(id_) + ": while loop " +
-                             std::to_string(frame.id) + " ends (" +
-                             std::to_string(frame.recorded.node_count) + " nodes in its body)" +
+                             std::to_string(id) + " ends (" + std::to_string(nodes) +
+                             " nodes in its body)" +
                              (failure ? ": " + failure->message() : std::string()));
   }
   if (failure) return *failure;
@@ -597,16 +790,257 @@ Result<void> OpenRecording::end_loop(std::uint64_t id) {
 
 bool OpenRecording::loop_open(std::uint64_t id) const {
   std::lock_guard book(book_);
-  return std::any_of(loops_.begin(), loops_.end(), [&](const LoopFrame& f) { return f.id == id; });
+  return std::any_of(frames_.begin(), frames_.end(), [&](const Frame& f) { return f.id == id; });
+}
+
+Result<OpenRecording::ConditionInfo> OpenRecording::make_condition(unsigned first) {
+  ConditionState condition;
+  {
+    std::lock_guard book(book_);
+    if (!frames_.empty() && !frames_.back().body_open) {
+      return Error(Errc::graph_state, "condition: " + frame_name(frames_.back()) +
+                                          " has no body open (begin_case first)");
+    }
+    if (!frames_.empty()) {
+      condition.home_frame = frames_.back().id;
+      condition.home_body = frames_.back().body;
+    }
+    condition.after_node = topology_.size();
+  }
+  const CUstream target = loop_target() != nullptr ? loop_target() : stream_;
+  // A failure changes nothing: no handle exists (the recording stays valid).
+  Result<CUgraphConditionalHandle> handle = graphs_->create_condition(target, first);
+  if (!handle) return std::move(handle).error().context("condition");
+  condition.id = next_frame_id.fetch_add(1, std::memory_order_relaxed);
+  condition.handle = *handle;
+  condition.first = first;
+  {
+    std::lock_guard book(book_);
+    conditions_.push_back(condition);
+  }
+  return ConditionInfo{condition.id, condition.handle};
+}
+
+Result<void> OpenRecording::begin_branch(CUstream body_stream, BranchKind kind,
+                                         std::uint64_t id, unsigned cases) {
+  const bool is_if = kind == BranchKind::if_else;
+  const std::string operation = is_if ? "begin_if" : "begin_switch";
+  Result<std::size_t> depth = next_loop_depth();
+  if (!depth) return std::move(depth).error().context(operation);
+  unsigned first = 0;
+  CUgraphConditionalHandle handle = 0;
+  {
+    std::lock_guard book(book_);
+    ConditionState* condition = find_condition_locked(id);
+    if (condition == nullptr) {
+      return Error(Errc::graph_state,
+                   operation + ": the condition is not one of this stream's recording (made in "
+                               "another recording, or on another stream)");
+    }
+    if (condition->used) {
+      return Error(Errc::graph_state,
+                   operation + ": the condition steers a branch already (each condition steers "
+                               "one IF or SWITCH: make another with Device::condition)");
+    }
+    if (!body_open_locked(condition->home_frame, condition->home_body)) {
+      return Error(Errc::graph_state,
+                   operation + ": the condition was made in a conditional body that is closed "
+                               "(a branch may use a condition of its own body or of one around "
+                               "it)");
+    }
+    if (!condition->taken) {
+      return Error(Errc::graph_state,
+                   operation + ": no kernel recorded since Device::condition takes the condition "
+                               "(Arg::condition(c)), so every replay would take the same branch "
+                               "(first " + std::to_string(condition->first) +
+                               "): record the kernel that sets it first (nothing changed)");
+    }
+    first = condition->first;
+    handle = condition->handle;
+  }
+  const CUstream outer = loop_target() != nullptr ? loop_target() : stream_;
+  // An IF node always has its ELSE body (size 2; empty bodies are valid, B06): begin_else may
+  // follow, and re-recordings with and without it update in place.
+  const unsigned size = is_if ? 2u : cases;
+  Result<ConditionalNode> inserted = graphs_->add_conditional(
+      outer, handle, is_if ? CU_GRAPH_COND_TYPE_IF : CU_GRAPH_COND_TYPE_SWITCH, size);
+  Result<void> body = inserted && is_if
+                          ? graphs_->begin_body(body_stream, inserted->bodies[0],
+                                                CU_STREAM_CAPTURE_MODE_RELAXED)
+                          : Result<void>{};
+  std::lock_guard book(book_);
+  find_condition_locked(id)->used = true;  // the driver may hold its node: never unused now
+  if (!inserted || !body) {
+    // A conditional node without its body must never replay: the recording is refused.
+    Error error = (!inserted ? inserted.error() : body.error()).context(operation);
+    doom_locked(error);
+    return error;
+  }
+  Frame frame;
+  frame.kind = is_if ? FrameKind::if_else : FrameKind::switch_cases;
+  frame.id = id;
+  frame.body_stream = body_stream;
+  frame.bodies = inserted->bodies;
+  frame.begun.assign(size, false);
+  frame.body_open = is_if;
+  if (is_if) frame.begun[0] = true;
+  frame.handle = handle;
+  frame.first = first;
+  frame.lane = -1 - static_cast<int>(*depth);
+  frame.node = add_conditional_locked(
+      id, is_if ? "if (condition " + std::to_string(id) + ", first " + std::to_string(first) + ")"
+                : "switch of " + std::to_string(cases) + " cases (condition " +
+                      std::to_string(id) + ", first " + std::to_string(first) + ")");
+  for (unsigned b = 0; b < size; ++b) {
+    body_graphs_.push_back(BodyGraph{id, b, frame.bodies[b], frame.node});
+  }
+  frames_.push_back(std::move(frame));
+  retarget_locked();
+  if (log_enabled(LogLevel::debug)) {
+    log(LogLevel::debug, "recording " + std::to_string(id_) + ": node " +
+                             std::to_string(frames_.back().node) + " CONDITIONAL: " +
+                             (is_if ? "IF" : "SWITCH") + " of condition " + std::to_string(id) +
+                             " begins (depth " + std::to_string(*depth + 1) + ")");
+  }
+  return {};
+}
+
+Result<void> OpenRecording::begin_else(std::uint64_t id) {
+  {
+    std::lock_guard book(book_);
+    Result<std::size_t> at = innermost_locked(FrameKind::if_else, id, "begin_else");
+    if (!at) return at.error();
+    if (frames_.back().body != 0) {
+      return Error(Errc::graph_state,
+                   "begin_else: the IF's ELSE body was begun already (one ELSE per IF)");
+    }
+    if (std::optional<Error> unused = unused_condition_locked(id, 0, "begin_else")) return *unused;
+  }
+  if (std::optional<Error> failure = switch_body(1u, "begin_else")) return *failure;
+  return {};
+}
+
+Result<void> OpenRecording::begin_case(std::uint64_t id, unsigned index) {
+  {
+    std::lock_guard book(book_);
+    Result<std::size_t> at = innermost_locked(FrameKind::switch_cases, id, "begin_case");
+    if (!at) return at.error();
+    const Frame& frame = frames_.back();
+    if (index >= frame.bodies.size()) {
+      return Error(Errc::graph_state,
+                   "begin_case: case " + std::to_string(index) + " of a SWITCH of " +
+                       std::to_string(frame.bodies.size()) +
+                       " cases (cases are 0 to cases - 1; at replay, a value past the last case "
+                       "runs none)");
+    }
+    if (frame.begun[index]) {
+      return Error(Errc::graph_state, "begin_case: case " + std::to_string(index) +
+                                          " was begun already (each case once)");
+    }
+    if (frame.body_open) {
+      if (std::optional<Error> unused = unused_condition_locked(id, frame.body, "begin_case")) {
+        return *unused;
+      }
+    }
+  }
+  if (std::optional<Error> failure = switch_body(index, "begin_case")) return *failure;
+  return {};
+}
+
+Result<void> OpenRecording::end_branch(BranchKind kind, std::uint64_t id) {
+  const bool is_if = kind == BranchKind::if_else;
+  const std::string operation = is_if ? "end_if" : "end_switch";
+  {
+    std::lock_guard book(book_);
+    Result<std::size_t> at =
+        innermost_locked(is_if ? FrameKind::if_else : FrameKind::switch_cases, id, operation);
+    if (!at) return at.error();
+    const Frame& frame = frames_.back();
+    if (frame.body_open) {
+      if (std::optional<Error> unused = unused_condition_locked(id, frame.body, operation)) {
+        return *unused;
+      }
+    }
+  }
+  std::optional<Error> failure = switch_body(std::nullopt, operation);
+  {
+    std::lock_guard book(book_);
+    topology_.drop_lane(frames_.back().lane);
+    frames_.pop_back();
+    retarget_locked();
+  }
+  if (log_enabled(LogLevel::debug)) {
+    log(LogLevel::debug, "recording " + std::to_string(id_) + ": " + (is_if ? "IF" : "SWITCH") +
+                             " of condition " + std::to_string(id) + " ends" +
+                             (failure ? ": " + failure->message() : std::string()));
+  }
+  if (failure) return *failure;
+  return {};
 }
 
 std::optional<Error> OpenRecording::open_loop_refusal() const {
   std::lock_guard book(book_);
-  if (loops_.empty()) return std::nullopt;
-  return Error(Errc::graph_state,
-               "end_capture: " + std::to_string(loops_.size()) + " WHILE loop(s) still open (the "
-               "innermost begun at node " + std::to_string(loops_.back().node) + "); end_while "
-               "each first, innermost first (the recording stays open)");
+  if (!frames_.empty()) {
+    const Frame& inner = frames_.back();
+    const char* closer = inner.kind == FrameKind::loop      ? "end_while"
+                         : inner.kind == FrameKind::if_else ? "end_if"
+                                                            : "end_switch";
+    return Error(Errc::graph_state,
+                 "end_capture: " + std::to_string(frames_.size()) +
+                     " conditional node(s) still open (the innermost " + frame_name(inner) +
+                     "); " + closer + " it first, and any around it, innermost first (end_while, "
+                     "end_if, end_switch; the recording stays open)");
+  }
+  return unused_condition_locked(0, 0, "end_capture");
+}
+
+std::string OpenRecording::name_failed_node(CapturedGraph& captured, const Recording& recording,
+                                            const InstantiateFailure& failure) {
+  // The driver's node is found among the graph's nodes or a body's; graphcap's recorded node at
+  // the same position in the same graph is named when the counts agree (external work may have
+  // added nodes graphcap did not record).
+  auto recorded_in = [&](std::uint64_t frame, unsigned body) {
+    std::vector<std::size_t> in;
+    for (std::size_t i = 0; i < recording.nodes.size(); ++i) {
+      if (recording.nodes[i].loop == frame && recording.nodes[i].branch_body == body) {
+        in.push_back(i);
+      }
+    }
+    return in;
+  };
+  auto name = [&](const std::vector<CUgraphNode>& nodes, std::uint64_t frame, unsigned body,
+                  const std::string& where) -> std::optional<std::string> {
+    const auto at = std::find(nodes.begin(), nodes.end(), failure.node);
+    if (at == nodes.end()) return std::nullopt;
+    const std::size_t position = static_cast<std::size_t>(at - nodes.begin());
+    std::string text = "node " + std::to_string(position) + " (" + node_type_name(failure.type) +
+                       ") of " + where;
+    const std::vector<std::size_t> recorded = recorded_in(frame, body);
+    if (recorded.size() == nodes.size()) {
+      const RecordedNode& node = recording.nodes[recorded[position]];
+      text += ", graphcap's node " + std::to_string(recorded[position]) + ": " +
+              (node.label.empty() ? std::string(node_type_name(node.type))
+                                  : node.label.first_line());
+    } else {
+      text += " (that graph holds nodes graphcap did not record: external work)";
+    }
+    return text;
+  };
+  if (Result<std::vector<CUgraphNode>> top = graphs_->nodes(captured)) {
+    if (std::optional<std::string> named = name(*top, 0, 0, "the graph")) return *named;
+  }
+  for (const BodyGraph& body : body_graphs_) {
+    Result<std::vector<CUgraphNode>> nodes = graphs_->body_nodes(body.graph);
+    if (!nodes) continue;
+    const RecordedNode& owner = recording.nodes.at(body.node);
+    if (std::optional<std::string> named =
+            name(*nodes, body.frame, body.body,
+                 "body " + std::to_string(body.body) + " of graphcap's node " +
+                     std::to_string(body.node) + " (" + owner.label.first_line() + ")")) {
+      return *named;
+    }
+  }
+  return std::string("a node graphcap could not find in the graph or its bodies");
 }
 
 }  // namespace graphcap::capture

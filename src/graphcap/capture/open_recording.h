@@ -113,22 +113,52 @@ class OpenRecording {
   // pool never grows inside the recording). A failure maps nothing more.
   Result<void> lay_out_pool() { return pool_ ? pool_->lay_out() : Result<void>{}; }
 
-  // ---- WHILE loops (docs/capture-lifecycle.md, "Device-side loops") ----------------------
+  // ---- Conditional nodes: WHILE loops, IF/ELSE and SWITCH branches -------------------------
+  // (docs/capture-lifecycle.md, "Device-side loops and branches"). Each opens a frame whose
+  // bodies the origin stream's operations go into, captured on the frame's body stream; frames
+  // nest (up to kMaxDepth, of any kinds) and close innermost first. Every refusal is decided
+  // before anything changes (graph_state); a failed driver step dooms the recording (a
+  // conditional node without its body must never replay).
   struct LoopInfo {
     std::uint64_t id = 0;                 // unique in the process
     CUgraphConditionalHandle handle = 0;  // what a kernel sets
   };
-  // The depth a new loop would have, or graph_state when too many are open.
+  struct ConditionInfo {
+    std::uint64_t id = 0;  // unique in the process (shared with loops' ids)
+    CUgraphConditionalHandle handle = 0;
+  };
+  enum class BranchKind : std::uint8_t { if_else, switch_cases };
+  // The depth a new conditional node would have, or graph_state when too many are open.
   Result<std::size_t> next_loop_depth() const;
   // Insert a WHILE node whose condition is `first` at the start of every replay; what the
-  // origin stream records from now on is its body, captured on `body_stream`. A failure dooms
-  // the recording (a WHILE node with no body must never replay).
+  // origin stream records from now on is its body, captured on `body_stream`.
   Result<LoopInfo> begin_loop(CUstream body_stream, unsigned first);
-  // Close the innermost loop, which must be `id`; graph_state otherwise, and for a loop whose
-  // condition starts true and no recorded kernel takes (it could never end): nothing changed.
+  // Close the innermost frame, which must be loop `id`; graph_state otherwise, for a loop whose
+  // condition starts true and no recorded kernel takes (it could never end), and for a condition
+  // made in its body that steers no branch: nothing changed.
   Result<void> end_loop(std::uint64_t id);
+  // A loop or a branch of this id is open.
   bool loop_open(std::uint64_t id) const;
-  // end_capture with loops open: refused, naming the innermost.
+  // A conditional handle on the graph the origin records into now (the graph, or the body open
+  // now), starting every replay at `first`, for an IF or a SWITCH to steer by. Nothing changes on
+  // a refusal or a failure.
+  Result<ConditionInfo> make_condition(unsigned first);
+  // Insert the IF node (with its ELSE body; IF's body open from now on) or the SWITCH node of
+  // `cases` bodies (no body open until begin_case) steered by `condition`, on `body_stream`.
+  // Refused unless the condition is this recording's, steers no branch yet, was made in a body
+  // open now, and a kernel recorded since took it.
+  Result<void> begin_branch(CUstream body_stream, BranchKind kind, std::uint64_t condition,
+                            unsigned cases);
+  // Close the IF body of the innermost frame (condition's IF) and open its ELSE body.
+  Result<void> begin_else(std::uint64_t condition);
+  // Close the open case of the innermost frame (condition's SWITCH), if any, and open `index`.
+  Result<void> begin_case(std::uint64_t condition, unsigned index);
+  // Close the innermost frame, which must be condition's branch of `kind`.
+  Result<void> end_branch(BranchKind kind, std::uint64_t condition);
+  // The innermost frame is a SWITCH with no case open: the origin may record nothing now.
+  bool between_cases() const noexcept { return between_cases_.load(std::memory_order_acquire); }
+  // end_capture with frames open, or with a condition made in the graph that steers no branch:
+  // refused (the recording stays open), naming the innermost frame or the condition.
   std::optional<Error> open_loop_refusal() const;
   // Where the origin's operations are issued now: the innermost body stream, or nullptr.
   CUstream loop_target() const noexcept { return loop_target_.load(std::memory_order_acquire); }
@@ -141,18 +171,66 @@ class OpenRecording {
   void set_stream(const memory::SliceOwner* stream) noexcept { self_ = stream; }
 
  private:
-  static constexpr std::size_t kMaxLoopDepth = 8;
-  struct LoopFrame {
-    std::uint64_t id = 0;
+  // Measured (B08): IF, WHILE, alternating IF/WHILE and SWITCH nodes nest to depth 128 (each
+  // depth instantiated and ran); graphcap takes no more than the H200 was shown to.
+  static constexpr std::size_t kMaxDepth = 128;
+  enum class FrameKind : std::uint8_t { loop, if_else, switch_cases };
+  // One open conditional node and the body of it being recorded.
+  struct Frame {
+    FrameKind kind = FrameKind::loop;
+    std::uint64_t id = 0;  // the loop's, or the condition's that steers the branch
     CUstream body_stream = nullptr;
-    CUgraph body = nullptr;
+    std::vector<CUgraph> bodies;  // the node's body graphs (owned by the node)
+    unsigned body = 0;            // the body recorded now (when body_open)
+    bool body_open = false;
+    bool stuck = false;           // a body's capture was invalidated: left open, never ended
+    std::vector<bool> begun;      // per body: begun already
     CUgraphConditionalHandle handle = 0;
     unsigned first = 0;
-    bool condition_taken = false;  // a recorded kernel takes the handle (it can end the loop)
+    bool condition_taken = false;  // a loop: a recorded kernel takes the handle (it can end)
     int lane = 0;                  // the body's lane in the topology (below any stream index)
-    std::size_t node = 0;          // the WHILE node
-    GraphReport recorded;          // counts of the body's own nodes
+    std::size_t node = 0;          // the conditional node
+    std::size_t body_nodes = 0;    // nodes recorded into the open body
   };
+  // A condition made by make_condition: where, and what has been done with it.
+  struct ConditionState {
+    std::uint64_t id = 0;
+    CUgraphConditionalHandle handle = 0;
+    unsigned first = 0;
+    std::uint64_t home_frame = 0;  // the frame whose body it was made in (0: the graph)
+    unsigned home_body = 0;
+    std::size_t after_node = 0;  // how many nodes were recorded when it was made
+    bool taken = false;          // a kernel recorded since takes it (Arg::condition)
+    bool used = false;           // a branch steers by it
+  };
+  // A body graph of the recording, to name a node of it in an instantiate refusal.
+  struct BodyGraph {
+    std::uint64_t frame = 0;
+    unsigned body = 0;
+    CUgraph graph = nullptr;
+    std::size_t node = 0;  // the conditional node (in the topology)
+  };
+
+  Frame* find_frame_locked(std::uint64_t id);
+  ConditionState* find_condition_locked(std::uint64_t id);
+  // Whether the body `frame`/`body` (0/0: the graph) is open now.
+  bool body_open_locked(std::uint64_t frame, unsigned body) const;
+  // A condition made in body `frame`/`body` that steers no branch: the refusal of closing it.
+  std::optional<Error> unused_condition_locked(std::uint64_t frame, unsigned body,
+                                               const std::string& operation) const;
+  // The innermost frame, checked to be `id`'s of `kind`: its index, or the refusal.
+  Result<std::size_t> innermost_locked(FrameKind kind, std::uint64_t id,
+                                       const std::string& operation) const;
+  // Close the innermost frame's open body on the driver (a failure is returned, not doomed) and
+  // open body `next` (or none). The caller decided every refusal first.
+  std::optional<Error> switch_body(std::optional<unsigned> next, const std::string& operation);
+  void retarget_locked() noexcept;
+  // The conditional node of a new frame `frame` (labelled `label`) in the topology: its index.
+  std::size_t add_conditional_locked(std::uint64_t frame, std::string label);
+  std::string frame_name(const Frame& frame) const;
+  // Names the node the driver named in a refused instantiate, in graphcap's terms.
+  std::string name_failed_node(CapturedGraph& captured, const Recording& recording,
+                               const InstantiateFailure& failure);
 
   void doom_locked(const Error& error);
   std::optional<Error> unjoined_locked() const;
@@ -187,10 +265,15 @@ class OpenRecording {
   RecordedTopology topology_;
   std::size_t node_hint_ = 0;  // how many nodes the last recording made
   std::vector<Window*> sides_;
-  std::vector<LoopFrame> loops_;  // innermost last
+  std::vector<Frame> frames_;  // innermost last
+  std::vector<ConditionState> conditions_;
+  std::vector<BodyGraph> body_graphs_;
+  bool node_priorities_ = false;  // a recorded launch asked for a priority
+  std::size_t programmatic_edges_ = 0;
   std::vector<CUstream> unended_bodies_;   // invalidated at end_while: ended after the recording
   std::vector<CUstream> abandoned_bodies_;
   std::atomic<CUstream> loop_target_{nullptr};
+  std::atomic<bool> between_cases_{false};
 };
 
 }  // namespace graphcap::capture

@@ -63,9 +63,13 @@ struct Operation {
   // A recorded kernel launch that took params: everything but its node, which the recording names
   // (GraphDriver::last_node) as it records the launch.
   ParamNode* params = nullptr;
-  // A launch that takes a WHILE loop's condition (Arg::condition): the handle, so the recording
-  // knows the loop can end (0: none).
-  CUgraphConditionalHandle condition = 0;
+  // A launch that takes a WHILE loop's or a branch's condition (Arg::condition): its id, so the
+  // recording knows the loop can end and the branch is steered (0: none).
+  std::uint64_t condition = 0;
+  // A launch with LaunchOptions: programmatic (its edges from kernels are programmatic), and
+  // with a priority (the graph is instantiated with node priorities).
+  bool programmatic = false;
+  bool priority = false;
   // Set by StreamCore::run when an eager operation used buffers of other streams: an event
   // recorded right after it, which their owners are then made to wait for (return_borrowed).
   CUevent borrowed_fence = nullptr;
@@ -93,8 +97,12 @@ struct RecordedNode {
   CUgraphNodeType type = CU_GRAPH_NODE_TYPE_KERNEL;
   OperationLabel label;
   int stream = 0;
-  std::uint64_t loop = 0;  // the WHILE loop whose body holds the node (0: the graph itself)
-  std::uint64_t body = 0;  // a WHILE node: the loop it runs (the `loop` of its body's nodes)
+  // The conditional node (a WHILE loop, or a branch: its condition's id) whose body holds the
+  // node (0: the graph itself), and which of its bodies (an IF's 0 or its ELSE 1, a SWITCH's case).
+  std::uint64_t loop = 0;
+  unsigned branch_body = 0;
+  std::uint64_t body = 0;  // a conditional node: the loop or condition it runs (its bodies' `loop`)
+  bool programmatic = false;  // launched with LaunchOptions::programmatic
   // The nodes it depends on. Most nodes depend on one (their stream's last), kept inline: a
   // recorded launch allocates nothing for it; only a join lists more.
   std::size_t after = kNone;

@@ -217,13 +217,15 @@ Result<void> Window::check_loop_call(const char* operation, const char* closed_h
   return recording_.check_thread(operation);
 }
 
-Result<std::size_t> Window::check_loop_begin() {
-  if (Result<void> ok = check_loop_call("begin_while", "a loop is recorded inside a recording "
-                                                       "(begin_capture first)");
+Result<std::size_t> Window::check_loop_begin(const char* operation) {
+  if (Result<void> ok = check_loop_call(operation, "a conditional node is recorded inside a "
+                                                   "recording (begin_capture first)");
       !ok) {
     return ok.error();
   }
-  return recording_.next_loop_depth();
+  Result<std::size_t> depth = recording_.next_loop_depth();
+  if (!depth) return std::move(depth).error().context(operation);
+  return depth;
 }
 
 Result<OpenRecording::LoopInfo> Window::begin_loop(CUstream body_stream, unsigned first) {
@@ -236,6 +238,47 @@ Result<void> Window::end_loop(std::uint64_t id) {
     return ok;
   }
   return recording_.end_loop(id);
+}
+
+Result<OpenRecording::ConditionInfo> Window::make_condition(unsigned first) {
+  if (Result<void> ok = check_loop_call("condition", "a condition is made inside a recording "
+                                                     "(begin_capture first)");
+      !ok) {
+    return ok.error();
+  }
+  return recording_.make_condition(first);
+}
+
+Result<void> Window::begin_branch(CUstream body_stream, OpenRecording::BranchKind kind,
+                                  std::uint64_t condition, unsigned cases) {
+  const char* operation =
+      kind == OpenRecording::BranchKind::if_else ? "begin_if" : "begin_switch";
+  if (Result<std::size_t> depth = check_loop_begin(operation); !depth) return depth.error();
+  return recording_.begin_branch(body_stream, kind, condition, cases);
+}
+
+Result<void> Window::begin_else(std::uint64_t condition) {
+  if (Result<void> ok = check_loop_call("begin_else", "the IF's recording has ended"); !ok) {
+    return ok;
+  }
+  return recording_.begin_else(condition);
+}
+
+Result<void> Window::begin_case(std::uint64_t condition, unsigned index) {
+  if (Result<void> ok = check_loop_call("begin_case", "the SWITCH's recording has ended"); !ok) {
+    return ok;
+  }
+  return recording_.begin_case(condition, index);
+}
+
+Result<void> Window::end_branch(OpenRecording::BranchKind kind, std::uint64_t condition) {
+  const bool is_if = kind == OpenRecording::BranchKind::if_else;
+  if (Result<void> ok = check_loop_call(is_if ? "end_if" : "end_switch",
+                                        "the branch's recording has ended");
+      !ok) {
+    return ok;
+  }
+  return recording_.end_branch(kind, condition);
 }
 
 }  // namespace graphcap::capture

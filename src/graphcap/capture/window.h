@@ -105,13 +105,23 @@ class Window {
   // Refused (graph_state) when that recording is no longer open.
   Result<void> join(Window& origin, std::uint64_t id, const std::vector<std::size_t>& after);
 
-  // ---- WHILE loops: the origin stream's, on its recording thread (OpenRecording does them) ---
-  Result<std::size_t> check_loop_begin();
+  // ---- Conditional nodes: the origin stream's, on its recording thread (OpenRecording does
+  // them; docs/capture-lifecycle.md, "Device-side loops and branches") ----------------------
+  // The depth a new conditional node would have, once `operation` may run here.
+  Result<std::size_t> check_loop_begin(const char* operation = "begin_while");
   Result<OpenRecording::LoopInfo> begin_loop(CUstream body_stream, unsigned first);
   Result<void> end_loop(std::uint64_t id);
   bool loop_open(std::uint64_t id) const { return recording_.loop_open(id); }
+  Result<OpenRecording::ConditionInfo> make_condition(unsigned first);
+  Result<void> begin_branch(CUstream body_stream, OpenRecording::BranchKind kind,
+                            std::uint64_t condition, unsigned cases);
+  Result<void> begin_else(std::uint64_t condition);
+  Result<void> begin_case(std::uint64_t condition, unsigned index);
+  Result<void> end_branch(OpenRecording::BranchKind kind, std::uint64_t condition);
+  // The innermost frame is a SWITCH with no case open: nothing may be recorded now.
+  bool between_cases() const noexcept { return recording_.between_cases(); }
   std::vector<CUstream> take_abandoned_bodies() { return recording_.take_abandoned_bodies(); }
-  // Where this stream's operations are issued now: the innermost open loop's body stream, or
+  // Where this stream's operations are issued now: the innermost open body's stream, or
   // nullptr for the stream itself. Read without the stream's mutex (Stream::handle()).
   CUstream loop_target() const noexcept { return recording_.loop_target(); }
 

@@ -245,14 +245,15 @@ void StreamCore::forget_abandoned_loop_streams() {
   }
 }
 
-Result<CUstream> StreamCore::loop_stream(std::size_t depth) {
+Result<CUstream> StreamCore::loop_stream(std::size_t depth, const char* operation) {
   forget_abandoned_loop_streams();
   while (loop_streams_.size() <= depth) {
     // Creating a stream is safe while a capture is open, in every mode (measured on the H200).
     CUstream body = nullptr;
     if (CUresult result = device_->driver().cuStreamCreate(&body, CU_STREAM_NON_BLOCKING);
         result != CUDA_SUCCESS) {
-      return Error::from_driver("cuStreamCreate", result).context("begin_while: the body's stream");
+      return Error::from_driver("cuStreamCreate", result)
+          .context(std::string(operation) + ": the body's stream");
     }
     loop_streams_.push_back(body);
   }

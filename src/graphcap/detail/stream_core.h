@@ -58,9 +58,9 @@ class StreamCore final : public memory::SliceOwner,
     const CUstream body = window_.loop_target();
     return body != nullptr ? body : handle_;
   }
-  // The body stream for a loop at `depth` (0: outermost), created on first use and kept until
-  // the stream closes (mutex() held).
-  Result<CUstream> loop_stream(std::size_t depth);
+  // The body stream for a conditional node at `depth` (0: outermost), created on first use and
+  // kept until the stream closes (mutex() held); `operation` names the call in a failure.
+  Result<CUstream> loop_stream(std::size_t depth, const char* operation = "begin_while");
   // Drops the body streams the window abandoned (their invalidated capture left open).
   void forget_abandoned_loop_streams();
   bool closed() const noexcept { return closed_.load(std::memory_order_acquire); }
@@ -190,6 +190,12 @@ template <class Issue, class What, class UseName>
 Result<void> StreamCore::run(capture::Operation& op, Issue&& issue, What&& what,
                              UseName&& use_name) {
   capture::OpenRecording* const recording = window_.recording_into();
+  if (recording != nullptr && window_.between_cases()) {
+    // Between begin_switch and its first begin_case no body captures: refused before anything
+    // is issued (it would run eagerly on the body stream), and nothing is doomed.
+    return Error(Errc::graph_state, what() + ": the SWITCH recorded last has no case open; "
+                                             "record a case's work after begin_case");
+  }
   // An input that carries a failure: the operation would compute from bytes no operation
   // produced. Skip it; what it writes carries the reason.
   for (std::size_t i = 0; i < op.uses.size(); ++i) {

@@ -62,6 +62,7 @@ enum CUresult : int {
   CUDA_ERROR_OPERATING_SYSTEM = 304,
   CUDA_ERROR_INVALID_HANDLE = 400,
   CUDA_ERROR_ILLEGAL_STATE = 401,
+  CUDA_ERROR_LOSSY_QUERY = 402,
   CUDA_ERROR_NOT_FOUND = 500,
   CUDA_ERROR_NOT_READY = 600,
   CUDA_ERROR_ILLEGAL_ADDRESS = 700,
@@ -143,6 +144,23 @@ enum CUgraphInstantiate_flags : unsigned long long {
   CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY = 8,
 };
 
+// What cuGraphInstantiateWithParams reports in CUDA_GRAPH_INSTANTIATE_PARAMS::result_out.
+enum CUgraphInstantiateResult : int {
+  CUDA_GRAPH_INSTANTIATE_SUCCESS = 0,
+  CUDA_GRAPH_INSTANTIATE_ERROR = 1,
+  CUDA_GRAPH_INSTANTIATE_INVALID_STRUCTURE = 2,
+  CUDA_GRAPH_INSTANTIATE_NODE_OPERATION_NOT_SUPPORTED = 3,
+  CUDA_GRAPH_INSTANTIATE_MULTIPLE_CTXS_NOT_SUPPORTED = 4,
+  CUDA_GRAPH_INSTANTIATE_CONDITIONAL_HANDLE_UNUSED = 5,
+};
+
+struct CUDA_GRAPH_INSTANTIATE_PARAMS {
+  cuuint64_t flags;
+  CUstream hUploadStream;    // read with CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD only
+  CUgraphNode hErrNode_out;  // written by the driver: the node that failed, or NULL
+  CUgraphInstantiateResult result_out;  // written by the driver
+};
+
 enum CUgraphExecUpdateResult : int {
   CU_GRAPH_EXEC_UPDATE_SUCCESS = 0x0,
   CU_GRAPH_EXEC_UPDATE_ERROR = 0x1,
@@ -182,6 +200,62 @@ struct CUgraphEdgeData {
   unsigned char to_port;
   unsigned char type;
   unsigned char reserved[5];
+};
+
+enum CUgraphDependencyType : int {
+  CU_GRAPH_DEPENDENCY_TYPE_DEFAULT = 0,
+  CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC = 1,
+};
+// cuda.h's CU_GRAPH_KERNEL_NODE_PORT_* (macros there): a kernel node's outgoing ports.
+inline constexpr unsigned char kGraphKernelNodePortDefault = 0;
+inline constexpr unsigned char kGraphKernelNodePortProgrammatic = 1;
+inline constexpr unsigned char kGraphKernelNodePortLaunchOrder = 2;
+
+// Launch attributes (cuLaunchKernelEx, cuGraphKernelNodeGetAttribute): graphcap uses programmatic
+// stream serialization and priority; the other IDs are listed so their values are checked.
+enum CUlaunchAttributeID : int {
+  CU_LAUNCH_ATTRIBUTE_IGNORE = 0,
+  CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW = 1,
+  CU_LAUNCH_ATTRIBUTE_COOPERATIVE = 2,
+  CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY = 3,
+  CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4,
+  CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE = 5,
+  CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6,
+  CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT = 7,
+  CU_LAUNCH_ATTRIBUTE_PRIORITY = 8,
+};
+
+// cuda.h's CUlaunchAttributeValue, with the members graphcap reads or writes (the rest is the
+// 64 bytes of padding every value has).
+union CUlaunchAttributeValue {
+  char pad[64];
+  int cooperative;
+  int programmaticStreamSerializationAllowed;
+  struct {
+    CUevent event;
+    int flags;
+    int triggerAtBlockStart;
+  } programmaticEvent;
+  int priority;
+};
+
+struct CUlaunchAttribute {
+  CUlaunchAttributeID id;
+  char pad[8 - sizeof(CUlaunchAttributeID)];
+  CUlaunchAttributeValue value;
+};
+
+struct CUlaunchConfig {
+  unsigned int gridDimX;
+  unsigned int gridDimY;
+  unsigned int gridDimZ;
+  unsigned int blockDimX;
+  unsigned int blockDimY;
+  unsigned int blockDimZ;
+  unsigned int sharedMemBytes;
+  CUstream hStream;
+  CUlaunchAttribute* attrs;  // may be NULL when numAttrs is 0
+  unsigned int numAttrs;
 };
 
 // Conditional nodes (a WHILE loop recorded inside a capture).

@@ -151,6 +151,24 @@ GRAPHCAP_SAME_VALUE(CU_GET_PROC_ADDRESS_DEFAULT);
 GRAPHCAP_SAME_VALUE(CU_GET_PROC_ADDRESS_SUCCESS);
 GRAPHCAP_SAME_VALUE(CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);
 GRAPHCAP_SAME_VALUE(CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
+GRAPHCAP_SAME_VALUE(CUDA_ERROR_LOSSY_QUERY);
+GRAPHCAP_SAME_VALUE(CUDA_GRAPH_INSTANTIATE_SUCCESS);
+GRAPHCAP_SAME_VALUE(CUDA_GRAPH_INSTANTIATE_ERROR);
+GRAPHCAP_SAME_VALUE(CUDA_GRAPH_INSTANTIATE_INVALID_STRUCTURE);
+GRAPHCAP_SAME_VALUE(CUDA_GRAPH_INSTANTIATE_NODE_OPERATION_NOT_SUPPORTED);
+GRAPHCAP_SAME_VALUE(CUDA_GRAPH_INSTANTIATE_MULTIPLE_CTXS_NOT_SUPPORTED);
+GRAPHCAP_SAME_VALUE(CUDA_GRAPH_INSTANTIATE_CONDITIONAL_HANDLE_UNUSED);
+GRAPHCAP_SAME_VALUE(CU_GRAPH_DEPENDENCY_TYPE_DEFAULT);
+GRAPHCAP_SAME_VALUE(CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC);
+GRAPHCAP_SAME_VALUE(CU_LAUNCH_ATTRIBUTE_IGNORE);
+GRAPHCAP_SAME_VALUE(CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW);
+GRAPHCAP_SAME_VALUE(CU_LAUNCH_ATTRIBUTE_COOPERATIVE);
+GRAPHCAP_SAME_VALUE(CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY);
+GRAPHCAP_SAME_VALUE(CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION);
+GRAPHCAP_SAME_VALUE(CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE);
+GRAPHCAP_SAME_VALUE(CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION);
+GRAPHCAP_SAME_VALUE(CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT);
+GRAPHCAP_SAME_VALUE(CU_LAUNCH_ATTRIBUTE_PRIORITY);
 
 #undef GRAPHCAP_SAME_VALUE
 
@@ -185,6 +203,13 @@ GRAPHCAP_SAME_SIZE(CUgraphConditionalNodeType);
 GRAPHCAP_SAME_SIZE(CUstreamUpdateCaptureDependencies_flags);
 GRAPHCAP_SAME_SIZE(CUDA_CONDITIONAL_NODE_PARAMS);
 GRAPHCAP_SAME_SIZE(CUgraphNodeParams);
+GRAPHCAP_SAME_SIZE(CUgraphInstantiateResult);
+GRAPHCAP_SAME_SIZE(CUDA_GRAPH_INSTANTIATE_PARAMS);
+GRAPHCAP_SAME_SIZE(CUgraphDependencyType);
+GRAPHCAP_SAME_SIZE(CUlaunchAttributeID);
+GRAPHCAP_SAME_SIZE(CUlaunchAttributeValue);
+GRAPHCAP_SAME_SIZE(CUlaunchAttribute);
+GRAPHCAP_SAME_SIZE(CUlaunchConfig);
 
 #undef GRAPHCAP_SAME_SIZE
 
@@ -252,6 +277,38 @@ GRAPHCAP_SAME_MEMBER(CUgraphNodeParams, conditional);
 GRAPHCAP_SAME_MEMBER(CUgraphNodeParams, reserved2);
 static_assert(graphcap::kGraphCondAssignDefault == CU_GRAPH_COND_ASSIGN_DEFAULT);
 
+static_assert(graphcap::kGraphKernelNodePortDefault == CU_GRAPH_KERNEL_NODE_PORT_DEFAULT);
+static_assert(graphcap::kGraphKernelNodePortProgrammatic ==
+              CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC);
+static_assert(graphcap::kGraphKernelNodePortLaunchOrder == CU_GRAPH_KERNEL_NODE_PORT_LAUNCH_ORDER);
+
+static_assert(alignof(graphcap::CUDA_GRAPH_INSTANTIATE_PARAMS) ==
+              alignof(::CUDA_GRAPH_INSTANTIATE_PARAMS));
+GRAPHCAP_SAME_MEMBER(CUDA_GRAPH_INSTANTIATE_PARAMS, flags);
+GRAPHCAP_SAME_MEMBER(CUDA_GRAPH_INSTANTIATE_PARAMS, hUploadStream);
+GRAPHCAP_SAME_MEMBER(CUDA_GRAPH_INSTANTIATE_PARAMS, hErrNode_out);
+GRAPHCAP_SAME_MEMBER(CUDA_GRAPH_INSTANTIATE_PARAMS, result_out);
+
+static_assert(alignof(graphcap::CUlaunchAttributeValue) == alignof(::CUlaunchAttributeValue));
+GRAPHCAP_SAME_MEMBER(CUlaunchAttributeValue, cooperative);
+GRAPHCAP_SAME_MEMBER(CUlaunchAttributeValue, programmaticStreamSerializationAllowed);
+GRAPHCAP_SAME_MEMBER(CUlaunchAttributeValue, programmaticEvent);
+GRAPHCAP_SAME_MEMBER(CUlaunchAttributeValue, priority);
+static_assert(alignof(graphcap::CUlaunchAttribute) == alignof(::CUlaunchAttribute));
+GRAPHCAP_SAME_MEMBER(CUlaunchAttribute, id);
+GRAPHCAP_SAME_MEMBER(CUlaunchAttribute, value);
+static_assert(alignof(graphcap::CUlaunchConfig) == alignof(::CUlaunchConfig));
+GRAPHCAP_SAME_MEMBER(CUlaunchConfig, gridDimX);
+GRAPHCAP_SAME_MEMBER(CUlaunchConfig, gridDimY);
+GRAPHCAP_SAME_MEMBER(CUlaunchConfig, gridDimZ);
+GRAPHCAP_SAME_MEMBER(CUlaunchConfig, blockDimX);
+GRAPHCAP_SAME_MEMBER(CUlaunchConfig, blockDimY);
+GRAPHCAP_SAME_MEMBER(CUlaunchConfig, blockDimZ);
+GRAPHCAP_SAME_MEMBER(CUlaunchConfig, sharedMemBytes);
+GRAPHCAP_SAME_MEMBER(CUlaunchConfig, hStream);
+GRAPHCAP_SAME_MEMBER(CUlaunchConfig, attrs);
+GRAPHCAP_SAME_MEMBER(CUlaunchConfig, numAttrs);
+
 static_assert(alignof(graphcap::CUgraphEdgeData) == alignof(::CUgraphEdgeData));
 GRAPHCAP_SAME_MEMBER(CUgraphEdgeData, from_port);
 GRAPHCAP_SAME_MEMBER(CUgraphEdgeData, to_port);
@@ -293,9 +350,10 @@ namespace {
 // integers), mirrored enums of one size or mirrored structs of one size and alignment (their
 // values and members are checked above), or pointers to such with the same constness. The mirrored
 // enums and structs are distinct types from cuda.h's, so sameness alone cannot be asked for.
-// A struct, not an opaque handle's (two different handles' structs are a mismatch, not a size).
+// A struct or union, not an opaque handle's (two different handles' structs are a mismatch, not a
+// size).
 template <class T>
-concept complete_class = std::is_class_v<T> && requires { sizeof(T); };
+concept complete_class = (std::is_class_v<T> || std::is_union_v<T>) && requires { sizeof(T); };
 
 template <class Ours, class Theirs>
 constexpr bool same_abi() {

@@ -138,6 +138,21 @@ std::string exec_update_result_name(CUgraphExecUpdateResult result) {
   return "CUgraphExecUpdateResult " + std::to_string(static_cast<int>(result));
 }
 
+std::string instantiate_result_name(CUgraphInstantiateResult result) {
+  switch (result) {
+    case CUDA_GRAPH_INSTANTIATE_SUCCESS: return "CUDA_GRAPH_INSTANTIATE_SUCCESS";
+    case CUDA_GRAPH_INSTANTIATE_ERROR: return "CUDA_GRAPH_INSTANTIATE_ERROR";
+    case CUDA_GRAPH_INSTANTIATE_INVALID_STRUCTURE: return "CUDA_GRAPH_INSTANTIATE_INVALID_STRUCTURE";
+    case CUDA_GRAPH_INSTANTIATE_NODE_OPERATION_NOT_SUPPORTED:
+      return "CUDA_GRAPH_INSTANTIATE_NODE_OPERATION_NOT_SUPPORTED";
+    case CUDA_GRAPH_INSTANTIATE_MULTIPLE_CTXS_NOT_SUPPORTED:
+      return "CUDA_GRAPH_INSTANTIATE_MULTIPLE_CTXS_NOT_SUPPORTED";
+    case CUDA_GRAPH_INSTANTIATE_CONDITIONAL_HANDLE_UNUSED:
+      return "CUDA_GRAPH_INSTANTIATE_CONDITIONAL_HANDLE_UNUSED";
+  }
+  return "CUgraphInstantiateResult " + std::to_string(static_cast<int>(result));
+}
+
 const char* node_type_name(CUgraphNodeType type) noexcept {
   static constexpr const char* kNames[kGraphNodeTypeCount] = {
       "KERNEL",      "MEMCPY",       "MEMSET",           "HOST",

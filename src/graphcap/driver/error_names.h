@@ -17,6 +17,9 @@ std::string describe_cu_result(CUresult code);
 // "CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED"; "CUgraphExecUpdateResult 12345" for a value
 // cuda.h doesn't define.
 std::string exec_update_result_name(CUgraphExecUpdateResult result);
+// "CUDA_GRAPH_INSTANTIATE_NODE_OPERATION_NOT_SUPPORTED"; "CUgraphInstantiateResult 12345" for a
+// value cuda.h doesn't define.
+std::string instantiate_result_name(CUgraphInstantiateResult result);
 // "KERNEL", "MEMSET", ... (cuda.h's CU_GRAPH_NODE_TYPE_ suffix); "?" for an unknown type.
 const char* node_type_name(CUgraphNodeType type) noexcept;
 

@@ -152,11 +152,21 @@ void FakeState::finish_capture(Capture& capture, bool keep_graph) {
   captures_.erase(capture.id);
 }
 
-void FakeState::add_node(Stream& stream, internal::NodeWork work) {
+void FakeState::add_node(Stream& stream, internal::NodeWork work, bool programmatic) {
   Capture& capture = *capture_of(stream);
   internal::Graph& graph = graphs_.at(capture.graph);
   const std::size_t index = graph.nodes.size();
-  graph.nodes.push_back(internal::NodeData{std::move(work), stream.frontier});
+  internal::NodeData node{std::move(work), stream.frontier, {}};
+  if (programmatic) {
+    // Measured (P01, P01b): an edge from a kernel becomes programmatic (type 1, from port 1),
+    // also across an event hop; an edge from any other node (a memset) stays ordinary.
+    for (std::size_t dep : node.deps) {
+      if (std::holds_alternative<internal::KernelWork>(graph.nodes[dep].work)) {
+        node.programmatic.push_back(dep);
+      }
+    }
+  }
+  graph.nodes.push_back(std::move(node));
   const auto handle = new_handle<CUgraphNode>();
   graph.node_handles.push_back(handle);
   nodes_.emplace(handle, std::make_pair(capture.graph, index));

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 
 namespace graphcap::fake {
 
@@ -56,14 +57,32 @@ CUresult FakeState::cuGraphAddNode(CUgraphNode* node, CUgraph graph,
   return add_conditional_node(it->second, std::move(deps), params->conditional, node);
 }
 
+bool FakeState::handle_usable(const internal::Graph& graph,
+                              CUgraphConditionalHandle handle) const {
+  auto condition = conditions_.find(handle);
+  if (condition == conditions_.end() || condition->second.node != nullptr) return false;
+  // This graph, or a graph whose conditional node's body holds it, at any depth.
+  for (const internal::Graph* at = &graph; at != nullptr;) {
+    if (at->handle == condition->second.graph) return true;
+    if (at->owner == nullptr) return false;
+    auto owner = nodes_.find(at->owner);
+    if (owner == nodes_.end()) return false;
+    auto parent = graphs_.find(owner->second.first);
+    at = parent == graphs_.end() ? nullptr : &parent->second;
+  }
+  return false;
+}
+
 CUresult FakeState::add_conditional_node(internal::Graph& graph, std::vector<std::size_t> deps,
                                          CUDA_CONDITIONAL_NODE_PARAMS& params, CUgraphNode* node) {
-  // The handle must be one created on this graph (a handle of another graph: INVALID_VALUE).
-  if (std::find(graph.conditions.begin(), graph.conditions.end(), params.handle) ==
-      graph.conditions.end()) {
-    return CUDA_ERROR_INVALID_VALUE;
-  }
-  // Sizes as cuda.h allows them: WHILE 1 (2 is INVALID_VALUE), IF 1 or 2, SWITCH any above 0.
+  // The handle must be one created on this graph or on a graph holding it (measured: a handle of
+  // the outer graph steers an IF inside an IF body, B07e), not yet associated with another node
+  // (cuda.h: "a conditional node"; measured: a WHILE body's node on the WHILE's own handle is
+  // INVALID_VALUE, ConditionalNodes.AWhileNodeTakesOneBodyAndOnlyAHandleOfItsOwnGraph); a
+  // handle of an unrelated graph is INVALID_VALUE.
+  if (!handle_usable(graph, params.handle)) return CUDA_ERROR_INVALID_VALUE;
+  // Sizes as cuda.h allows them (measured B05: WHILE 1, IF 1 or 2, SWITCH 1 up to at least 10000;
+  // size 0 of any type and IF 3 are INVALID_VALUE).
   switch (params.type) {
     case CU_GRAPH_COND_TYPE_WHILE:
       if (params.size != 1) return CUDA_ERROR_INVALID_VALUE;
@@ -93,9 +112,10 @@ CUresult FakeState::add_conditional_node(internal::Graph& graph, std::vector<std
     work.bodies.push_back(body.handle);
     graphs_.emplace(body.handle, std::move(body));
   }
+  conditions_.at(params.handle).node = handle;
   internal::Graph& owner = graphs_.at(parent);  // emplace may not move it, but look it up again
   const std::size_t index = owner.nodes.size();
-  owner.nodes.push_back(internal::NodeData{internal::NodeWork{work}, std::move(deps)});
+  owner.nodes.push_back(internal::NodeData{internal::NodeWork{work}, std::move(deps), {}});
   owner.node_handles.push_back(handle);
   nodes_.emplace(handle, std::make_pair(parent, index));
   std::vector<CUgraph>& bodies = node_bodies_[handle];
@@ -106,6 +126,7 @@ CUresult FakeState::add_conditional_node(internal::Graph& graph, std::vector<std
 }
 
 bool FakeState::run_graph(const internal::ExecBody& body, CUgraphExec exec, int depth) {
+  std::map<std::size_t, PredecessorWrites> writes;  // by node: kept for its programmatic edges
   for (std::size_t index : body.order) {
     tick();
     const internal::NodeWork& work = body.nodes[index].work;
@@ -119,7 +140,22 @@ bool FakeState::run_graph(const internal::ExecBody& body, CUgraphExec exec, int 
       if (!run_conditional(*conditional, exec, where, depth)) return false;
       continue;
     }
-    if (!execute_node(work, where)) return false;  // a faulted graph does not run its other nodes
+    // Programmatic edges: what a kernel feeding one writes is kept for the kernels it feeds.
+    const internal::NodeData& node = body.nodes[index];
+    const bool feeds = !body.feeds_programmatic.empty() && body.feeds_programmatic[index];
+    if (!feeds && node.programmatic.empty()) {
+      if (!execute_node(work, where)) return false;  // a faulted graph runs no other node
+      continue;
+    }
+    PdlWatch watch;
+    watch.record_writes = feeds;
+    for (std::size_t source : node.programmatic) {
+      if (auto found = writes.find(source); found != writes.end()) {
+        watch.before_wait.push_back(&found->second);
+      }
+    }
+    if (!execute_node(work, where, &watch)) return false;
+    if (feeds) writes[index] = std::move(watch.written);
   }
   return true;
 }
@@ -147,11 +183,14 @@ bool FakeState::run_conditional(const internal::ConditionalWork& node, CUgraphEx
       }
       return true;
     }
-    case CU_GRAPH_COND_TYPE_IF:  // not measured
+    case CU_GRAPH_COND_TYPE_IF:
+      // Measured (B01, B02): any nonzero value runs body 0; zero runs the ELSE body, if any.
       if (value() != 0) return run_graph(*node.exec_bodies[0], exec, depth + 1);
       if (node.exec_bodies.size() == 2) return run_graph(*node.exec_bodies[1], exec, depth + 1);
       return true;
-    case CU_GRAPH_COND_TYPE_SWITCH: {  // not measured
+    case CU_GRAPH_COND_TYPE_SWITCH: {
+      // Measured (B03): value i runs body i; a value past the last case runs nothing (no
+      // error: the graph goes on).
       const unsigned selected = value();
       if (selected < node.exec_bodies.size()) {
         return run_graph(*node.exec_bodies[selected], exec, depth + 1);
@@ -177,7 +216,13 @@ std::shared_ptr<const internal::ExecBody> FakeState::with_kernel(
       return nullptr;
     }
     std::shared_ptr<internal::ExecBody> changed = writable();
-    changed->nodes[index].work = internal::NodeWork{work};
+    // New parameters, not new launch attributes: the node keeps its priority (cuda.h: set-params
+    // takes CUDA_KERNEL_NODE_PARAMS, which has none).
+    internal::KernelWork replaced = work;
+    const auto& was = std::get<internal::KernelWork>(changed->nodes[index].work);
+    replaced.priority = was.priority;
+    replaced.programmatic = was.programmatic;
+    changed->nodes[index].work = internal::NodeWork{std::move(replaced)};
     return changed;
   }
   for (std::size_t i = 0; i < body->nodes.size(); ++i) {

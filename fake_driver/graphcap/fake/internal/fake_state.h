@@ -118,8 +118,9 @@ class FakeState {
 
   // ---- for KernelContext (lock held: only while a kernel body runs) ---------------------------
   const std::byte* kernel_param(const KernelContext& context, std::size_t param, std::size_t size);
+  // `writable`: the body asked for a span of non-const elements (it may write them).
   std::byte* kernel_buffer(const KernelContext& context, std::size_t param, std::size_t bytes,
-                           std::size_t align);
+                           std::size_t align, bool writable);
   void kernel_trap(CUresult code);
   void kernel_set_condition(const KernelContext& context, std::size_t param, unsigned value);
   void kernel_set_condition_handle(const KernelContext& context, CUgraphConditionalHandle handle,
@@ -129,6 +130,13 @@ class FakeState {
   bool kernel_faulted() const { return running_.trap.has_value(); }
   bool strict() const noexcept { return options_.strict; }
   std::uint64_t max_threads_per_launch() const noexcept { return options_.max_threads_per_launch; }
+  void kernel_wait_for_predecessor();
+  // The programmatic-launch check (PdlWatch) watches the running kernel's accesses.
+  bool kernel_watches_accesses() const noexcept { return running_.pdl != nullptr; }
+  // One access of parameter `param`'s memory, inside it: checked against the predecessors'
+  // writes before wait_for_predecessor(), and (`writable`) kept as this kernel's writes.
+  void kernel_watch_access(const KernelContext& context, std::size_t param, CUdeviceptr address,
+                           std::size_t bytes, bool writable);
 
  private:
   struct ThreadState {
@@ -230,6 +238,30 @@ class FakeState {
     std::uint64_t stream;
     const char* entry_point;
     QueuedWork work;
+    // Programmatic dependent launch, eagerly: this kernel's writes are kept for the programmatic
+    // launch queued right after it (watch_writes), or this is that launch, after op
+    // `programmatic_after`, still queued when it was launched (0: none).
+    bool watch_writes = false;
+    std::uint64_t programmatic_after = 0;
+  };
+
+  // The programmatic dependent launch contract around one kernel's execution (the fake's own
+  // check: on a GPU a dependent that reads early just reads stale data, P03.a). A kernel that a
+  // programmatic launch follows records what it may write (every span of non-const elements it
+  // takes); a programmatic kernel may touch none of its predecessors' writes before
+  // KernelContext::wait_for_predecessor().
+  struct ByteRange {
+    CUdeviceptr begin = 0;
+    std::size_t bytes = 0;
+  };
+  struct PredecessorWrites {
+    std::string kernel;  // the predecessor's name, for the message
+    std::vector<ByteRange> ranges;
+  };
+  struct PdlWatch {
+    bool record_writes = false;
+    PredecessorWrites written;                        // filled when record_writes
+    std::vector<const PredecessorWrites*> before_wait;  // a programmatic kernel's predecessors
   };
 
   // What the work now executing is, for KernelContext's checks and messages, and how it failed.
@@ -240,6 +272,9 @@ class FakeState {
     std::optional<CUresult> trap;
     std::string fault;    // the violation behind `trap`, under strict
     bool active = false;  // a node is executing: under strict a violation faults it
+    PdlWatch* pdl = nullptr;
+    bool waited = false;        // it called wait_for_predecessor()
+    bool pdl_reported = false;  // one violation per execution
   };
 
   // ---- fake_state.cc: handles, threads, contexts ------------------------------------------------
@@ -292,7 +327,9 @@ class FakeState {
   CUresult check_unsafe_call(bool only_active = false);
   // The capture is over: member streams back to NONE; its graph destroyed unless kept.
   void finish_capture(Capture& capture, bool keep_graph);
-  void add_node(Stream& stream, internal::NodeWork work);
+  // `programmatic`: a launch with PROGRAMMATIC_STREAM_SERIALIZATION, whose edges from kernel
+  // predecessors become programmatic edges.
+  void add_node(Stream& stream, internal::NodeWork work, bool programmatic = false);
   // The checks both ways of beginning a capture make (context, stream, mode, not capturing), and
   // the capture they open on `graph` (`to_graph`: the caller's graph, kept whatever the end).
   CUresult capture_entry(CUstream handle, CUstreamCaptureMode mode, Context** context,
@@ -306,14 +343,26 @@ class FakeState {
   // event_calls.cc: cuEventQuery/cuEventSynchronize of an event last recorded in a capture.
   CUresult captured_event(const Event& event);
 
+  // ---- module_calls.cc: both launch entry points ------------------------------------------------
+  struct LaunchAttributes {
+    bool programmatic = false;  // PROGRAMMATIC_STREAM_SERIALIZATION
+    int priority = 0;           // PRIORITY, clamped
+  };
+  CUresult launch(CUfunction function, const LaunchDims& dims, CUstream handle, void** params,
+                  void** extra, const LaunchAttributes& attributes, const char* entry_point);
+
   // ---- work_queue.cc ----------------------------------------------------------------------------
   void enqueue(Stream& stream, const char* entry_point, QueuedWork work);
   void run_until(std::uint64_t seq);
   void run_all();
   void execute(Op& op);
-  // False when the work faulted (a kernel trap).
-  bool execute_node(const internal::NodeWork& work, const std::string& where);
-  void execute_kernel(const internal::KernelWork& work, const std::string& where);
+  // False when the work faulted (a kernel trap). `pdl`: the programmatic dependent launch
+  // contract around a kernel (nullptr: none).
+  bool execute_node(const internal::NodeWork& work, const std::string& where,
+                    PdlWatch* pdl = nullptr);
+  void execute_kernel(const internal::KernelWork& work, const std::string& where, PdlWatch* pdl);
+  void check_before_wait(const KernelContext& context, std::size_t param, CUdeviceptr address,
+                         std::size_t bytes);
   // The Buffers graphcap lent where a kernel's 8-byte parameters point at its launch (it is
   // checked against them when it runs: KernelWork::extents).
   std::vector<internal::BufferExtent> launch_extents(const internal::KernelWork& work);
@@ -328,10 +377,23 @@ class FakeState {
   // ---- graph_calls.cc ---------------------------------------------------------------------------
   void erase_graph(CUgraph handle);
   void erase_exec(CUgraphExec handle);
+  // What instantiate reports besides its code (cuGraphInstantiateWithParams' result_out and
+  // hErrNode_out).
+  struct InstantiateReport {
+    CUgraphInstantiateResult result = CUDA_GRAPH_INSTANTIATE_ERROR;
+    CUgraphNode node = nullptr;
+  };
+  // Both instantiate entry points: the checks, the executable, and (UPLOAD) its upload on
+  // `upload` (`with_params`: cuGraphInstantiateWithParams, which alone takes UPLOAD).
+  CUresult instantiate(CUgraphExec* exec, CUgraph handle, unsigned long long flags,
+                       CUstream upload, bool with_params, InstantiateReport* report);
   // What an executable of `graph` runs, its conditional nodes' bodies instantiated with it; or the
-  // code instantiate answers (memory nodes in a body: measured CUDA_ERROR_INVALID_VALUE).
+  // code instantiate answers, with its report (measured: memory nodes in a body are
+  // CUDA_ERROR_INVALID_VALUE naming the body's memory node; a handle no node uses is
+  // CUDA_ERROR_INVALID_VALUE naming none).
   CUresult instantiate_body(const internal::Graph& graph,
-                            std::shared_ptr<const internal::ExecBody>* body);
+                            std::shared_ptr<const internal::ExecBody>* body,
+                            InstantiateReport* report);
 
   // ---- vmm_calls.cc ---------------------------------------------------------------------------
   // The primary context of `device` is destroyed: its mappings, physical memory and reserved
@@ -341,6 +403,10 @@ class FakeState {
   // ---- conditional_nodes.cc ---------------------------------------------------------------------
   CUresult add_conditional_node(internal::Graph& graph, std::vector<std::size_t> deps,
                                 CUDA_CONDITIONAL_NODE_PARAMS& params, CUgraphNode* node);
+  // Whether `handle` may steer a conditional node of `graph`: created on it or on a graph that
+  // holds it (cuda.h: "this graph or one of its children"; measured B07e), and used by no node
+  // yet.
+  bool handle_usable(const internal::Graph& graph, CUgraphConditionalHandle handle) const;
   // Runs an executable's nodes (a launch, or a conditional node's body) in order; false when the
   // work faulted (running_.trap says how).
   bool run_graph(const internal::ExecBody& body, CUgraphExec exec, int depth);
@@ -393,6 +459,8 @@ class FakeState {
   internal::ExecutableArena executable_arena_;
   std::deque<Op> queue_;
   RunningKernel running_;
+  // Eager programmatic launches: what each watched op wrote, until its dependent runs (by seq).
+  std::map<std::uint64_t, PredecessorWrites> pdl_writes_;
 
   internal::FaultPlan faults_;
   internal::CallLog log_;

@@ -58,17 +58,19 @@ void FakeState::erase_graph(CUgraph handle) {
 }
 
 CUresult FakeState::instantiate_body(const internal::Graph& graph,
-                                     std::shared_ptr<const internal::ExecBody>* out) {
+                                     std::shared_ptr<const internal::ExecBody>* out,
+                                     InstantiateReport* report) {
   std::shared_ptr<internal::ExecBody> body = internal::make_exec_body(graph.nodes);
   for (CUgraphConditionalHandle condition : graph.conditions) {
-    // Measured on the H200 (ConditionalNodes.AHandleNoNodeUsesMakesInstantiateFail): a handle
-    // created on the graph that none of its conditional nodes uses fails instantiate.
-    const bool used = std::any_of(graph.nodes.begin(), graph.nodes.end(), [&](const auto& node) {
-      const auto* conditional = std::get_if<internal::ConditionalWork>(&node.work);
-      return conditional != nullptr && conditional->handle == condition;
-    });
-    if (!used) return CUDA_ERROR_INVALID_VALUE;
-    body->conditions.push_back(conditions_.at(condition));
+    // Measured on the H200 (ConditionalNodes.AHandleNoNodeUsesMakesInstantiateFail, I02, I02b):
+    // a handle created on the graph (or a body) that no conditional node uses fails instantiate,
+    // CONDITIONAL_HANDLE_UNUSED, naming no node.
+    const internal::ConditionDef& def = conditions_.at(condition);
+    if (def.node == nullptr) {
+      report->result = CUDA_GRAPH_INSTANTIATE_CONDITIONAL_HANDLE_UNUSED;
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+    body->conditions.push_back(def);
   }
   for (internal::NodeData& node : body->nodes) {
     auto* conditional = std::get_if<internal::ConditionalWork>(&node.work);
@@ -76,17 +78,117 @@ CUresult FakeState::instantiate_body(const internal::Graph& graph,
     conditional->exec_bodies.clear();
     for (CUgraph handle : conditional->bodies) {
       const internal::Graph& inner = graphs_.at(handle);
-      // Measured on the H200: memory nodes in a conditional body are accepted by capture and
-      // refused here, by the outer graph's instantiate.
-      if (inner.has_memory_nodes()) return CUDA_ERROR_INVALID_VALUE;
+      // Measured on the H200 (I06): memory nodes in a conditional body are accepted by capture
+      // and refused here, by the outer graph's instantiate, naming the body's memory node.
+      if (std::optional<std::size_t> memory = inner.first_memory_node()) {
+        report->result = CUDA_GRAPH_INSTANTIATE_NODE_OPERATION_NOT_SUPPORTED;
+        report->node = inner.node_handles[*memory];
+        return CUDA_ERROR_INVALID_VALUE;
+      }
       std::shared_ptr<const internal::ExecBody> nested;
-      if (CUresult r = instantiate_body(inner, &nested); r != CUDA_SUCCESS) return r;
+      if (CUresult r = instantiate_body(inner, &nested, report); r != CUDA_SUCCESS) return r;
       body->conditions.insert(body->conditions.end(), nested->conditions.begin(),
                               nested->conditions.end());
       conditional->exec_bodies.push_back(std::move(nested));
     }
   }
   *out = std::move(body);
+  return CUDA_SUCCESS;
+}
+
+CUresult FakeState::instantiate(CUgraphExec* exec, CUgraph handle, unsigned long long flags,
+                                CUstream upload, bool with_params, InstantiateReport* report) {
+  Context* context = nullptr;
+  if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
+  if (exec == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (with_params && handle == nullptr) return CUDA_ERROR_INVALID_VALUE;  // measured (I01c)
+  auto it = graphs_.find(handle);
+  if (it == graphs_.end()) return CUDA_ERROR_INVALID_HANDLE;
+  internal::Graph& graph = it->second;
+  // Measured on the H200 (graphcap-fidelity, 2026-12-03; issue 23's first kind): instantiate is a
+  // potentially unsafe call (900, invalidating the captures that prohibit it), checked before
+  // the flags. Where the rule allows it, a graph a capture is still building (or capturing into)
+  // instantiates as it is now: the 900 UnmeasuredRules saw came from this rule (and I05.capturing,
+  // the same for cuGraphInstantiateWithParams, from a global capture).
+  // UPLOAD (2) is only for cuGraphInstantiateWithParams; AUTO_FREE_ON_LAUNCH and DEVICE_LAUNCH
+  // exclude each other; unknown bits are refused (I05). Measured (graphcap-fidelity, programs 60
+  // and 6436): with such flags only an active capture makes it 900; an invalidated one does not.
+  const unsigned long long accepted =
+      CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH | CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH |
+      CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY |
+      (with_params ? CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD : 0ULL);
+  const bool device_launch = (flags & CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH) != 0;
+  if ((flags & ~accepted) != 0 ||
+      ((flags & CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH) != 0 && device_launch)) {
+    if (CUresult r = check_unsafe_call(true); r != CUDA_SUCCESS) return r;
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (CUresult r = check_unsafe_call(); r != CUDA_SUCCESS) return r;
+  if (device_launch) {
+    // Measured (I04): a graph for device launch holds kernel, memcpy and memset nodes only (the
+    // first other node is named), and is not empty. Measured (graphcap-fidelity): a host copy is
+    // refused too (its result_out not measured: the default).
+    if (graph.nodes.empty()) return CUDA_ERROR_INVALID_VALUE;
+    for (std::size_t i = 0; i < graph.nodes.size(); ++i) {
+      const internal::NodeWork& work = graph.nodes[i].work;
+      const CUgraphNodeType type = internal::node_type(work);
+      if (type != CU_GRAPH_NODE_TYPE_KERNEL && type != CU_GRAPH_NODE_TYPE_MEMCPY &&
+          type != CU_GRAPH_NODE_TYPE_MEMSET) {
+        report->result = CUDA_GRAPH_INSTANTIATE_NODE_OPERATION_NOT_SUPPORTED;
+        report->node = graph.node_handles[i];
+        return CUDA_ERROR_INVALID_VALUE;
+      }
+    }
+    for (const internal::NodeData& node : graph.nodes) {
+      if (std::holds_alternative<internal::CopyToDeviceWork>(node.work) ||
+          std::holds_alternative<internal::CopyToHostWork>(node.work)) {
+        return CUDA_ERROR_INVALID_VALUE;
+      }
+    }
+  }
+  // One executable at a time for a graph holding memory nodes (measured) or conditional nodes
+  // (measured: B04.f, B11, a second instantiate is NOT_SUPPORTED until the first is destroyed).
+  if ((graph.has_memory_nodes() || graph.has_conditional_nodes()) && graph.live_execs > 0) {
+    return CUDA_ERROR_NOT_SUPPORTED;
+  }
+  Stream* upload_stream = nullptr;
+  if ((flags & CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD) != 0) {
+    // Measured (I05.upload*): NULL is the legacy stream; a capturing stream is 900, invalidating
+    // its capture, as cuGraphUpload into it is (and as for cuGraphUpload, measured by
+    // graphcap-fidelity, 900 also when its capture is already invalidated, not 901: not measured
+    // for this entry point). Without the flag the stream is ignored.
+    if (CUresult r = resolve_stream(upload, *context, &upload_stream); r != CUDA_SUCCESS) return r;
+    if (capture_of(*upload_stream) != nullptr) {
+      return refuse(*upload_stream, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    }
+    bool captured = false;
+    if (CUresult r = route(*upload_stream, &captured); r != CUDA_SUCCESS) return r;
+  }
+  std::shared_ptr<const internal::ExecBody> body;
+  if (CUresult r = instantiate_body(graph, &body, report); r != CUDA_SUCCESS) return r;
+  // Instantiate takes the driver's memory for the executable (measured: upload and launch take
+  // none), in 2 MiB chunks; without room for them it fails (not measured: a guess). Both entry
+  // points take it: cuGraphInstantiateWithParams is the same instantiate.
+  ExecutableNodes counted;
+  count_nodes(*body, counted);
+  const std::size_t driver_bytes = executable_driver_bytes(counted);
+  if (!has_room(context->device, executable_arena_.growth(context->device, driver_bytes))) {
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  executable_arena_.take(context->device, driver_bytes);
+  Exec created;
+  created.driver_bytes = driver_bytes;
+  created.handle = new_handle<CUgraphExec>();
+  created.device = context->device;
+  created.flags = flags;
+  created.source = handle;
+  created.body = std::move(body);
+  created.uploaded = upload_stream != nullptr;
+  ++graph.live_execs;
+  *exec = created.handle;
+  execs_.emplace(created.handle, std::move(created));
+  report->result = CUDA_GRAPH_INSTANTIATE_SUCCESS;
+  report->node = nullptr;
   return CUDA_SUCCESS;
 }
 
@@ -132,65 +234,92 @@ CUresult FakeState::cuGraphNodeGetType(CUgraphNode node, CUgraphNodeType* type) 
 
 CUresult FakeState::cuGraphInstantiateWithFlags(CUgraphExec* exec, CUgraph handle,
                                                 unsigned long long flags) {
-  Context* context = nullptr;
-  if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
-  if (exec == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  auto it = graphs_.find(handle);
-  if (it == graphs_.end()) return CUDA_ERROR_INVALID_HANDLE;
-  internal::Graph& graph = it->second;
-  // Measured on the H200 (graphcap-fidelity, 2026-12-03; issue 23's first kind): instantiate is a
-  // potentially unsafe call (900, invalidating the captures that prohibit it), checked before
-  // the flags. Where the rule allows it, a graph a capture is still building (or capturing into)
-  // instantiates as it is now: the 900 UnmeasuredRules saw came from this rule.
-  // UPLOAD (2) is only for cuGraphInstantiateWithParams; AUTO_FREE_ON_LAUNCH and DEVICE_LAUNCH
-  // exclude each other; unknown bits are refused. Measured (graphcap-fidelity, programs 60 and
-  // 6436): with such flags only an active capture makes it 900; an invalidated one does not.
-  constexpr unsigned long long kAccepted = CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH |
-                                           CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH |
-                                           CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY;
-  if ((flags & ~kAccepted) != 0 ||
-      ((flags & CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH) != 0 &&
-       (flags & CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH) != 0)) {
-    if (CUresult r = check_unsafe_call(true); r != CUDA_SUCCESS) return r;
+  InstantiateReport report;
+  return instantiate(exec, handle, flags, nullptr, false, &report);
+}
+
+// Measured on the H200 (tools/probes/instantiate_params_probe.cu, I01-I06): the same checks as
+// cuGraphInstantiateWithFlags, and result_out and hErrNode_out written on every call that has
+// params (CUDA_GRAPH_INSTANTIATE_ERROR and NULL unless a rule says otherwise).
+CUresult FakeState::cuGraphInstantiateWithParams(CUgraphExec* exec, CUgraph handle,
+                                                 CUDA_GRAPH_INSTANTIATE_PARAMS* params) {
+  if (params == nullptr) {
+    Context* context = nullptr;
+    if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
     return CUDA_ERROR_INVALID_VALUE;
   }
-  if (CUresult r = check_unsafe_call(); r != CUDA_SUCCESS) return r;
-  // Measured (graphcap-fidelity): DEVICE_LAUNCH refused every empty graph, every graph with a
-  // conditional node and every graph with a host copy the programs built (the facts' one-kernel
-  // graph is accepted).
-  if ((flags & CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH) != 0) {
-    if (graph.nodes.empty()) return CUDA_ERROR_INVALID_VALUE;
-    for (const internal::NodeData& node : graph.nodes) {
-      const bool host_copy = std::holds_alternative<internal::CopyToDeviceWork>(node.work) ||
-                             std::holds_alternative<internal::CopyToHostWork>(node.work);
-      if (internal::node_type(node.work) == CU_GRAPH_NODE_TYPE_CONDITIONAL || host_copy) {
-        return CUDA_ERROR_INVALID_VALUE;
+  InstantiateReport report;
+  const CUresult result =
+      instantiate(exec, handle, params->flags, params->hUploadStream, true, &report);
+  params->result_out = report.result;
+  params->hErrNode_out = report.node;
+  return result;
+}
+
+CUresult FakeState::cuGraphGetEdges(CUgraph handle, CUgraphNode* from, CUgraphNode* to,
+                                    CUgraphEdgeData* edge_data, std::size_t* count) {
+  if (CUresult r = need_init(); r != CUDA_SUCCESS) return r;
+  if (count == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  auto it = graphs_.find(handle);
+  if (it == graphs_.end()) return CUDA_ERROR_INVALID_VALUE;
+  const internal::Graph& graph = it->second;
+  // cuda.h: edge data needs from and to; from and to both NULL only count.
+  if ((from == nullptr) != (to == nullptr) || (edge_data != nullptr && from == nullptr)) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  std::size_t edges = 0;
+  bool non_default = false;
+  for (const internal::NodeData& node : graph.nodes) {
+    edges += node.deps.size();
+    non_default = non_default || !node.programmatic.empty();
+  }
+  if (from == nullptr) {
+    *count = edges;
+    return CUDA_SUCCESS;
+  }
+  // cuda.h: without edge data every edge must be a default one.
+  if (edge_data == nullptr && non_default) return CUDA_ERROR_LOSSY_QUERY;
+  std::size_t i = 0;
+  for (std::size_t n = 0; n < graph.nodes.size(); ++n) {
+    for (std::size_t dep : graph.nodes[n].deps) {
+      if (i < *count) {
+        from[i] = graph.node_handles[dep];
+        to[i] = graph.node_handles[n];
+        if (edge_data != nullptr) {
+          edge_data[i] = CUgraphEdgeData{};
+          if (graph.nodes[n].is_programmatic(dep)) {
+            edge_data[i].type = CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC;
+            edge_data[i].from_port = kGraphKernelNodePortProgrammatic;
+          }
+        }
       }
+      ++i;
     }
   }
-  if (graph.has_memory_nodes() && graph.live_execs > 0) return CUDA_ERROR_NOT_SUPPORTED;
-  std::shared_ptr<const internal::ExecBody> body;
-  if (CUresult r = instantiate_body(graph, &body); r != CUDA_SUCCESS) return r;
-  // Instantiate takes the driver's memory for the executable (measured: upload and launch take
-  // none), in 2 MiB chunks; without room for them it fails (not measured: a guess).
-  ExecutableNodes counted;
-  count_nodes(*body, counted);
-  const std::size_t driver_bytes = executable_driver_bytes(counted);
-  if (!has_room(context->device, executable_arena_.growth(context->device, driver_bytes))) {
-    return CUDA_ERROR_OUT_OF_MEMORY;
-  }
-  executable_arena_.take(context->device, driver_bytes);
-  Exec created;
-  created.driver_bytes = driver_bytes;
-  created.handle = new_handle<CUgraphExec>();
-  created.device = context->device;
-  created.flags = flags;
-  created.source = handle;
-  created.body = std::move(body);
-  ++graph.live_execs;
-  *exec = created.handle;
-  execs_.emplace(created.handle, std::move(created));
+  // cuda.h: entries past the last edge are NULL, and the count is the edges returned.
+  for (std::size_t j = edges; j < *count; ++j) from[j] = to[j] = nullptr;
+  if (*count > edges) *count = edges;
   return CUDA_SUCCESS;
+}
+
+CUresult FakeState::cuGraphKernelNodeGetAttribute(CUgraphNode node, CUlaunchAttributeID attribute,
+                                                  CUlaunchAttributeValue* value) {
+  if (CUresult r = need_init(); r != CUDA_SUCCESS) return r;
+  if (value == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  auto it = nodes_.find(node);
+  if (it == nodes_.end()) return CUDA_ERROR_INVALID_VALUE;
+  const auto* kernel = std::get_if<internal::KernelWork>(
+      &graphs_.at(it->second.first).nodes[it->second.second].work);
+  if (kernel == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  switch (attribute) {
+    case CU_LAUNCH_ATTRIBUTE_PRIORITY:
+      // Measured (P04): the launch's priority, clamped to the context's range; 0 without one.
+      *value = CUlaunchAttributeValue{};
+      value->priority = kernel->priority;
+      return CUDA_SUCCESS;
+    default:
+      return CUDA_ERROR_NOT_SUPPORTED;  // not modelled (docs/fake-driver.md)
+  }
 }
 
 CUresult FakeState::cuGraphUpload(CUgraphExec exec, CUstream handle) {
@@ -274,7 +403,8 @@ CUresult FakeState::cuGraphExecUpdate(CUgraphExec exec, CUgraph handle,
   if (check.result != CU_GRAPH_EXEC_UPDATE_SUCCESS) return CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
   // Launches already queued keep the body they were launched with.
   std::shared_ptr<const internal::ExecBody> body;
-  if (CUresult r = instantiate_body(graph->second, &body); r != CUDA_SUCCESS) return r;
+  InstantiateReport report;
+  if (CUresult r = instantiate_body(graph->second, &body, &report); r != CUDA_SUCCESS) return r;
   updated->second.body = std::move(body);
   return CUDA_SUCCESS;
 }

@@ -6,10 +6,23 @@
 
 namespace graphcap::fake::internal {
 
-bool Graph::has_memory_nodes() const {
+bool NodeData::is_programmatic(std::size_t dep) const {
+  return std::find(programmatic.begin(), programmatic.end(), dep) != programmatic.end();
+}
+
+bool Graph::has_memory_nodes() const { return first_memory_node().has_value(); }
+
+std::optional<std::size_t> Graph::first_memory_node() const {
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const CUgraphNodeType type = node_type(nodes[i].work);
+    if (type == CU_GRAPH_NODE_TYPE_MEM_ALLOC || type == CU_GRAPH_NODE_TYPE_MEM_FREE) return i;
+  }
+  return std::nullopt;
+}
+
+bool Graph::has_conditional_nodes() const {
   return std::any_of(nodes.begin(), nodes.end(), [](const NodeData& node) {
-    const CUgraphNodeType type = node_type(node.work);
-    return type == CU_GRAPH_NODE_TYPE_MEM_ALLOC || type == CU_GRAPH_NODE_TYPE_MEM_FREE;
+    return std::holds_alternative<ConditionalWork>(node.work);
   });
 }
 
@@ -55,6 +68,12 @@ std::shared_ptr<ExecBody> make_exec_body(const std::vector<NodeData>& nodes) {
   for (CUdeviceptr address : freed) {
     if (!allocated.count(address)) body->outside_frees.push_back(address);
   }
+  for (const NodeData& node : nodes) {
+    for (std::size_t source : node.programmatic) {
+      if (body->feeds_programmatic.empty()) body->feeds_programmatic.assign(nodes.size(), false);
+      body->feeds_programmatic[source] = true;
+    }
+  }
   return body;
 }
 
@@ -86,7 +105,8 @@ UpdateCheck check_exec_update(
     const std::function<const std::vector<NodeData>*(CUgraph)>& body_nodes) {
   if (current.size() != next.size()) return {CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED, {}};
   for (std::size_t i = 0; i < next.size(); ++i) {
-    if (sorted(current[i].deps) != sorted(next[i].deps)) {
+    if (sorted(current[i].deps) != sorted(next[i].deps) ||
+        sorted(current[i].programmatic) != sorted(next[i].programmatic)) {
       return {CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED, i};
     }
   }
@@ -100,21 +120,31 @@ UpdateCheck check_exec_update(
       return {CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED, i};
     }
   }
-  // Measured on the H200 (ConditionalNodes.ExecUpdate*): a WHILE node whose body has the same
-  // topology takes the new body's parameters; one kernel more in the body is TOPOLOGY_CHANGED
-  // (reported on the conditional node here; the driver's errorNode is not measured).
+  // Measured on the H200 (ConditionalNodes.ExecUpdate*, B09): a conditional node whose bodies
+  // have the same topology takes the new bodies' parameters (and the handle's new default); a
+  // node of another type or size is NOT_SUPPORTED on that node; one kernel more in a body is
+  // TOPOLOGY_CHANGED naming no node.
   for (std::size_t i = 0; i < next.size(); ++i) {
     const auto* was = std::get_if<ConditionalWork>(&current[i].work);
     const auto* now = std::get_if<ConditionalWork>(&next[i].work);
     if (was == nullptr || now == nullptr) continue;
     if (was->type != now->type || was->exec_bodies.size() != now->bodies.size()) {
-      return {CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED, i};
+      return {CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED, i};
     }
     for (std::size_t b = 0; b < now->bodies.size(); ++b) {
       const std::vector<NodeData>* body = body_nodes(now->bodies[b]);
       if (body == nullptr) return {CU_GRAPH_EXEC_UPDATE_ERROR, i};
       UpdateCheck inner = check_exec_update(was->exec_bodies[b]->nodes, *body, body_nodes);
+      if (inner.result == CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED) return {inner.result, {}};
       if (inner.result != CU_GRAPH_EXEC_UPDATE_SUCCESS) return {inner.result, i};
+    }
+  }
+  // Measured (P04): a kernel node whose priority changed needs a new executable.
+  for (std::size_t i = 0; i < next.size(); ++i) {
+    const auto* was = std::get_if<KernelWork>(&current[i].work);
+    const auto* now = std::get_if<KernelWork>(&next[i].work);
+    if (was != nullptr && now != nullptr && was->priority != now->priority) {
+      return {CU_GRAPH_EXEC_UPDATE_ERROR_ATTRIBUTES_CHANGED, i};
     }
   }
   return {};
@@ -144,7 +174,9 @@ std::string to_dot(const Graph& graph, bool verbose) {
   }
   for (std::size_t i = 0; i < graph.nodes.size(); ++i) {
     for (std::size_t dep : graph.nodes[i].deps) {
-      dot += "  n" + std::to_string(dep) + " -> n" + std::to_string(i) + ";\n";
+      dot += "  n" + std::to_string(dep) + " -> n" + std::to_string(i) +
+             (graph.nodes[i].is_programmatic(dep) ? " [style=dashed, label=\"programmatic\"]" : "") +
+             ";\n";
     }
   }
   dot += "}\n";

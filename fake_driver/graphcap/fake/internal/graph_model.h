@@ -17,6 +17,12 @@ namespace graphcap::fake::internal {
 struct NodeData {
   NodeWork work;
   std::vector<std::size_t> deps;  // indices of earlier nodes of the same graph
+  // The deps that are programmatic edges (CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC from the kernel
+  // predecessor's programmatic port): a subset of deps. Measured (P01): a captured launch with
+  // PROGRAMMATIC_STREAM_SERIALIZATION gets one from each kernel it depends on, and an ordinary
+  // edge from any other node.
+  std::vector<std::size_t> programmatic;
+  bool is_programmatic(std::size_t dep) const;
 };
 
 struct Graph {
@@ -29,6 +35,9 @@ struct Graph {
   CUgraphNode owner = nullptr;            // a conditional node's body: that node
   std::vector<CUgraphConditionalHandle> conditions;  // handles created on this graph
   bool has_memory_nodes() const;
+  bool has_conditional_nodes() const;
+  // The first memory node (MEM_ALLOC or MEM_FREE), in creation order, if any.
+  std::optional<std::size_t> first_memory_node() const;
 };
 
 // A conditional handle (cuGraphConditionalHandleCreate): the graph it belongs to and the value it
@@ -38,6 +47,7 @@ struct ConditionDef {
   CUgraph graph = nullptr;
   unsigned default_value = 0;
   bool assign_default = false;
+  CUgraphNode node = nullptr;  // the conditional node it steers, once one was added
 };
 
 // What an executable runs: an immutable copy of a graph's nodes, shared with launches still in
@@ -49,6 +59,9 @@ struct ExecBody {
   std::vector<std::size_t> order;          // a topological order
   std::vector<CUdeviceptr> kept_allocs;    // MEM_ALLOC ranges the graph does not free itself
   std::vector<CUdeviceptr> outside_frees;  // MEM_FREE of memory the graph did not allocate
+  // Per node: whether a programmatic edge leaves it (its writes are watched); empty when the
+  // graph has no programmatic edge.
+  std::vector<bool> feeds_programmatic;
 };
 
 std::shared_ptr<ExecBody> make_exec_body(const std::vector<NodeData>& nodes);
@@ -62,7 +75,11 @@ struct UpdateCheck {
 };
 // Whether an executable of `current` can take `next`'s parameters (nodes pair up by creation
 // order). A conditional node's bodies are compared the same way: `body_nodes` gives the nodes of
-// one of `next`'s body graphs (the executable's are instantiated in its ExecBody).
+// one of `next`'s body graphs (the executable's are instantiated in its ExecBody). Measured on
+// the H200: other edges or edge types (a programmatic edge for an ordinary one, P06) are
+// TOPOLOGY_CHANGED; a conditional node of another type or size is NOT_SUPPORTED on that node
+// (B09.e-g); a body of another topology is TOPOLOGY_CHANGED naming no node (B09.h); a kernel of
+// another priority is ATTRIBUTES_CHANGED (P04).
 UpdateCheck check_exec_update(
     const std::vector<NodeData>& current, const std::vector<NodeData>& next,
     const std::function<const std::vector<NodeData>*(CUgraph)>& body_nodes);

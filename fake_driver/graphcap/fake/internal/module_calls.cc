@@ -3,6 +3,8 @@
 // limits, copies exactly the declared parameters and queues (or captures) the kernel.
 #include <graphcap/fake/internal/fake_state.h>
 
+#include <algorithm>
+
 #include <graphcap/fake/internal/kernel_params.h>
 #include <graphcap/fake/internal/module_image.h>
 
@@ -14,6 +16,9 @@ constexpr unsigned kMaxThreadsPerBlock = 1024;
 constexpr unsigned kMaxBlock[3] = {1024, 1024, 64};
 constexpr unsigned kMaxGrid[3] = {2147483647u, 65535, 65535};
 constexpr int kOptInSharedBytes = 232448;  // CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
+// cuCtxGetStreamPriorityRange on the H200 (P04): lower numbers are higher priorities.
+constexpr int kLeastPriority = 0;
+constexpr int kGreatestPriority = -5;
 
 bool valid_shape(const LaunchDims& dims) {
   const unsigned grid[3] = {dims.grid.x, dims.grid.y, dims.grid.z};
@@ -152,6 +157,48 @@ CUresult FakeState::cuLaunchKernel(CUfunction function, unsigned grid_x, unsigne
                                    unsigned block_z, unsigned shared_bytes, CUstream handle,
                                    void** params, void** extra) {
   const LaunchDims dims{{grid_x, grid_y, grid_z}, {block_x, block_y, block_z}, shared_bytes};
+  return launch(function, dims, handle, params, extra, LaunchAttributes{}, "cuLaunchKernel");
+}
+
+CUresult FakeState::cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction function,
+                                     void** params, void** extra) {
+  if (config == nullptr) {
+    Context* context = nullptr;
+    if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (config->numAttrs > 0 && config->attrs == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  LaunchAttributes attributes;
+  for (unsigned i = 0; i < config->numAttrs; ++i) {
+    const CUlaunchAttribute& attribute = config->attrs[i];
+    switch (attribute.id) {
+      case CU_LAUNCH_ATTRIBUTE_IGNORE:
+        break;
+      case CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION:
+        attributes.programmatic = attribute.value.programmaticStreamSerializationAllowed != 0;
+        break;
+      case CU_LAUNCH_ATTRIBUTE_PRIORITY:
+        // Measured (P04): any value is accepted, and clamped to the context's range.
+        attributes.priority =
+            std::clamp(attribute.value.priority, kGreatestPriority, kLeastPriority);
+        break;
+      default:
+        // Cooperative launches, clusters, programmatic events, ...: not modelled. Refused, and
+        // said, rather than run as if the attribute were not there.
+        violation("cuLaunchKernelEx: launch attribute " + std::to_string(attribute.id) +
+                  " is not modelled by the fake (docs/fake-driver.md)");
+        return CUDA_ERROR_NOT_SUPPORTED;
+    }
+  }
+  const LaunchDims dims{{config->gridDimX, config->gridDimY, config->gridDimZ},
+                        {config->blockDimX, config->blockDimY, config->blockDimZ},
+                        config->sharedMemBytes};
+  return launch(function, dims, config->hStream, params, extra, attributes, "cuLaunchKernelEx");
+}
+
+CUresult FakeState::launch(CUfunction function, const LaunchDims& dims, CUstream handle,
+                           void** params, void** extra, const LaunchAttributes& attributes,
+                           const char* entry_point) {
   Context* context = nullptr;
   Stream* stream = nullptr;
   bool captured = false;
@@ -170,6 +217,8 @@ CUresult FakeState::cuLaunchKernel(CUfunction function, unsigned grid_x, unsigne
   work.module = it->second.module;
   work.function = function;
   work.dims = dims;
+  work.programmatic = attributes.programmatic;
+  work.priority = attributes.priority;
   if (!work.kernel->declared) {
     // Without a layout the number of parameters is unknown: reading any would be a guess.
     violation(internal::undeclared_layout_message(*work.kernel));
@@ -183,10 +232,34 @@ CUresult FakeState::cuLaunchKernel(CUfunction function, unsigned grid_x, unsigne
   // as well: by then a GraphPool may have lent that memory to another graph's Buffer.
   work.extents = launch_extents(work);
   if (captured) {
-    add_node(*stream, internal::NodeWork{std::move(work)});
-  } else {
-    enqueue(*stream, "cuLaunchKernel", internal::NodeWork{std::move(work)});
+    add_node(*stream, internal::NodeWork{std::move(work)}, attributes.programmatic);
+    return CUDA_SUCCESS;
   }
+  // Eagerly, a programmatic launch may overlap the kernel queued right before it on the stream
+  // (one that already ran, or any other work, it cannot): that kernel's writes are watched.
+  std::uint64_t after = 0;
+  if (attributes.programmatic) {
+    for (auto op = queue_.rbegin(); op != queue_.rend(); ++op) {
+      if (op->stream != stream->id) continue;
+      const auto* node = std::get_if<internal::NodeWork>(&op->work);
+      if (node != nullptr && std::holds_alternative<internal::KernelWork>(*node)) {
+        op->watch_writes = true;
+        after = op->seq;
+      }
+      break;
+    }
+  }
+  enqueue(*stream, entry_point, internal::NodeWork{std::move(work)});
+  queue_.back().programmatic_after = after;
+  return CUDA_SUCCESS;
+}
+
+CUresult FakeState::cuCtxGetStreamPriorityRange(int* least, int* greatest) {
+  Context* context = nullptr;
+  if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
+  // Measured (P04): least 0, greatest -5. cuda.h: a NULL pointer is not written.
+  if (least != nullptr) *least = kLeastPriority;
+  if (greatest != nullptr) *greatest = kGreatestPriority;
   return CUDA_SUCCESS;
 }
 

@@ -44,6 +44,11 @@ struct KernelWork {
   // it runs: a GraphPool's graphs share slices, each graph with its own Buffer there, and a
   // queued launch runs after later windows lent the memory again.
   std::vector<BufferExtent> extents;
+  // cuLaunchKernelEx's attributes: PROGRAMMATIC_STREAM_SERIALIZATION (the kernel may begin
+  // before its kernel predecessor ends, and must wait for it before reading what it wrote), and
+  // PRIORITY, clamped to the context's range (measured: docs/cuda-driver-facts.md, P04).
+  bool programmatic = false;
+  int priority = 0;
 };
 
 // cuMemcpyHtoDAsync. Pageable sources of an eager copy are snapshotted at call time; pinned

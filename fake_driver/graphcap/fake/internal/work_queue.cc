@@ -76,7 +76,20 @@ void FakeState::execute(Op& op) {
   std::visit(Overloaded{
                  [&](const internal::NodeWork& work) {
                    tick();
-                   fault = execute_node(work, op.entry_point) ? std::nullopt : running_.trap;
+                   if (!op.watch_writes && op.programmatic_after == 0) {
+                     fault = execute_node(work, op.entry_point) ? std::nullopt : running_.trap;
+                     return;
+                   }
+                   // Programmatic dependent launch: this kernel's predecessor's writes, or its
+                   // own for the programmatic launch after it.
+                   PdlWatch watch;
+                   watch.record_writes = op.watch_writes;
+                   auto before = pdl_writes_.find(op.programmatic_after);
+                   if (before != pdl_writes_.end()) watch.before_wait.push_back(&before->second);
+                   fault = execute_node(work, op.entry_point, &watch) ? std::nullopt
+                                                                     : running_.trap;
+                   if (before != pdl_writes_.end()) pdl_writes_.erase(before);
+                   if (op.watch_writes) pdl_writes_[op.seq] = std::move(watch.written);
                  },
                  [&](const EventRecordWork& record) {
                    tick();
@@ -113,11 +126,15 @@ void FakeState::execute(Op& op) {
   running_.fault.clear();
 }
 
-bool FakeState::execute_node(const internal::NodeWork& work, const std::string& where) {
+bool FakeState::execute_node(const internal::NodeWork& work, const std::string& where,
+                             PdlWatch* pdl) {
   running_.kernel = nullptr;
   running_.where.clear();
   running_.trap.reset();
   running_.fault.clear();
+  running_.pdl = nullptr;
+  running_.waited = false;
+  running_.pdl_reported = false;
   running_.active = true;  // under strict, a violation from here faults this node
   struct Inactive {
     RunningKernel& running;
@@ -126,7 +143,7 @@ bool FakeState::execute_node(const internal::NodeWork& work, const std::string& 
   std::string why;
   std::visit(
       Overloaded{
-          [&](const internal::KernelWork& kernel) { execute_kernel(kernel, where); },
+          [&](const internal::KernelWork& kernel) { execute_kernel(kernel, where, pdl); },
           [&](const internal::CopyToDeviceWork& copy) {
             if (copy.bytes == 0) return;
             std::byte* dst = device_memory_.access(copy.dst, copy.bytes, &why);
@@ -217,7 +234,8 @@ bool FakeState::execute_node(const internal::NodeWork& work, const std::string& 
   return !running_.trap.has_value();
 }
 
-void FakeState::execute_kernel(const internal::KernelWork& work, const std::string& where) {
+void FakeState::execute_kernel(const internal::KernelWork& work, const std::string& where,
+                               PdlWatch* pdl) {
   const std::string& name = work.kernel->name;
   if (modules_.find(work.module) == modules_.end()) {
     // A GPU would fetch the code of an unloaded module from freed memory.
@@ -228,6 +246,8 @@ void FakeState::execute_kernel(const internal::KernelWork& work, const std::stri
   running_.kernel = work.kernel.get();
   running_.work = &work;
   running_.where = where;
+  running_.pdl = pdl;
+  if (pdl != nullptr && pdl->record_writes) pdl->written.kernel = name;
   try {
     work.kernel->body(context);
   } catch (const std::exception& error) {
@@ -239,6 +259,7 @@ void FakeState::execute_kernel(const internal::KernelWork& work, const std::stri
   }
   running_.kernel = nullptr;
   running_.work = nullptr;
+  running_.pdl = nullptr;
 }
 
 std::vector<internal::BufferExtent> FakeState::launch_extents(const internal::KernelWork& work) {

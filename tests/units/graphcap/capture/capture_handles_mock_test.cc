@@ -74,14 +74,14 @@ TEST_F(CaptureHandlesMockTest, SuccessfulCaptureDestroysTheIntermediateGraphOnce
 
 TEST_F(CaptureHandlesMockTest, DoomedCaptureDestroysTheIntermediateGraphOnce) {
   EXPECT_CALL(mock_, cuGraphDestroy(_)).Times(1);
-  EXPECT_CALL(mock_, cuGraphInstantiateWithFlags(_, _, _)).Times(0);
+  EXPECT_CALL(mock_, cuGraphInstantiateWithParams(_, _, _)).Times(0);
   EXPECT_CALL(mock_, cuGraphExecDestroy(_)).Times(0);
   EXPECT_THAT(capture(/*doom=*/true), StatusIs(Errc::doomed));
 }
 
 TEST_F(CaptureHandlesMockTest, InstantiateFailureDestroysTheIntermediateGraphOnce) {
   EXPECT_CALL(mock_, cuGraphDestroy(_)).Times(1);
-  EXPECT_CALL(mock_, cuGraphInstantiateWithFlags(_, _, _))
+  EXPECT_CALL(mock_, cuGraphInstantiateWithParams(_, _, _))
       .WillOnce(Return(CUDA_ERROR_INVALID_VALUE));
   EXPECT_CALL(mock_, cuGraphExecDestroy(_)).Times(0);
   EXPECT_THAT(capture(), StatusIs(Errc::driver, CUDA_ERROR_INVALID_VALUE));
@@ -90,14 +90,14 @@ TEST_F(CaptureHandlesMockTest, InstantiateFailureDestroysTheIntermediateGraphOnc
 TEST_F(CaptureHandlesMockTest, NodeListingFailureDestroysTheIntermediateGraphOnce) {
   EXPECT_CALL(mock_, cuGraphDestroy(_)).Times(1);
   EXPECT_CALL(mock_, cuGraphGetNodes(_, _, _)).WillOnce(Return(CUDA_ERROR_INVALID_HANDLE));
-  EXPECT_CALL(mock_, cuGraphInstantiateWithFlags(_, _, _)).Times(0);
+  EXPECT_CALL(mock_, cuGraphInstantiateWithParams(_, _, _)).Times(0);
   EXPECT_THAT(capture(), StatusIs(Errc::driver, CUDA_ERROR_INVALID_HANDLE,
                                   ::testing::HasSubstr("cuGraphGetNodes")));
 }
 
 TEST_F(CaptureHandlesMockTest, MemoryNodeRefusalDestroysTheIntermediateGraphOnce) {
   EXPECT_CALL(mock_, cuGraphDestroy(_)).Times(1);
-  EXPECT_CALL(mock_, cuGraphInstantiateWithFlags(_, _, _)).Times(0);
+  EXPECT_CALL(mock_, cuGraphInstantiateWithParams(_, _, _)).Times(0);
   Stream& s = device_->stream();
   ASSERT_THAT(device_->prepare_capture(s), IsOk());
   ASSERT_THAT(device_->begin_capture(s), IsOk());

@@ -44,13 +44,16 @@ class MockGraphDriver : public GraphDriver {
         .WillByDefault(Invoke(&real_, &CudaGraphDriver::instantiate_inspected));
     ON_CALL(*this, update).WillByDefault(Invoke(&real_, &CudaGraphDriver::update));
     ON_CALL(*this, nodes).WillByDefault(Invoke(&real_, &CudaGraphDriver::nodes));
+    ON_CALL(*this, body_nodes).WillByDefault(Invoke(&real_, &CudaGraphDriver::body_nodes));
     ON_CALL(*this, last_node).WillByDefault(Invoke(&real_, &CudaGraphDriver::last_node));
     ON_CALL(*this, dump_dot).WillByDefault(Invoke(&real_, &CudaGraphDriver::dump_dot));
-    ON_CALL(*this, begin_loop).WillByDefault(Invoke(&real_, &CudaGraphDriver::begin_loop));
-    ON_CALL(*this, loop_active).WillByDefault(Invoke(&real_, &CudaGraphDriver::loop_active));
-    ON_CALL(*this, end_loop).WillByDefault(Invoke(&real_, &CudaGraphDriver::end_loop));
-    ON_CALL(*this, inspect_loop_body)
-        .WillByDefault(Invoke(&real_, &CudaGraphDriver::inspect_loop_body));
+    ON_CALL(*this, create_condition)
+        .WillByDefault(Invoke(&real_, &CudaGraphDriver::create_condition));
+    ON_CALL(*this, add_conditional)
+        .WillByDefault(Invoke(&real_, &CudaGraphDriver::add_conditional));
+    ON_CALL(*this, begin_body).WillByDefault(Invoke(&real_, &CudaGraphDriver::begin_body));
+    ON_CALL(*this, body_active).WillByDefault(Invoke(&real_, &CudaGraphDriver::body_active));
+    ON_CALL(*this, end_body).WillByDefault(Invoke(&real_, &CudaGraphDriver::end_body));
   }
   MOCK_METHOD(Result<void>, begin, (CUstream, CUstreamCaptureMode), (override));
   MOCK_METHOD(Result<CapturedGraph>, end, (CUstream), (override));
@@ -59,17 +62,21 @@ class MockGraphDriver : public GraphDriver {
   MOCK_METHOD(bool, upload, (const Executable&, CUstream, GraphReport&), (override));
   MOCK_METHOD(Result<GraphReport>, inspect, (const CapturedGraph&, const GraphReport&),
               (override));
-  MOCK_METHOD(Result<Executable>, instantiate_inspected, (const CapturedGraph&, GraphReport&),
-              (override));
+  MOCK_METHOD(Result<Executable>, instantiate_inspected,
+              (const CapturedGraph&, GraphReport&, InstantiateFailure*), (override));
   MOCK_METHOD(bool, update, (const Executable&, const CapturedGraph&, GraphReport&), (override));
   MOCK_METHOD(Result<std::vector<CUgraphNode>>, nodes, (const CapturedGraph&), (override));
+  MOCK_METHOD(Result<std::vector<CUgraphNode>>, body_nodes, (CUgraph), (override));
   MOCK_METHOD(Result<CUgraphNode>, last_node, (CUstream), (override));
   MOCK_METHOD(void, dump_dot, (const CapturedGraph&, const std::string&), (override));
-  MOCK_METHOD(Result<LoopNode>, begin_loop, (CUstream, CUstream, unsigned, CUstreamCaptureMode),
+  MOCK_METHOD(Result<CUgraphConditionalHandle>, create_condition, (CUstream, unsigned),
               (override));
-  MOCK_METHOD(bool, loop_active, (CUstream), (override));
-  MOCK_METHOD(Result<void>, end_loop, (CUstream), (override));
-  MOCK_METHOD(Result<GraphReport>, inspect_loop_body, (CUgraph, const GraphReport&), (override));
+  MOCK_METHOD(Result<ConditionalNode>, add_conditional,
+              (CUstream, CUgraphConditionalHandle, CUgraphConditionalNodeType, unsigned),
+              (override));
+  MOCK_METHOD(Result<void>, begin_body, (CUstream, CUgraph, CUstreamCaptureMode), (override));
+  MOCK_METHOD(Result<bool>, body_active, (CUstream), (override));
+  MOCK_METHOD(Result<void>, end_body, (CUstream), (override));
 
  private:
   CudaGraphDriver real_;
@@ -248,14 +255,14 @@ TEST_F(WindowTest, ADoomedRecordingClosesTheDriverCaptureAndClaimsWhatItWouldHav
 TEST_F(WindowTest, AFailedInstantiateIsReturnedAndClaimsTheWrites) {
   auto out = buffer(64);
   EXPECT_CALL(*graphs_, instantiate_inspected)
-      .WillOnce(::testing::Return(Error::from_driver("cuGraphInstantiateWithFlags",
+      .WillOnce(::testing::Return(Error::from_driver("cuGraphInstantiateWithParams",
                                                      CUDA_ERROR_OUT_OF_MEMORY)));
   ASSERT_THAT(window_->prepare(CU_STREAM_CAPTURE_MODE_GLOBAL, true, nullptr), IsOk());
   ASSERT_THAT(window_->begin(), IsOk());
   const BufferUse uses[] = {{&out, Access::write_part}};
   launch_and_record(uses);
   EXPECT_THAT(window_->end(true), StatusIs(Errc::out_of_memory, CUDA_ERROR_OUT_OF_MEMORY,
-                                           HasSubstr("cuGraphInstantiateWithFlags")));
+                                           HasSubstr("cuGraphInstantiateWithParams")));
   EXPECT_TRUE(out->failed());
   EXPECT_EQ(capture_status(), CU_STREAM_CAPTURE_STATUS_NONE);
 }
