@@ -8,13 +8,15 @@ include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
 set(GRAPHCAP_PUBLIC_HEADERS
-    arg.h buffer.h capture_options.h capture_scope.h device.h device_limits.h device_options.h
+    arg.h buffer.h capture_options.h capture_scope.h condition.h device.h device_limits.h
+    device_options.h launch_options.h
     error.h event.h graph.h graph_cache.h graph_pool.h graphcap.h log.h loop.h memory_stats.h
     module.h param.h result.h stream.h
     capture/capture_state.h capture/graph_report.h
     memory/pool_stats.h
     driver/cuda_driver.h driver/cuda_types.h driver/driver_api.h driver/entry_points.def
-    driver/entry_points.h driver/error_names.h driver/forwarding_driver.h driver/launch_dims.h)
+    driver/entry_points.h driver/entry_traits.h driver/error_names.h driver/forwarding_driver.h
+    driver/launch_dims.h)
 set(GRAPHCAP_FAKE_PUBLIC_HEADERS
     kernel.h
     fake/compiled_kernel.h fake/fake_driver.h fake/fault_injecting_driver.h fake/faults.h

@@ -22,7 +22,8 @@ struct Fake {
   Fake() {
     testing::register_test_kernels(driver);
     image = driver.module_image({"empty", "add_one", "fill", "axpy", "copy", "mixed", "affine",
-                                 "countdown", "set_condition"});
+                                 "countdown", "set_condition", "count_threads",
+                                 "pdl_add_one"});  // kTestKernelNames: the GPU's fatbin has all
   }
   fake::FakeDriver driver;
   std::vector<std::byte> image;
@@ -105,7 +106,12 @@ TEST(Fidelity, ADifferenceShrinksToTheCallsThatShowIt) {
     const Trace trace = generate(options, index, model.driver, model.image);
     Fake inner;
     Broken broken(inner.driver);
-    const std::vector<Observation> got = run_program(trace.calls, broken, inner.image);
+    std::vector<Observation> got;
+    try {
+      got = run_program(trace.calls, broken, inner.image);
+    } catch (const std::exception&) {
+      continue;  // the harness's own syncs broke too (it says so): not a program to shrink
+    }
     if (auto d = first_difference(trace.calls, trace.observations, got)) {
       kind = d->kind();
       calls.assign(trace.calls.begin(), trace.calls.begin() + static_cast<long>(d->call) + 1);

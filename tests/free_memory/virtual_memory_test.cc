@@ -257,8 +257,10 @@ TEST_F(VirtualMemory, OnlyWholeHandlesAreMappedAtOffsetZeroIntoAFreePartOfAReser
   EXPECT_EQ(api().cuMemMap(va, kG, 0, h1.get(), 0), CUDA_ERROR_INVALID_VALUE) << "mapped again";
   EXPECT_EQ(api().cuMemMap(va, 2 * kG, 0, h2.get(), 0), CUDA_ERROR_INVALID_VALUE)
       << "over a range half mapped";
-  EXPECT_EQ(api().cuMemMap(va + (std::size_t{1} << 40), 2 * kG, 0, h2.get(), 0),
-            CUDA_ERROR_NOT_SUPPORTED)
+  // Outside this reservation: 801 where nothing is reserved (the fake; the probes' H200 run), 1
+  // on the H200 of 2026-12-03's run, where the driver evidently holds something there.
+  EXPECT_THAT(api().cuMemMap(va + (std::size_t{1} << 40), 2 * kG, 0, h2.get(), 0),
+              ::testing::AnyOf(CUDA_ERROR_NOT_SUPPORTED, CUDA_ERROR_INVALID_VALUE))
       << "an address outside any reservation";
   EXPECT_EQ(api().cuMemAddressFree(va, 8 * kG), CUDA_ERROR_INVALID_VALUE)
       << "a reservation with a mapping";

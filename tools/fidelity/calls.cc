@@ -759,14 +759,16 @@ RUN(cuMemMap) {
   const Symbol& memory = a.h().need(memory_name, Kind::vmem);
   const CUresult r = a.h().driver().cuMemMap(static_cast<CUdeviceptr>(range.value), memory.bytes,
                                              0, memory.value, 0);
-  if (r == CUDA_SUCCESS) range.mapped = memory_name;
+  if (r == CUDA_SUCCESS) {
+    range.mapped = memory_name;
+    range.mapped_bytes = memory.bytes;
+  }
   return r;
 }
 
 RUN(cuMemUnmap) {
   Symbol& range = a.h().need(a.name(), Kind::vrange);
-  const std::size_t bytes = range.mapped.empty() ? std::size_t{2} << 20
-                                                 : a.h().find(range.mapped)->bytes;
+  const std::size_t bytes = range.mapped.empty() ? std::size_t{2} << 20 : range.mapped_bytes;
   const CUresult r = a.h().driver().cuMemUnmap(static_cast<CUdeviceptr>(range.value), bytes);
   if (r == CUDA_SUCCESS) range.mapped.clear();
   return r;
@@ -774,8 +776,7 @@ RUN(cuMemUnmap) {
 
 RUN(cuMemSetAccess) {
   Symbol& range = a.h().need(a.name(), Kind::vrange);
-  const std::size_t bytes = range.mapped.empty() ? std::size_t{2} << 20
-                                                 : a.h().find(range.mapped)->bytes;
+  const std::size_t bytes = range.mapped.empty() ? std::size_t{2} << 20 : range.mapped_bytes;
   CUmemAccessDesc desc{};
   desc.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
   desc.location.id = 0;

@@ -524,7 +524,7 @@ void Harness::finish() {
   for (auto& [name, s] : symbols_) {
     if (s.kind != Kind::vrange || !s.live) continue;
     if (!s.mapped.empty()) {
-      (void)driver_.cuMemUnmap(static_cast<CUdeviceptr>(s.value), symbols_.at(s.mapped).bytes);
+      (void)driver_.cuMemUnmap(static_cast<CUdeviceptr>(s.value), s.mapped_bytes);
     }
     (void)driver_.cuMemAddressFree(static_cast<CUdeviceptr>(s.value), s.bytes);
     s.live = false;

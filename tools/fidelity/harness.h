@@ -98,6 +98,7 @@ struct Symbol {
   // vranges: the vmem mapped at its base ("" when none; no kernel ever uses VMM memory here, so
   // every VMM call's outcome is defined by the call alone)
   std::string mapped;
+  std::size_t mapped_bytes = 0;  // vranges: the size of that mapping (its vmem's)
   bool borrowed = false;     // a capture's graph, named from cuStreamGetCaptureInfo
   std::string source;        // executables: the graph instantiated
   int order = 0;             // creation order (observations list streams in it)
