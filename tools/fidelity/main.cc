@@ -267,7 +267,10 @@ void run_on_cuda(const Options& o, std::uint64_t begin, std::uint64_t end, int j
       const std::string kind = d->kind();
       trace.difference = underscores(kind);
       trace.difference_at = d->call;
-      if (shrunk[kind]++ < o.shrink && !past(o.deadline)) {
+      // Kept before shrinking: a shrunk candidate that crashes the driver must not leave this
+      // program's trace as "running".
+      write(dir / ("t" + std::to_string(index) + ".trace"), trace);
+      if (shrunk[kind]++ < o.shrink && !past(o.deadline)) try {
         alarm(30);
         auto shows = [&](const std::vector<Call>& calls) {
           Fake fake;
@@ -290,6 +293,11 @@ void run_on_cuda(const Options& o, std::uint64_t begin, std::uint64_t end, int j
         write(dir / ("shrunk-" + underscores(kind).substr(0, 60) + "-" +
                      std::to_string(shrunk[kind]) + ".strace"),
               small);
+      } catch (const std::exception& e) {
+        // A shrunk candidate the harness could not follow: the program's own trace still
+        // stands; only its shrinking is given up (run 2 of 2026-12-03 lost its job here).
+        std::cerr << "graphcap-fidelity: program " << index << ": shrinking stopped: "
+                  << e.what() << "\n";
       }
     }
     write(dir / ("t" + std::to_string(index) + ".trace"), trace);
@@ -334,16 +342,20 @@ int generate_on_cuda(const Options& o) {
     const Range range = running.at(pid);
     running.erase(pid);
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) continue;
+    std::uint64_t index = range.begin, call = 0;
+    std::ifstream(fs::path(o.record) / ("progress-" + std::to_string(range.job))) >> index >> call;
     if (WIFEXITED(status)) {
-      ++failures;  // the harness itself failed (it says why): not the program's doing
+      // The harness itself failed (it says why): not the program's doing. Its job goes on after
+      // the program it was in, so one harness error costs one program, not the rest of the job.
+      ++failures;
+      if (index + 1 < range.end) launch({index + 1, range.end, range.job});
       continue;
     }
     // Killed: by the watchdog (a hang) or by the driver (a crash). Record it, go on after it.
-    std::uint64_t index = range.begin, call = 0;
-    std::ifstream(fs::path(o.record) / ("progress-" + std::to_string(range.job))) >> index >> call;
     const fs::path file = fs::path(o.record) / ("t" + std::to_string(index) + ".trace");
     std::vector<Trace> traces = read_all(file.string());
-    if (!traces.empty()) {
+    // A program whose trace is complete crashed the driver while being shrunk: it stands as run.
+    if (!traces.empty() && traces[0].status == "running") {
       traces[0].status = std::string(WTERMSIG(status) == SIGALRM ? "hung" : "crashed") +
                          "-at-call-" + std::to_string(call);
       write(file, traces[0]);
