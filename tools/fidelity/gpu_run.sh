@@ -13,8 +13,8 @@ build=/tmp/graphcap-fidelity-build
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGRAPHCAP_BUILD_TESTS=ON \
   -DGRAPHCAP_BUILD_BENCH=OFF -DGRAPHCAP_BUILD_EXAMPLES=OFF > "$out/$name-build.txt" 2>&1 &&
   cmake --build "$build" --target graphcap-fidelity >> "$out/$name-build.txt" 2>&1 || exit 1
-nvcc -fatbin -gencode=arch=compute_90,code=sm_90 -gencode=arch=compute_90,code=compute_90 \
-  -o "$build/test_kernels.fatbin" "$root/tests/kernels/test_kernels.cu" >> "$out/$name-build.txt" 2>&1 || exit 1
+nvcc -std=c++20 -fatbin -gencode=arch=compute_90,code=sm_90 -gencode=arch=compute_90,code=compute_90 \
+  -I"$root/src" -I"$root/fake_driver" -o "$build/test_kernels.fatbin" "$root/tests/kernels/test_kernels.cu" >> "$out/$name-build.txt" 2>&1 || exit 1
 { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; date -u +%FT%TZ; } \
   > "$out/$name-gpu.txt" 2>&1
 start=$SECONDS
