@@ -524,9 +524,12 @@ RUN(cuStreamEndCapture) {
   const std::uint64_t id = a.h().capture_of(name);
   CUgraph graph = nullptr;
   const CUresult r = a.h().driver().cuStreamEndCapture(stream, &graph);
-  // Ending an invalidated capture into an existing graph destroys that graph (measured on the
-  // H200: cuda-driver-facts.md); a body's graph belongs to its node and is never ended so.
-  if (r == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED) {
+  // Ending a capture into an existing graph in failure (invalidated, unjoined, on the wrong
+  // thread) leaves that graph answering 1 to every call, cuGraphDestroy included (measured on
+  // the H200: cuda-driver-facts.md; the fake destroys it): not used again. A body's graph
+  // belongs to its node and is never ended so.
+  if (r == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED || r == CUDA_ERROR_STREAM_CAPTURE_UNJOINED ||
+      r == CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD) {
     if (auto target = a.h().capture_target.find(id); target != a.h().capture_target.end()) {
       const Symbol* t = a.h().find(target->second);
       if (t != nullptr && t->owner.empty()) a.h().kill_graph(t->value);

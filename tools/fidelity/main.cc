@@ -59,6 +59,7 @@ struct Options {
   std::string record, replay, summary, kernels;
   int jobs = 1;
   int shrink = 3;
+  std::size_t show = 3;  // --replay: programs printed per kind of difference
   double deadline = 0;  // seconds after the start: no program is begun after it (0: none)
 };
 
@@ -190,6 +191,7 @@ Options parse(int argc, char** argv) {
     else if ((v = value("--summary"))) o.summary = *v;
     else if ((v = value("--kernels"))) o.kernels = *v;
     else if ((v = value("--jobs"))) o.jobs = std::max(1, std::stoi(*v));
+    else if ((v = value("--show"))) o.show = std::stoull(*v);
     else if ((v = value("--shrink"))) o.shrink = std::stoi(*v);
     else if ((v = value("--deadline"))) o.deadline = std::stod(*v);
     else if ((v = value("--calls"))) {
@@ -428,7 +430,7 @@ int replay(const Options& o) {
     }
     if (auto d = first_difference(trace.calls, trace.observations, got)) {
       ++differing;
-      if (kinds[d->kind()]++ < 3) {
+      if (kinds[d->kind()]++ < o.show) {
         std::cout << "program " << trace.index << " (seed " << trace.seed << ", recorded on "
                   << trace.driver << ") call " << d->call << ": " << trace.calls[d->call].text()
                   << "\n  recorded: " << d->expected.text() << "\n  " << o.driver << ":     "

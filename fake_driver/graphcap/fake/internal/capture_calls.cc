@@ -132,6 +132,17 @@ CUresult FakeState::check_unsafe_call(bool only_active) {
   return prohibited ? CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED : CUDA_SUCCESS;
 }
 
+// Measured (graphcap-fidelity, programs 60 and 2863 of 2026-12-03; run 3 of 2026-12-04,
+// programs 481 and 4485): a capture into an existing graph that ends in failure (invalidated,
+// unjoined, or ended on the wrong thread) destroys that graph (cuGraphGetNodes and instantiate
+// of it then answer 1, as for a destroyed graph).
+void FakeState::end_failed_capture(Capture& capture) {
+  const bool destroys = capture.to_graph && graphs_.count(capture.graph) != 0;
+  const CUgraph graph = capture.graph;
+  finish_capture(capture, false);
+  if (destroys) erase_graph(graph);
+}
+
 void FakeState::finish_capture(Capture& capture, bool keep_graph) {
   for (std::uint64_t member : capture.members) {
     if (Stream* stream = stream_by_id(member); stream != nullptr && stream->capture == capture.id) {
@@ -325,7 +336,7 @@ CUresult FakeState::cuStreamEndCapture(CUstream handle, CUgraph* graph_out) {
       if (other == nullptr || other == stream) continue;
       for (std::size_t node : other->frontier) {
         if (!joined[node]) {
-          finish_capture(*capture, false);
+          end_failed_capture(*capture);
           return CUDA_ERROR_STREAM_CAPTURE_UNJOINED;
         }
       }
@@ -334,7 +345,7 @@ CUresult FakeState::cuStreamEndCapture(CUstream handle, CUgraph* graph_out) {
   if (capture->status == CU_STREAM_CAPTURE_STATUS_ACTIVE &&
       capture->mode != CU_STREAM_CAPTURE_MODE_RELAXED &&
       capture->thread != std::this_thread::get_id()) {
-    finish_capture(*capture, false);  // terminated: the owner's own end then gives 401
+    end_failed_capture(*capture);  // terminated: the owner's own end then gives 401
     return CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD;
   }
   if (capture->status != CU_STREAM_CAPTURE_STATUS_ACTIVE) {
@@ -348,13 +359,7 @@ CUresult FakeState::cuStreamEndCapture(CUstream handle, CUgraph* graph_out) {
       finish_capture(*capture, false);
       return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
     }
-    // Measured (graphcap-fidelity, programs 60 and 2863): ending an invalidated capture into an
-    // existing graph ends it cleanly and destroys that graph (cuGraphGetNodes and
-    // cuGraphInstantiateWithFlags of it then answer 1, as for a destroyed graph).
-    const bool destroys = capture->to_graph && graphs_.count(capture->graph) != 0;
-    const CUgraph graph = capture->graph;
-    finish_capture(*capture, false);
-    if (destroys) erase_graph(graph);
+    end_failed_capture(*capture);
     return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
   }
   const CUgraph result = capture->graph;

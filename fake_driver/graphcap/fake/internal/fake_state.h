@@ -327,6 +327,8 @@ class FakeState {
   CUresult check_unsafe_call(bool only_active = false);
   // The capture is over: member streams back to NONE; its graph destroyed unless kept.
   void finish_capture(Capture& capture, bool keep_graph);
+  // A failed cuStreamEndCapture: finish_capture, and a graph captured into is destroyed.
+  void end_failed_capture(Capture& capture);
   // `programmatic`: a launch with PROGRAMMATIC_STREAM_SERIALIZATION, whose edges from kernel
   // predecessors become programmatic edges.
   void add_node(Stream& stream, internal::NodeWork work, bool programmatic = false);

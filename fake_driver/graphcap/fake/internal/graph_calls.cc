@@ -130,22 +130,27 @@ CUresult FakeState::instantiate(CUgraphExec* exec, CUgraph handle, unsigned long
   }
   if (device_launch) {
     // Measured (I04): a graph for device launch holds kernel, memcpy and memset nodes only (the
-    // first other node is named), and is not empty. Measured (graphcap-fidelity): a host copy is
-    // refused too (its result_out not measured: the default).
+    // first other node is named), and is not empty. Measured (graphcap-fidelity run 3,
+    // 2026-12-04, 11 programs): a copy from or to the host is refused too, the nodes are looked
+    // at in order, and the copy is named with NODE_OPERATION_NOT_SUPPORTED when it is the
+    // graph's first node and MULTIPLE_CTXS_NOT_SUPPORTED after another node (whether "first"
+    // means the first node or a root was not told apart: every such copy was both or neither).
     if (graph.nodes.empty()) return CUDA_ERROR_INVALID_VALUE;
     for (std::size_t i = 0; i < graph.nodes.size(); ++i) {
       const internal::NodeWork& work = graph.nodes[i].work;
       const CUgraphNodeType type = internal::node_type(work);
+      const bool host_copy = std::holds_alternative<internal::CopyToDeviceWork>(work) ||
+                             std::holds_alternative<internal::CopyToHostWork>(work);
+      if (host_copy) {
+        report->result = i == 0 ? CUDA_GRAPH_INSTANTIATE_NODE_OPERATION_NOT_SUPPORTED
+                                : CUDA_GRAPH_INSTANTIATE_MULTIPLE_CTXS_NOT_SUPPORTED;
+        report->node = graph.node_handles[i];
+        return CUDA_ERROR_INVALID_VALUE;
+      }
       if (type != CU_GRAPH_NODE_TYPE_KERNEL && type != CU_GRAPH_NODE_TYPE_MEMCPY &&
           type != CU_GRAPH_NODE_TYPE_MEMSET) {
         report->result = CUDA_GRAPH_INSTANTIATE_NODE_OPERATION_NOT_SUPPORTED;
         report->node = graph.node_handles[i];
-        return CUDA_ERROR_INVALID_VALUE;
-      }
-    }
-    for (const internal::NodeData& node : graph.nodes) {
-      if (std::holds_alternative<internal::CopyToDeviceWork>(node.work) ||
-          std::holds_alternative<internal::CopyToHostWork>(node.work)) {
         return CUDA_ERROR_INVALID_VALUE;
       }
     }
