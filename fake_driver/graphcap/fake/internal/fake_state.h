@@ -223,6 +223,7 @@ class FakeState {
     std::shared_ptr<const internal::ExecBody> body;
     bool uploaded = false;
     std::size_t driver_bytes = 0;  // what the driver took for it at instantiate
+    bool exclusive = false;        // counted in its graph's exclusive_execs
   };
 
   struct EventRecordWork {

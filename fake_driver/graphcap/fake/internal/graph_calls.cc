@@ -155,11 +155,6 @@ CUresult FakeState::instantiate(CUgraphExec* exec, CUgraph handle, unsigned long
       }
     }
   }
-  // One executable at a time for a graph holding memory nodes (measured) or conditional nodes
-  // (measured: B04.f, B11, a second instantiate is NOT_SUPPORTED until the first is destroyed).
-  if ((graph.has_memory_nodes() || graph.has_conditional_nodes()) && graph.live_execs > 0) {
-    return CUDA_ERROR_NOT_SUPPORTED;
-  }
   Stream* upload_stream = nullptr;
   if ((flags & CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD) != 0) {
     // Measured (I05.upload*): NULL is the legacy stream; a capturing stream is 900, invalidating
@@ -173,6 +168,13 @@ CUresult FakeState::instantiate(CUgraphExec* exec, CUgraph handle, unsigned long
     bool captured = false;
     if (CUresult r = route(*upload_stream, &captured); r != CUDA_SUCCESS) return r;
   }
+  // One executable at a time for a graph holding memory nodes (measured) or conditional nodes
+  // (measured: B04.f, B11, a second instantiate is NOT_SUPPORTED until the first is destroyed).
+  // Measured (graphcap-fidelity run 3, 2026-12-04, 5 programs): only executables made while the
+  // graph held such nodes count (a capture's graph instantiated before its first allocation
+  // does not), and an upload stream that captures is 900 first.
+  const bool exclusive = graph.has_memory_nodes() || graph.has_conditional_nodes();
+  if (exclusive && graph.exclusive_execs > 0) return CUDA_ERROR_NOT_SUPPORTED;
   std::shared_ptr<const internal::ExecBody> body;
   if (CUresult r = instantiate_body(graph, &body, report); r != CUDA_SUCCESS) return r;
   // Instantiate takes the driver's memory for the executable (measured: upload and launch take
@@ -193,7 +195,8 @@ CUresult FakeState::instantiate(CUgraphExec* exec, CUgraph handle, unsigned long
   created.source = handle;
   created.body = std::move(body);
   created.uploaded = upload_stream != nullptr;
-  ++graph.live_execs;
+  created.exclusive = exclusive;
+  if (exclusive) ++graph.exclusive_execs;
   *exec = created.handle;
   execs_.emplace(created.handle, std::move(created));
   report->result = CUDA_GRAPH_INSTANTIATE_SUCCESS;
@@ -208,8 +211,8 @@ void FakeState::erase_exec(CUgraphExec handle) {
     value = value->first.first == handle ? condition_values_.erase(value) : std::next(value);
   }
   if (auto graph = graphs_.find(it->second.source);
-      graph != graphs_.end() && graph->second.live_execs > 0) {
-    --graph->second.live_execs;
+      it->second.exclusive && graph != graphs_.end() && graph->second.exclusive_execs > 0) {
+    --graph->second.exclusive_execs;
   }
   // The driver keeps the chunks the executable's memory came from (ExecutableArena).
   executable_arena_.give_back(it->second.device, it->second.driver_bytes);

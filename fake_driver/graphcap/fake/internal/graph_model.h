@@ -31,7 +31,8 @@ struct Graph {
   std::vector<NodeData> nodes;            // creation order
   std::vector<CUgraphNode> node_handles;  // parallel to nodes
   bool under_capture = false;             // still owned by a capture sequence
-  std::size_t live_execs = 0;             // executables instantiated from it, not destroyed
+  // Executables instantiated from it while it held memory or conditional nodes, not destroyed.
+  std::size_t exclusive_execs = 0;
   CUgraphNode owner = nullptr;            // a conditional node's body: that node
   std::vector<CUgraphConditionalHandle> conditions;  // handles created on this graph
   bool has_memory_nodes() const;
