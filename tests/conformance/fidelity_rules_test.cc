@@ -232,5 +232,155 @@ TEST_F(FidelityRules, AGraphCapturedIntoCannotBeDestroyedAndAnInvalidatedEndDest
   }
 }
 
+// ---- Found by run 3 (10,000 programs, 2026-12-04, driver 580.159.04) ---------------------------
+
+TEST_F(FidelityRules, UnknownInstantiateFlagsAreInvalidValueBeforeTheCaptureRule) {
+  Stream s = new_stream();
+  Stream other = new_stream();
+  Graph done = capture(other.get(), [] {});
+  ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  // UPLOAD is no flag of cuGraphInstantiateWithFlags; 16 is none of cuGraphInstantiateWithParams.
+  CUgraphExec exec = nullptr;
+  EXPECT_EQ(api().cuGraphInstantiateWithFlags(&exec, done.get(), CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD),
+            CUDA_ERROR_INVALID_VALUE);
+  CUDA_GRAPH_INSTANTIATE_PARAMS p{};
+  p.flags = 16;
+  EXPECT_EQ(api().cuGraphInstantiateWithParams(&exec, done.get(), &p), CUDA_ERROR_INVALID_VALUE);
+  expect_still_active(s.get(), 0);
+}
+
+TEST_F(FidelityRules, AnInstantiateThatUploadsIsNoUnsafeCall) {
+  Stream s = new_stream();
+  Stream other = new_stream();
+  Graph done = capture(other.get(), [] {});
+  ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  EXPECT_EQ(api().cuStreamQuery(s.get()), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);  // invalidated
+  CUgraphExec exec = nullptr;
+  EXPECT_EQ(api().cuGraphInstantiateWithFlags(&exec, done.get(), 0),
+            CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+  CUDA_GRAPH_INSTANTIATE_PARAMS p{};
+  p.flags = CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD;
+  p.hUploadStream = other.get();
+  ASSERT_EQ(api().cuGraphInstantiateWithParams(&exec, done.get(), &p), CUDA_SUCCESS);
+  Exec owned(api(), exec);
+  EXPECT_EQ(p.result_out, CUDA_GRAPH_INSTANTIATE_SUCCESS);
+  CUgraph ended = nullptr;
+  EXPECT_EQ(api().cuStreamEndCapture(s.get(), &ended), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+}
+
+TEST_F(FidelityRules, ElapsedTimeLooksAtTheStartEventFirstAndAtItsCaptureBeforeItsTiming) {
+  Stream s = new_stream();
+  Event never = new_event();
+  Event captured = new_event();  // timing disabled
+  ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_RELAXED), CUDA_SUCCESS);
+  ASSERT_EQ(api().cuEventRecord(captured.get(), s.get()), CUDA_SUCCESS);
+  float ms = 0;
+  // Recorded in a capture still active: 907, before its disabled timing.
+  EXPECT_EQ(api().cuEventElapsedTime(&ms, captured.get(), captured.get()),
+            CUDA_ERROR_CAPTURED_EVENT);
+  EXPECT_EQ(capture_status(s.get()), CU_STREAM_CAPTURE_STATUS_INVALIDATED);
+  CUgraph ended = nullptr;
+  EXPECT_EQ(api().cuStreamEndCapture(s.get(), &ended), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+  // A start never recorded is 400 whatever the end; the end of a capture that is over is 1.
+  EXPECT_EQ(api().cuEventElapsedTime(&ms, never.get(), captured.get()), CUDA_ERROR_INVALID_HANDLE);
+  EXPECT_EQ(api().cuEventElapsedTime(&ms, captured.get(), never.get()), CUDA_ERROR_INVALID_VALUE);
+}
+
+TEST_F(FidelityRules, AnInterprocessEventIsNeitherRecordedIntoNorWaitedOnByACapture) {
+  Stream s = new_stream();
+  CUevent raw = nullptr;
+  ASSERT_EQ(api().cuEventCreate(&raw, CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS),
+            CUDA_SUCCESS);
+  Event ipc(api(), raw);
+  ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  EXPECT_EQ(api().cuEventRecord(ipc.get(), s.get()), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+  EXPECT_EQ(capture_status(s.get()), CU_STREAM_CAPTURE_STATUS_ACTIVE);  // left as it was
+  EXPECT_EQ(api().cuStreamWaitEvent(s.get(), ipc.get(), 0), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+  EXPECT_EQ(capture_status(s.get()), CU_STREAM_CAPTURE_STATUS_INVALIDATED);
+  CUgraph ended = nullptr;
+  EXPECT_EQ(api().cuStreamEndCapture(s.get(), &ended), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+}
+
+TEST_F(FidelityRules, AnUnjoinedCaptureEndedOnAnotherThreadIsUnjoined) {
+  Module module = load_test_kernels();
+  CUfunction empty = kernel(module, "empty");
+  Stream s = new_stream();
+  Stream side = new_stream();
+  Event fork = new_event();
+  ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  ASSERT_EQ(api().cuEventRecord(fork.get(), s.get()), CUDA_SUCCESS);
+  ASSERT_EQ(api().cuStreamWaitEvent(side.get(), fork.get(), 0), CUDA_SUCCESS);
+  ASSERT_EQ(launch(empty, side.get(), 1, 1), CUDA_SUCCESS);  // never joined back
+  CUresult ended_code = CUDA_SUCCESS;
+  std::thread([&] {
+    EXPECT_EQ(api().cuCtxSetCurrent(context()), CUDA_SUCCESS);
+    CUgraph ended = nullptr;
+    ended_code = api().cuStreamEndCapture(s.get(), &ended);
+  }).join();
+  EXPECT_EQ(ended_code, CUDA_ERROR_STREAM_CAPTURE_UNJOINED);
+  EXPECT_EQ(capture_status(s.get()), CU_STREAM_CAPTURE_STATUS_NONE);
+  EXPECT_EQ(capture_status(side.get()), CU_STREAM_CAPTURE_STATUS_NONE);
+}
+
+TEST_F(FidelityRules, AMemsetIntoAGraphsAllocationOutsideItsCaptureIsInvalidValue) {
+  Stream s = new_stream();
+  Stream other = new_stream();
+  ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_RELAXED), CUDA_SUCCESS);
+  CUdeviceptr scratch = 0;
+  ASSERT_EQ(api().cuMemAllocAsync(&scratch, 256, s.get()), CUDA_SUCCESS);
+  EXPECT_EQ(api().cuMemsetD8Async(scratch, 7, 256, other.get()), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(api().cuMemFreeAsync(scratch, s.get()), CUDA_SUCCESS);
+  CUgraph ended = nullptr;
+  ASSERT_EQ(api().cuStreamEndCapture(s.get(), &ended), CUDA_SUCCESS);
+  Graph graph(api(), ended);
+  EXPECT_EQ(api().cuStreamSynchronize(other.get()), CUDA_SUCCESS);
+}
+
+TEST_F(FidelityRules, ADeviceLaunchInstantiateNamesAHostCopyByItsPlace) {
+  DeviceMemory device = alloc(256);
+  std::vector<std::uint8_t> host(256);
+  Stream s = new_stream();
+  auto refused = [&](CUgraph graph, std::size_t copy) {
+    std::vector<CUgraphNode> nodes(8);
+    std::size_t count = nodes.size();
+    ASSERT_EQ(api().cuGraphGetNodes(graph, nodes.data(), &count), CUDA_SUCCESS);
+    ASSERT_GT(count, copy);
+    CUDA_GRAPH_INSTANTIATE_PARAMS p{};
+    p.flags = CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH;
+    CUgraphExec exec = nullptr;
+    EXPECT_EQ(api().cuGraphInstantiateWithParams(&exec, graph, &p), CUDA_ERROR_INVALID_VALUE);
+    EXPECT_EQ(p.result_out, copy == 0 ? CUDA_GRAPH_INSTANTIATE_NODE_OPERATION_NOT_SUPPORTED
+                                      : CUDA_GRAPH_INSTANTIATE_MULTIPLE_CTXS_NOT_SUPPORTED);
+    EXPECT_EQ(p.hErrNode_out, nodes[copy]);
+  };
+  Graph first = capture(s.get(), [&] {
+    EXPECT_EQ(api().cuMemcpyDtoHAsync(host.data(), device.get(), 256, s.get()), CUDA_SUCCESS);
+  });
+  refused(first.get(), 0);
+  Graph after = capture(s.get(), [&] {
+    EXPECT_EQ(api().cuMemsetD8Async(device.get(), 1, 256, s.get()), CUDA_SUCCESS);
+    EXPECT_EQ(api().cuMemcpyDtoHAsync(host.data(), device.get(), 256, s.get()), CUDA_SUCCESS);
+  });
+  refused(after.get(), 1);
+}
+
+TEST_F(FidelityRules, OnlyAnExecutableMadeWithMemoryNodesKeepsTheGraphFromASecond) {
+  Stream s = new_stream();
+  ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_RELAXED), CUDA_SUCCESS);
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  CUgraph building = nullptr;
+  ASSERT_EQ(api().cuStreamGetCaptureInfo(s.get(), &status, nullptr, &building, nullptr, nullptr,
+                                         nullptr),
+            CUDA_SUCCESS);
+  Exec before = instantiate(building);  // no memory node yet
+  CUdeviceptr scratch = 0;
+  ASSERT_EQ(api().cuMemAllocAsync(&scratch, 256, s.get()), CUDA_SUCCESS);
+  ASSERT_EQ(api().cuMemFreeAsync(scratch, s.get()), CUDA_SUCCESS);
+  Exec with_memory = instantiate(building);
+  CUgraphExec exec = nullptr;
+  EXPECT_EQ(api().cuGraphInstantiateWithFlags(&exec, building, 0), CUDA_ERROR_NOT_SUPPORTED);
+  expect_still_active(s.get(), 2);
+}
+
 }  // namespace
 }  // namespace graphcap::testing

@@ -3,6 +3,9 @@
 // the H200 observed it (result code, capture status of every stream, node types of graphs that
 // ended, bytes of buffers at host synchronisations; timing-dependent query codes compare equal,
 // program.h says which). A failure names the program, the call and both observations.
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -19,19 +22,22 @@
 namespace graphcap::fidelity {
 namespace {
 
-std::vector<Trace> recorded() {
-  std::vector<Trace> traces;
+// One test per trace file, so that ctest replays the files side by side.
+std::vector<std::string> trace_files() {
+  std::vector<std::string> files;
   for (const auto& entry : std::filesystem::directory_iterator(GRAPHCAP_FIDELITY_TRACES)) {
-    if (entry.path().extension() != ".trace") continue;
-    std::ifstream in(entry.path());
-    for (Trace& trace : read_traces(in, entry.path().string())) traces.push_back(std::move(trace));
+    if (entry.path().extension() == ".trace") files.push_back(entry.path().filename().string());
   }
-  return traces;
+  std::sort(files.begin(), files.end());
+  return files;
 }
 
-TEST(RecordedH200Traces, EveryCallAnswersOnTheFakeAsOnTheH200) {
-  const std::vector<Trace> traces = recorded();
-  ASSERT_GE(traces.size(), 100u) << "no recorded traces in " << GRAPHCAP_FIDELITY_TRACES;
+class RecordedH200Traces : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(RecordedH200Traces, EveryCallAnswersOnTheFakeAsOnTheH200) {
+  std::ifstream in(std::filesystem::path(GRAPHCAP_FIDELITY_TRACES) / GetParam());
+  const std::vector<Trace> traces = read_traces(in, GetParam());
+  ASSERT_FALSE(traces.empty()) << "no programs in " << GetParam();
   std::size_t calls = 0;
   for (const Trace& trace : traces) {
     ASSERT_TRUE(trace.status.empty()) << "program " << trace.index << ": " << trace.status;
@@ -39,7 +45,7 @@ TEST(RecordedH200Traces, EveryCallAnswersOnTheFakeAsOnTheH200) {
     testing::register_test_kernels(driver);
     const std::vector<std::byte> image = driver.module_image(
         {"empty", "add_one", "fill", "axpy", "copy", "mixed", "affine", "countdown",
-         "set_condition"});
+         "set_condition", "count_threads", "pdl_add_one"});  // testing::kTestKernelNames
     const std::vector<Observation> got = run_program(trace.calls, driver, image);
     calls += trace.calls.size();
     if (auto d = first_difference(trace.calls, trace.observations, got)) {
@@ -50,8 +56,18 @@ TEST(RecordedH200Traces, EveryCallAnswersOnTheFakeAsOnTheH200) {
     EXPECT_TRUE(driver.violations().empty())
         << "program " << trace.index << ": " << driver.violations().front();
   }
-  std::printf("replayed %zu H200 programs (%zu calls) on the fake\n", traces.size(), calls);
+  std::printf("replayed %zu H200 programs (%zu calls) of %s on the fake\n", traces.size(), calls,
+              GetParam().c_str());
 }
+
+INSTANTIATE_TEST_SUITE_P(Files, RecordedH200Traces, ::testing::ValuesIn(trace_files()),
+                         [](const ::testing::TestParamInfo<std::string>& file) {
+                           std::string name = file.param.substr(0, file.param.rfind('.'));
+                           for (char& c : name) {
+                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+                           }
+                           return name;
+                         });
 
 }  // namespace
 }  // namespace graphcap::fidelity
