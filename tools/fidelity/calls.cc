@@ -160,9 +160,16 @@ void merge_same(Harness& h, Symbol& into, std::uintptr_t handle) {
   }
 }
 
-// Every WHILE body of the graph sets its condition to 0, so no launch loops forever, and no body
-// of it is still being captured.
-void need_terminating(Harness& h, const Symbol& graph) {
+// What instantiate, exec update and launch need of a graph or executable: everything its nodes
+// name still exists (the H200's driver crashed, SIGSEGV, instantiating a graph whose copy or kernel
+// node names freed memory, or whose external wait names a destroyed event: run 4 of 2026-12-04, 8
+// programs), every WHILE body of it sets its condition to 0, so no launch loops forever, and no
+// body of it is still being captured.
+void need_instantiable(Harness& h, const Symbol& graph) {
+  for (const std::string& use : graph.uses) {
+    const Symbol* used = h.find(use);
+    if (used == nullptr || !used->live) throw Skip{};
+  }
   for (const auto& [handle, body] : graph.loops) {
     const Symbol* b = h.find(body);
     if (b == nullptr || !b->terminates) throw Skip{};
@@ -504,6 +511,9 @@ RUN(cuStreamWaitEvent) {
   if (!captured) a.h().stream_clock(name);
   const CUresult r =
       a.h().driver().cuStreamWaitEvent(stream, reinterpret_cast<CUevent>(event.value), flags);
+  if (r == CUDA_SUCCESS && captured && (flags & CU_EVENT_WAIT_EXTERNAL) != 0) {
+    a.h().commit(name, {event_name});  // an external wait node names the event
+  }
   if (r == CUDA_SUCCESS && !captured && event.recorded) {
     Symbol& s = a.h().need(name, Kind::stream);
     for (const auto& [other, seq] : *event.recorded) s.clock[other] = std::max(s.clock[other], seq);
@@ -1137,7 +1147,7 @@ RUN(cuGraphInstantiateWithFlags) {
   Symbol g = a.h().need(graph_name, Kind::graph);
   merge_same(a.h(), g, g.value);
   if (!g.owner.empty()) throw Skip{};  // a body graph is instantiated with its node's graph
-  need_terminating(a.h(), g);
+  need_instantiable(a.h(), g);
   CUgraphExec exec = nullptr;
   const CUresult r = a.h().driver().cuGraphInstantiateWithFlags(&exec, graph, flags);
   if (r == CUDA_SUCCESS && exec != nullptr) {
@@ -1167,7 +1177,7 @@ RUN(cuGraphInstantiateWithParams) {
   Symbol g = a.h().need(graph_name, Kind::graph);
   merge_same(a.h(), g, g.value);
   if (!g.owner.empty()) throw Skip{};  // a body graph is instantiated with its node's graph
-  need_terminating(a.h(), g);
+  need_instantiable(a.h(), g);
   CUDA_GRAPH_INSTANTIATE_PARAMS params{};
   params.flags = flags;
   params.hUploadStream = upload;
@@ -1246,7 +1256,7 @@ RUN(cuGraphLaunch) {
   const CUstream stream = a.stream(&stream_name);
   guard_body(a.h(), stream_name);
   const Symbol x = a.h().need(exec_name, Kind::exec);
-  need_terminating(a.h(), x);
+  need_instantiable(a.h(), x);
   std::vector<std::string> uses(x.uses.begin(), x.uses.end());
   // Graph allocations are the graph's own: live again after any launch that allocates them.
   std::vector<std::string> checked;
@@ -1277,7 +1287,7 @@ RUN(cuGraphExecUpdate) {
   Symbol g = a.h().need(graph_name, Kind::graph);
   merge_same(a.h(), g, g.value);
   if (!g.owner.empty()) throw Skip{};
-  need_terminating(a.h(), g);
+  need_instantiable(a.h(), g);
   CUgraphExecUpdateResultInfo info{};
   const CUresult r = a.h().driver().cuGraphExecUpdate(exec, graph, &info);
   a.h().detail += " r=" + std::to_string(static_cast<int>(info.result));
