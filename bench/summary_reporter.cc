@@ -8,7 +8,7 @@
 namespace graphcap::bench {
 namespace {
 
-constexpr int kNodeCounts[] = {1, 10, 100, 1000};
+constexpr int kNodeCounts[] = {1, 10, 100, 1000, 10000};
 
 double median_of(std::vector<double> values) {
   std::sort(values.begin(), values.end());
