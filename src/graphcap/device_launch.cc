@@ -362,7 +362,7 @@ Result<void> Device::launch(Stream& s, const Kernel& kernel, LaunchDims dims,
       },
       what, [&](std::size_t use) { return "argument " + std::to_string(use_arg[use]); });
   }();
-  stream.return_borrowed(op);
+  if (op.borrowed_fence != nullptr) stream.return_borrowed(op);  // only after a borrowed buffer
   return done;
 }
 

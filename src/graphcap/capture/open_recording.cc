@@ -474,9 +474,12 @@ Result<void> OpenRecording::record(Operation& op, int stream, const Error* failu
   node_priorities_ = node_priorities_ || op.priority;
   RecordedNode& node = topology_.add(frame != nullptr ? frame->lane : stream);
   node.type = op.node;
-  node.label = op.external && op.label.empty()
-                   ? OperationLabel::of_text("external work (record_external)")
-                   : std::move(op.label);
+  // (Not a conditional expression: that would move the label into a temporary first.)
+  if (op.external && op.label.empty()) {
+    node.label = OperationLabel::of_text("external work (record_external)");
+  } else {
+    node.label = std::move(op.label);
+  }
   node.stream = stream;
   node.loop = frame != nullptr ? frame->id : 0;
   node.branch_body = frame != nullptr ? frame->body : 0;
