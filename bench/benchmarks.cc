@@ -67,7 +67,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr int kNodeCounts[] = {1, 10, 100, 1000};
+constexpr int kNodeCounts[] = {1, 10, 100, 1000, 10000};
 
 double ns_between(Clock::time_point start, Clock::time_point stop) {
   return std::chrono::duration<double, std::nano>(stop - start).count();
@@ -101,8 +101,11 @@ std::string driver_failure(const char* entry_point, CUresult result) {
 int replay_batch(int nodes) { return nodes >= 1000 ? 8 : 32; }
 int single_call(int) { return 1; }
 
-std::int64_t replay_calls(int nodes) { return nodes <= 10 ? 8192 : nodes <= 100 ? 2048 : 512; }
-std::int64_t single_calls(int nodes) { return nodes <= 100 ? 2048 : 512; }
+// At 10,000 nodes (issue 24's growth) each sync runs the whole graph: fewer calls.
+std::int64_t replay_calls(int nodes) {
+  return nodes <= 10 ? 8192 : nodes <= 100 ? 2048 : nodes <= 1000 ? 512 : 128;
+}
+std::int64_t single_calls(int nodes) { return nodes <= 100 ? 2048 : nodes <= 1000 ? 512 : 128; }
 
 // graphcap's side is `replay` (Graph::replay, or a GraphCache hit), timed against raw
 // cuGraphLaunch of the same n-node graph.
@@ -708,6 +711,7 @@ void register_benchmarks(BenchEnv& env, const BenchPlan& plan) {
   register_pair(env, plan, "ForkedReplay", "SerialReplay", forked_vs_serial,
                 benchmark::kMicrosecond, nullptr, fork_iterations);
   register_peer_copy_benchmarks(env, plan);
+  register_growth_benchmarks(env, plan);
 }
 
 }  // namespace graphcap::bench

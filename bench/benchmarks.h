@@ -9,7 +9,7 @@ struct BenchPlan {
   double scale = 1.0;  // multiplies every fixed iteration count (--scale)
 };
 
-// Registers every family on `env` (which must outlive the run), for 1/10/100/1000 nodes:
+// Registers every family on `env` (which must outlive the run), for 1/10/100/1000/10000 nodes:
 //   ReplayHost/n, RawGraphLaunch/n    host time of one Graph::replay() / raw cuGraphLaunch,
 //                                     batches of 32 (8 at 1000 nodes) between syncs
 //   ReplayHostSingle/n, RawGraphLaunchSingle/n   the same, one call between syncs
@@ -17,7 +17,7 @@ struct BenchPlan {
 //   CaptureCost/n, RawCapture/n       graphcap's prepare+warm-up+begin+end / raw capture
 void register_benchmarks(BenchEnv& env, const BenchPlan& plan);
 
-// The many-graphs families (many_graphs_benchmarks.cc), for 10/100/1000 nodes:
+// The many-graphs families (many_graphs_benchmarks.cc), for 10/100/1000/10000 nodes:
 //   ExecUpdate/n, ReInstantiate/n, RawExecUpdate/n   closing a re-recording of n launches:
 //       end_capture(s, into) (exec update) / end_capture(s) (instantiate + upload) / raw
 //       cuStreamEndCapture + cuGraphExecUpdate; also the whole re-record (begin..close)
@@ -59,5 +59,12 @@ void register_branch_benchmarks(BenchEnv& env, const BenchPlan& plan);
 //                    recorded and replayed + sync; counters eager_us, raw_us, replay_us,
 //                    eager_vs_raw
 void register_peer_copy_benchmarks(BenchEnv& env, const BenchPlan& plan);
+
+// Growth (growth_benchmarks.cc, issue 24): Growth/<path>/n at 10/100/1,000/10,000 nodes, one
+// operation per iteration timed alone (capture, raw_capture, update_close, raw_update_close, set,
+// dot, replay, raw_replay, cache_hit, eager, raw_eager); counters us, ns_per_node, and for
+// capture instantiate_us and upload_us. Each timed operation is a non-inlined
+// graphcap::bench::growth_op_<path>, for callgrind's --toggle-collect.
+void register_growth_benchmarks(BenchEnv& env, const BenchPlan& plan);
 
 }  // namespace graphcap::bench

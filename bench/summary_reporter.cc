@@ -8,7 +8,7 @@
 namespace graphcap::bench {
 namespace {
 
-constexpr int kNodeCounts[] = {1, 10, 100, 1000};
+constexpr int kNodeCounts[] = {1, 10, 100, 1000, 10000};
 
 double median_of(std::vector<double> values) {
   std::sort(values.begin(), values.end());
@@ -305,6 +305,71 @@ void SummaryReporter::Finalize() {
       out << format("  %-7s  %6d  %7.1f KiB  %7.1f KiB\n", node, n, measured / 1024,
                     model / 1024);
     }
+  }
+  // Growth (issue 24): each path's cost per node (per call for replay and the hit) at
+  // 10..10,000 nodes, the growth from 1,000 to 10,000 (goal <= 1.5x), and graphcap over raw
+  // where the family has a raw side.
+  printed = false;
+  static const char* const kGrowthPaths[] = {
+      "capture", "raw_capture", "update_close", "raw_update_close", "set", "dot",
+      "replay",  "raw_replay",  "cache_hit",    "eager",            "raw_eager"};
+  for (const char* path : kGrowthPaths) {
+    const std::string family = std::string("Growth/") + path;
+    const bool per_call = std::string(path).find("replay") != std::string::npos ||
+                          std::string(path) == "cache_hit";
+    const char* counter = per_call ? "us" : "ns_per_node";
+    double cost[4] = {0, 0, 0, 0};
+    bool any = false;
+    int index = 0;
+    for (const int n : {10, 100, 1000, 10000}) {
+      any = value(family, n, counter, cost[index]) || any;
+      if (per_call) cost[index] *= 1000.0;  // ns per call
+      ++index;
+    }
+    if (!any) continue;
+    if (!printed) {
+      out << "\nGrowth: ns per node (per call for replay and the hit) at 10 / 100 / 1,000 / "
+             "10,000 nodes"
+          << (judge_targets_ ? "; target 10,000 within 1.5x of 1,000" : "") << "\n"
+          << format("  %-17s  %9s  %9s  %9s  %9s  %8s%s\n", "path", "10", "100", "1000",
+                    "10000", "10k/1k", verdict_header);
+      printed = true;
+    }
+    const double growth = cost[2] > 0 ? cost[3] / cost[2] : 0.0;
+    std::string verdict;
+    if (judge_targets_ && cost[2] > 0 && cost[3] > 0) {
+      verdict = growth <= 1.5 ? "  met" : "  MISSED";
+    }
+    out << format("  %-17s  %9.1f  %9.1f  %9.1f  %9.1f  %7.2fx%s\n", path, cost[0], cost[1],
+                  cost[2], cost[3], growth, verdict.c_str());
+  }
+  printed = false;
+  static const char* const kGrowthPairs[][2] = {
+      {"capture", "raw_capture"}, {"update_close", "raw_update_close"}, {"eager", "raw_eager"},
+      {"replay", "raw_replay"},   {"cache_hit", "raw_replay"}};
+  for (const auto& pair : kGrowthPairs) {
+    double ratio[4] = {0, 0, 0, 0};
+    bool any = false;
+    int index = 0;
+    for (const int n : {10, 100, 1000, 10000}) {
+      double ours = 0, raw = 0;
+      if (value(std::string("Growth/") + pair[0], n, "us", ours) &&
+          value(std::string("Growth/") + pair[1], n, "us", raw) && raw > 0) {
+        ratio[index] = ours / raw;
+        any = true;
+      }
+      ++index;
+    }
+    if (!any) continue;
+    if (!printed) {
+      out << "\nGrowth: graphcap over raw, one operation (medians of each side)\n"
+          << format("  %-32s  %7s  %7s  %7s  %7s\n", "path / raw", "10", "100", "1000",
+                    "10000");
+      printed = true;
+    }
+    out << format("  %-32s  %6.3fx  %6.3fx  %6.3fx  %6.3fx\n",
+                  (std::string(pair[0]) + " / " + pair[1]).c_str(), ratio[0], ratio[1], ratio[2],
+                  ratio[3]);
   }
   out.flush();
 }

@@ -154,7 +154,8 @@ Result<void> Device::end_capture(Stream& s, Graph& into) {
   StreamCore& stream = HandleAccess::core(s);
   Result<capture::Recording> closed = [&] {
     std::lock_guard lock(stream.mutex());
-    const capture::IntoGraph into_graph{target->executable(), target->source_nodes()};
+    const capture::IntoGraph into_graph{target->executable(), target->source_nodes(),
+                                        target->report()};
     Result<capture::Recording> recording =
         stream.window().end(core_->options().upload_on_capture, &into_graph);
     stream.forget_abandoned_loop_streams();

@@ -3,6 +3,7 @@
 #include <array>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include <graphcap/detail/arg_access.h>
@@ -26,7 +27,19 @@ std::string dim_text(const Dim3& d) {
   return "(" + std::to_string(d.x) + ", " + std::to_string(d.y) + ", " + std::to_string(d.z) + ")";
 }
 
-Result<void> check_dims(const LaunchDims& dims, const DeviceLimits& limits) {
+// Whether check_dims accepts `dims`: the same bounds as one expression, no message (the launch
+// hot path; check_dims runs only when this is false, to say which bound failed).
+bool dims_within(const LaunchDims& dims, const DeviceLimits& limits) noexcept {
+  const Dim3& g = dims.grid;
+  const Dim3& b = dims.block;
+  return (g.x != 0) & (g.y != 0) & (g.z != 0) & (b.x != 0) & (b.y != 0) & (b.z != 0) &
+         (b.x <= limits.max_block.x) & (b.y <= limits.max_block.y) &
+         (b.z <= limits.max_block.z) & (g.x <= limits.max_grid.x) & (g.y <= limits.max_grid.y) &
+         (g.z <= limits.max_grid.z) & (dims.shared_bytes <= limits.max_shared_bytes) &
+         (1ULL * b.x * b.y * b.z <= limits.max_threads_per_block);
+}
+
+[[gnu::cold]] Result<void> check_dims(const LaunchDims& dims, const DeviceLimits& limits) {
   auto fail = [](std::string why) { return Error(Errc::invalid_argument, std::move(why)); };
   if (dims.grid.x == 0 || dims.grid.y == 0 || dims.grid.z == 0) {
     return fail("grid " + dim_text(dims.grid) + " has a zero dimension");
@@ -137,11 +150,12 @@ std::string render_launch(const capture::OperationLabel& label) {
   return text;
 }
 
-// The record of a launch its label is rendered from: no text is built here (the hot path of a
-// recorded launch).
-capture::OperationLabel launch_label(const std::shared_ptr<detail::KernelState>& state,
-                                     const LaunchDims& dims, std::initializer_list<Arg> args) {
-  capture::OperationLabel label(&render_launch);
+// The record of a launch its label is rendered from, written into the operation's (empty) label
+// in place: no text is built here, and no label is moved (the hot path of a recorded launch).
+void launch_label(capture::OperationLabel& label,
+                  const std::shared_ptr<detail::KernelState>& state,
+                  const LaunchDims& dims, std::initializer_list<Arg> args) {
+  label.set_render(&render_launch);
   label.name = std::shared_ptr<const std::string>(state, &state->name());
   label.dims = dims;
   std::uint32_t index = 0;
@@ -158,7 +172,6 @@ capture::OperationLabel launch_label(const std::shared_ptr<detail::KernelState>&
     }
     label.add_buffer_arg(shown);
   }
-  return label;
 }
 
 
@@ -215,7 +228,9 @@ Result<void> Device::launch(Stream& s, const Kernel& kernel, LaunchDims dims,
   if (state->module()->released()) {
     return Error(Errc::graph_state, what() + ": its module was unloaded");
   }
-  if (Result<void> ok = check_dims(dims, core_->limits()); !ok) return ok.error().context(what());
+  if (!dims_within(dims, core_->limits())) [[unlikely]] {
+    if (Result<void> ok = check_dims(dims, core_->limits()); !ok) return ok.error().context(what());
+  }
   if (args.size() > kMaxArgs) {
     return Error(Errc::invalid_argument, what() + ": " + std::to_string(args.size()) +
                                              " arguments (at most " + std::to_string(kMaxArgs) + ")");
@@ -293,14 +308,16 @@ Result<void> Device::launch(Stream& s, const Kernel& kernel, LaunchDims dims,
   }
   if (recording) {
     op.keep_alive = state;  // a replay needs its module loaded
-    op.label = launch_label(state, dims, args);
+    launch_label(op.label, state, dims, args);
   } else if (log_enabled(LogLevel::debug)) {
-    op.label = launch_label(state, dims, args);
+    launch_label(op.label, state, dims, args);
   }
   // A recorded launch that takes params: what Graph::set needs to set its node again (the
   // recording names the node as it records the launch).
-  capture::ParamNode param_node;
+  // (Constructed only for such a launch: most launches take none.)
+  std::optional<capture::ParamNode> param_holder;
   if (recording && takes_params) {
+    capture::ParamNode& param_node = param_holder.emplace();
     param_node.function = state->function();
     param_node.dims = dims;
     std::size_t i = 0;
@@ -345,7 +362,7 @@ Result<void> Device::launch(Stream& s, const Kernel& kernel, LaunchDims dims,
       },
       what, [&](std::size_t use) { return "argument " + std::to_string(use_arg[use]); });
   }();
-  stream.return_borrowed(op);
+  if (op.borrowed_fence != nullptr) stream.return_borrowed(op);  // only after a borrowed buffer
   return done;
 }
 

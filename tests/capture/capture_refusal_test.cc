@@ -83,6 +83,40 @@ TEST_F(CaptureRefusalTest, RecordingWithMemoryNodesIsRefusedWithTheirCount) {
   expect_stream_captures_again();
 }
 
+// A re-recording into a graph is offered to its executable before any census of the new graph
+// (issue 24); memory nodes still never reach it: the update refuses other node types (here at the
+// same node count), and the census that follows refuses the recording. The graph is unchanged.
+TEST_F(CaptureRefusalTest, ReRecordingWithMemoryNodesIntoAGraphIsRefusedAndLeavesItUnchanged) {
+  Buffer x = upload_u32({1, 2, 3});
+  ASSERT_THAT(device_->prepare_capture(stream()), IsOk());
+  for (int i = 0; i < 3; ++i) ASSERT_THAT(add_one(x, x, 3), IsOk());
+  ASSERT_THAT(device_->begin_capture(stream()), IsOk());
+  for (int i = 0; i < 3; ++i) ASSERT_THAT(add_one(x, x, 3), IsOk());
+  Result<Graph> graph = device_->end_capture(stream());
+  ASSERT_THAT(graph, IsOk());
+  const CUgraphExec exec = graph->native_handle();
+
+  ASSERT_THAT(device_->prepare_capture(stream()), IsOk());
+  ASSERT_THAT(add_one(x, x, 3), IsOk());
+  ASSERT_THAT(device_->begin_capture(stream()), IsOk());
+  ASSERT_THAT(add_one(x, x, 3), IsOk());
+  CUdeviceptr rogue = 0;
+  ASSERT_EQ(driver_->api().cuMemAllocAsync(&rogue, 4096, stream().handle()), CUDA_SUCCESS);
+  ASSERT_EQ(driver_->api().cuMemFreeAsync(rogue, stream().handle()), CUDA_SUCCESS);
+  EXPECT_THAT(device_->end_capture(stream(), *graph),
+              StatusIs(Errc::graph_state, CUDA_SUCCESS,
+                       AllOf(HasSubstr("2 memory node(s)"), HasSubstr("1 MEM_ALLOC"))));
+  EXPECT_EQ(driver_capture_status(), CU_STREAM_CAPTURE_STATUS_NONE);
+  EXPECT_EQ(graph->native_handle(), exec);
+  EXPECT_FALSE(graph->report().rerecorded);
+  // x carries the refusal (the recording wrote it); a full write clears it, and the graph still
+  // replays its three launches.
+  ASSERT_THAT(device_->write(x, to_bytes(std::vector<std::uint32_t>{1, 2, 3}), stream()), IsOk());
+  ASSERT_THAT(graph->replay(), IsOk());
+  EXPECT_THAT(read_u32(x), ElementsAreArray({4u, 5u, 6u}));
+  expect_stream_captures_again();
+}
+
 TEST_F(CaptureRefusalTest, LaunchReadingAFailedBufferDoomsTheRecording) {
   // Make `poisoned` carry an error without fault injection: a refused recording claims it.
   Buffer poisoned = upload_u32(iota_u32(32));

@@ -100,13 +100,29 @@ TEST_F(RerecordFaultsTest, AFailingEndCaptureLeavesIntoUnchanged) {
   expect_old_recording();
 }
 
+// The node census runs only when the update is refused (issue 24: an update that succeeds proves
+// the new graph's node types are into's): here, a re-recording of another topology.
 TEST_F(RerecordFaultsTest, AFailingNodeCountLeavesIntoUnchanged) {
   const CUgraphExec exec = graph_.native_handle();
   faults().fail_call("cuGraphGetNodes", CUDA_ERROR_INVALID_VALUE);
-  EXPECT_THAT(rerecord(false), StatusIs(Errc::driver, CUDA_ERROR_INVALID_VALUE));
+  EXPECT_THAT(rerecord(true), StatusIs(Errc::driver, CUDA_ERROR_INVALID_VALUE));
   EXPECT_EQ(graph_.native_handle(), exec);
   ASSERT_THAT(device_->write(out_, to_bytes(std::vector<std::uint32_t>(kN, 0)), stream()), IsOk());
   expect_old_recording();
+}
+
+TEST_F(RerecordFaultsTest, AnUpdatedReRecordingQueriesNoNodes) {
+  const std::size_t listed = faults().call_count("cuGraphGetNodes");
+  const std::size_t typed = faults().call_count("cuGraphNodeGetType");
+  ASSERT_THAT(rerecord(false), IsOk());
+  EXPECT_TRUE(graph_.report().updated);
+  EXPECT_EQ(faults().call_count("cuGraphGetNodes"), listed);
+  EXPECT_EQ(faults().call_count("cuGraphNodeGetType"), typed);
+  // The counts are the executable's graph's, which the update proved the same.
+  EXPECT_EQ(graph_.report().node_count, 1u);
+  EXPECT_EQ(graph_.report().nodes(CU_GRAPH_NODE_TYPE_KERNEL), 1u);
+  ASSERT_THAT(graph_.replay(), IsOk());
+  EXPECT_THAT(read_u32(out_), ElementsAreArray(iota_u32(kN, 101)));
 }
 
 TEST_F(RerecordFaultsTest, ReplacedExecutableIsDestroyedOnceAfterItsReplays) {

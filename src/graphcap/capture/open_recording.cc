@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <sstream>
+#include <unordered_map>
 #include <utility>
 
 #include <graphcap/capture/window.h>
@@ -284,11 +285,6 @@ ClosedRecording OpenRecording::close(CloseRequest request) {
 
 Result<void> OpenRecording::make_executable(CapturedGraph& captured, const GraphReport& recorded,
                                             const IntoGraph* into, Recording& recording) {
-  Result<GraphReport> inspected = graphs_->inspect(captured, recorded);
-  if (!inspected) return inspected.error();
-  GraphReport& report = *inspected;
-  report.node_priorities = recorded.node_priorities;
-  report.programmatic_edges = recorded.programmatic_edges;
   // Param nodes are named by position among the graph's nodes: the new graph's, and, after an
   // update, the nodes of the graph `into` was instantiated from at the same positions.
   std::vector<CUgraphNode> nodes;
@@ -297,34 +293,79 @@ Result<void> OpenRecording::make_executable(CapturedGraph& captured, const Graph
     if (!listed) return listed.error();
     nodes = std::move(*listed);
   }
+  // A re-recording is offered to `into`'s executable first. The memory-node rule needs no query
+  // of the new graph then: cuGraphExecUpdate takes only a graph of the same topology with the same
+  // node type at every position (otherwise TOPOLOGY_CHANGED or NODE_TYPE_CHANGED, and the
+  // executable is untouched), and `into`'s graph was checked for memory nodes when it was
+  // instantiated; so an update that succeeds proves the new graph holds none, and its node
+  // counts are `into`'s. Only a refused update (or a first recording) pays the census below
+  // (one cuGraphGetNodes; a walk of cuGraphNodeGetType where external work made the counts
+  // unknown). This was a driver query on every update close (issue 24).
+  GraphReport update_report;
   if (into != nullptr) {
-    report.rerecorded = true;
+    update_report.rerecorded = true;
+    // Each param node's position among the graph's nodes (kNone: not among them). One pass over
+    // the nodes, one probe per param node: a std::find per param node was O(n^2) for a
+    // re-recording whose n nodes all take params (issue 24).
+    constexpr std::size_t kNone = ~std::size_t{0};
+    std::vector<std::size_t> positions(recording.param_nodes.size(), kNone);
+    if (!recording.param_nodes.empty()) {
+      std::unordered_map<CUgraphNode, std::size_t> position;
+      position.reserve(nodes.size());
+      for (std::size_t i = 0; i < nodes.size(); ++i) position.emplace(nodes[i], i);
+      for (std::size_t p = 0; p < recording.param_nodes.size(); ++p) {
+        if (auto at = position.find(recording.param_nodes[p].node); at != position.end()) {
+          positions[p] = at->second;
+        }
+      }
+    }
     // A param node in a loop body is a node of the body graph, not among the graph's own.
-    const bool in_bodies = std::any_of(
-        recording.param_nodes.begin(), recording.param_nodes.end(), [&](const ParamNode& param) {
-          return std::find(nodes.begin(), nodes.end(), param.node) == nodes.end();
-        });
+    const bool in_bodies =
+        std::find(positions.begin(), positions.end(), kNone) != positions.end();
     const bool addressable = recording.param_nodes.empty() ||
                              (into->source_nodes.size() == nodes.size() && !in_bodies);
     if (in_bodies) {
-      report.update_refusal =
+      update_report.update_refusal =
           "not updated: per-replay parameters were recorded in a loop body, whose nodes the "
           "graph's own node list does not name; re-instantiated";
     } else if (!addressable) {
-      report.update_refusal =
+      update_report.update_refusal =
           "not updated: the graph's executable was instantiated from a recording without "
           "per-replay parameters (or with another node count), so the new recording's "
           "parameter nodes could not be named in it; re-instantiated";
-    } else if (graphs_->update(into->executable, captured, report)) {
-      for (ParamNode& param : recording.param_nodes) {
-        const auto at = std::find(nodes.begin(), nodes.end(), param.node);
-        param.node = at == nodes.end()
-                         ? nullptr
-                         : into->source_nodes[static_cast<std::size_t>(at - nodes.begin())];
+    } else {
+      GraphReport report;
+      report.end_time = captured.end_time;
+      report.nodes_by_type = into->report.nodes_by_type;  // proven above
+      report.node_count = into->report.node_count;
+      report.external_work = recorded.external_work;
+      report.node_priorities = recorded.node_priorities;
+      report.programmatic_edges = recorded.programmatic_edges;
+      if (graphs_->update(into->executable, captured, report)) {
+        for (std::size_t p = 0; p < recording.param_nodes.size(); ++p) {
+          recording.param_nodes[p].node =
+              positions[p] == kNone ? nullptr : into->source_nodes[positions[p]];
+        }
+        recording.report = report;  // `into` keeps its executable and its source graph
+        return {};
       }
-      recording.report = report;  // `into` keeps its executable and its source graph
-      return {};
+      update_report = std::move(report);
     }
+  }
+  Result<GraphReport> inspected = graphs_->inspect(captured, recorded);
+  if (!inspected) return inspected.error();
+  GraphReport& report = *inspected;
+  report.node_priorities = recorded.node_priorities;
+  report.programmatic_edges = recorded.programmatic_edges;
+  if (into != nullptr) {
+    // What the refused (or untried) update says, beside the census of the new graph.
+    report.rerecorded = true;
+    report.updated = false;
+    report.update_result = update_report.update_result;
+    report.update_refusal = std::move(update_report.update_refusal);
+    report.update_error_node = update_report.update_error_node;
+    report.update_error_node_type = update_report.update_error_node_type;
+    report.update_time = update_report.update_time;
   }
   InstantiateFailure failure;
   Result<Executable> fresh = graphs_->instantiate_inspected(captured, report, &failure);
@@ -433,9 +474,12 @@ Result<void> OpenRecording::record(Operation& op, int stream, const Error* failu
   node_priorities_ = node_priorities_ || op.priority;
   RecordedNode& node = topology_.add(frame != nullptr ? frame->lane : stream);
   node.type = op.node;
-  node.label = op.external && op.label.empty()
-                   ? OperationLabel::of_text("external work (record_external)")
-                   : std::move(op.label);
+  // (Not a conditional expression: that would move the label into a temporary first.)
+  if (op.external && op.label.empty()) {
+    node.label = OperationLabel::of_text("external work (record_external)");
+  } else {
+    node.label = std::move(op.label);
+  }
   node.stream = stream;
   node.loop = frame != nullptr ? frame->id : 0;
   node.branch_body = frame != nullptr ? frame->body : 0;

@@ -42,6 +42,9 @@ class Window;
 struct IntoGraph {
   const Executable& executable;
   const std::vector<CUgraphNode>& source_nodes;
+  // The report of the recording the executable holds now: its node counts, from the census of
+  // the graph it was instantiated from (which refused memory nodes), are an updated graph's.
+  const GraphReport& report;
 };
 
 // What closing produced: the graph's whole state, or the refusal (then `recording` holds only

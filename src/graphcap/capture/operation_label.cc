@@ -15,12 +15,11 @@ std::string OperationLabel::first_line() const {
 
 void OperationLabel::add_buffer_arg(const BufferArg& arg) {
   if (more_args_.empty() && arg_count_ < kInlineArgs) {
-    inline_args_[arg_count_++] = arg;
+    new (&inline_args_[arg_count_]) BufferArg(arg);
+    ++arg_count_;
     return;
   }
-  if (more_args_.empty()) {
-    more_args_.assign(inline_args_.begin(), inline_args_.begin() + arg_count_);
-  }
+  if (more_args_.empty()) more_args_.assign(inline_args_, inline_args_ + arg_count_);
   more_args_.push_back(arg);
   arg_count_ = static_cast<std::uint32_t>(more_args_.size());
 }

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <new>
 #include <span>
 #include <string>
 #include <utility>
@@ -33,22 +34,42 @@ class OperationLabel {
   };
   using Render = std::string (*)(const OperationLabel&);
 
-  OperationLabel() = default;
-  OperationLabel(const OperationLabel&) = default;
-  OperationLabel& operator=(const OperationLabel&) = default;
-  // A moved-from label is empty (it renders nothing rather than a name it no longer holds).
-  OperationLabel(OperationLabel&& other) noexcept { *this = std::move(other); }
+  // The inline arguments are constructed only as they are added, and a copy, a move or the
+  // destructor touches only those (a recorded launch's label is made, moved into the recording
+  // and destroyed with it: constructing, moving and destroying all eight entries, each with its
+  // shared label, was most of graphcap's own cost per recorded launch; docs/performance.md,
+  // issue 24). A moved-from label is empty (it renders nothing rather than a name it no longer
+  // holds).
+  OperationLabel() noexcept {}
+  ~OperationLabel() { destroy_inline(); }
+  OperationLabel(const OperationLabel& other)
+      : name(other.name),
+        dims(other.dims),
+        numbers(other.numbers),
+        render_(other.render_),
+        text_(other.text_),
+        more_args_(other.more_args_) {
+    const std::uint32_t used = other.inline_used();
+    for (std::uint32_t i = 0; i < used; ++i) {
+      new (&inline_args_[i]) BufferArg(other.inline_args_[i]);
+    }
+    arg_count_ = other.arg_count_;
+  }
+  OperationLabel& operator=(const OperationLabel& other) {
+    if (this != &other) {
+      OperationLabel copy(other);
+      *this = std::move(copy);
+    }
+    return *this;
+  }
+  OperationLabel(OperationLabel&& other) noexcept { take(other); }
   OperationLabel& operator=(OperationLabel&& other) noexcept {
-    name = std::move(other.name);
-    dims = other.dims;
-    numbers = other.numbers;
-    render_ = std::exchange(other.render_, nullptr);
-    text_ = std::move(other.text_);
-    other.text_.clear();
-    arg_count_ = std::exchange(other.arg_count_, 0);
-    inline_args_ = other.inline_args_;
-    more_args_ = std::move(other.more_args_);
-    other.more_args_.clear();
+    if (this != &other) {
+      destroy_inline();
+      arg_count_ = 0;
+      more_args_.clear();
+      take(other);
+    }
     return *this;
   }
   // A label rendered by `render` from what the operation stores below.
@@ -59,6 +80,9 @@ class OperationLabel {
     label.text_ = std::move(text);
     return label;
   }
+
+  // Makes an empty label one rendered by `render` (filled in place, without a move).
+  void set_render(Render render) noexcept { render_ = render; }
 
   bool empty() const noexcept { return render_ == nullptr && text_.empty(); }
   // The full text, one line per fact (e.g. "kernel add_one\ngrid (1, 1, 1) block (256, 1, 1)
@@ -74,17 +98,46 @@ class OperationLabel {
 
   void add_buffer_arg(const BufferArg& arg);
   std::span<const BufferArg> buffer_args() const noexcept {
-    return more_args_.empty() ? std::span<const BufferArg>(inline_args_.data(), arg_count_)
+    return more_args_.empty() ? std::span<const BufferArg>(inline_args_, arg_count_)
                               : std::span<const BufferArg>(more_args_);
   }
 
  private:
   static constexpr std::size_t kInlineArgs = 8;
 
+  // How many inline entries are constructed: the arguments, or all of them once the arguments
+  // spilled into more_args_ (which then holds every argument, the inline ones copied).
+  std::uint32_t inline_used() const noexcept {
+    return more_args_.empty() ? arg_count_ : static_cast<std::uint32_t>(kInlineArgs);
+  }
+  void destroy_inline() noexcept {
+    const std::uint32_t used = inline_used();
+    for (std::uint32_t i = 0; i < used; ++i) inline_args_[i].~BufferArg();
+  }
+  // Takes `other`'s contents into this label, whose inline entries are not constructed.
+  void take(OperationLabel& other) noexcept {
+    const std::uint32_t used = other.inline_used();
+    for (std::uint32_t i = 0; i < used; ++i) {
+      new (&inline_args_[i]) BufferArg(std::move(other.inline_args_[i]));
+      other.inline_args_[i].~BufferArg();
+    }
+    name = std::move(other.name);
+    dims = other.dims;
+    numbers = other.numbers;
+    render_ = std::exchange(other.render_, nullptr);
+    text_ = std::move(other.text_);
+    other.text_.clear();
+    arg_count_ = std::exchange(other.arg_count_, 0);
+    more_args_ = std::move(other.more_args_);
+    other.more_args_.clear();
+  }
+
   Render render_ = nullptr;
   std::string text_;
   std::uint32_t arg_count_ = 0;
-  std::array<BufferArg, kInlineArgs> inline_args_{};
+  union {
+    BufferArg inline_args_[kInlineArgs];  // constructed up to inline_used()
+  };
   std::vector<BufferArg> more_args_;  // every argument, once there are more than kInlineArgs
 };
 
