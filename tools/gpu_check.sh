@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # One batched GPU session (device tool): configure the gpu preset, build what runs on the real
 # driver, and run it: every cuda-driver test (label gpu), the fault sweep and the many-graph model
-# over libcuda (label gpu_sweep), the generated programs of graphcap-fidelity (in the background,
-# beside the tests), the examples on the real driver, then graphcap-bench alone on the GPU. The
+# over libcuda (label gpu_sweep), the generated programs of graphcap-fidelity (first, alone on
+# the GPU), the examples on the real driver, then graphcap-bench alone on the GPU. The
 # fake's own suites run in CI (.ci/run); `all-fake` adds them here too. Logs go to $OUT (at most
 # 8 files come back).
 #   usage: tools/gpu_check.sh [all|tests|bench|all-fake] [fidelity programs (default 10000)]
@@ -36,20 +36,24 @@ fi
 stamp "build ok"
 
 rc=0
-fidelity_pid=
 if [[ "$what" != bench && -x build/gpu/tools/fidelity/graphcap-fidelity ]]; then
-  # The test kernels as the fidelity tool loads them (the same source the tests run).
+  # The test kernels as the fidelity tool loads them (the same source the tests run). One process
+  # with the GPU to itself: several contexts on one GPU wait for each other's time slices at every
+  # synchronisation (docs/conformance.md), so it runs before the tests, not beside them.
   fatbin=$(find build/gpu -name '*.fatbin' -path '*test_kernels*' | head -1)
   {
     nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-    echo "programs=$programs seed=11 jobs=4 fatbin=$fatbin"
+    echo "programs=$programs seed=11 jobs=1 fatbin=$fatbin"
     s=$SECONDS
     build/gpu/tools/fidelity/graphcap-fidelity --driver=cuda --seed=11 --programs="$programs" \
-      --jobs=4 --shrink=1 --deadline=360 --record=/tmp/fidelity-run \
-      --kernels="$fatbin" > "$out/fidelity-summary.md" 2>&1
+      --jobs=1 --shrink=1 --deadline=300 --record=/tmp/fidelity-run \
+      --kernels="$fatbin" > "$out/fidelity-summary.md" 2> "$out/fidelity-stderr.txt"
     echo "rc=$? wall_s=$((SECONDS - s))"
-  } > "$out/fidelity.txt" 2>&1 &
-  fidelity_pid=$!
+  } > "$out/fidelity.txt" 2>&1
+  (cd /tmp && tar czf "$out/fidelity-traces.tgz" fidelity-run)
+  stamp "fidelity done"
+  cat "$out/fidelity.txt"
+  grep -E "^programs|first difference" -A30 "$out/fidelity-summary.md" | grep -E "^programs|^\| cu" | tail -25
 fi
 
 if [[ "$what" != bench ]]; then
@@ -80,13 +84,6 @@ if [[ "$what" != tests ]]; then
   stamp "examples done"
 fi
 
-if [[ -n "$fidelity_pid" ]]; then
-  wait "$fidelity_pid"
-  stamp "fidelity done"
-  cat "$out/fidelity.txt"
-  head -40 "$out/fidelity-summary.md"
-fi
-
 if [[ "$what" != tests && -x build/gpu/bench/graphcap-bench ]]; then
   # Alone on the GPU: nothing else runs now.
   build/gpu/bench/graphcap-bench --driver=cuda --benchmark_repetitions=3 \
@@ -95,6 +92,10 @@ if [[ "$what" != tests && -x build/gpu/bench/graphcap-bench ]]; then
     --benchmark_out_format=json > "$out/bench.txt" 2>&1 || rc=1
   stamp "bench done"
   grep -E "_median" "$out/bench.txt" | head -80
+  # The peers in the same session (issue 24): PyTorch's and CuPy's capture and instantiate.
+  python3 tools/peers/peers_capture.py --big > "$out/peers.md" 2>&1 || true
+  stamp "peers done"
+  cat "$out/peers.md"
 fi
 stamp "rc=$rc"
 exit $rc
