@@ -61,36 +61,12 @@
 
 #include "alloc_counter.h"
 #include "bench_env.h"
+#include "bench_timing.h"
 
 namespace graphcap::bench {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 constexpr int kNodeCounts[] = {1, 10, 100, 1000, 10000};
-
-double ns_between(Clock::time_point start, Clock::time_point stop) {
-  return std::chrono::duration<double, std::nano>(stop - start).count();
-}
-
-double median(std::vector<double> values) {
-  if (values.empty()) return 0.0;
-  const std::size_t mid = values.size() / 2;
-  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid), values.end());
-  const double upper = values[mid];
-  if (values.size() % 2 == 1) return upper;
-  const double lower = *std::max_element(values.begin(),
-                                         values.begin() + static_cast<std::ptrdiff_t>(mid));
-  return (lower + upper) / 2.0;
-}
-
-void skip(benchmark::State& state, const Error& error) {
-  state.SkipWithError(to_string(error).c_str());
-}
-
-void skip(benchmark::State& state, const std::string& message) {
-  state.SkipWithError(message.c_str());
-}
 
 std::string driver_failure(const char* entry_point, CUresult result) {
   return Error::from_driver(entry_point, result).message();

@@ -40,6 +40,7 @@
 #include <graphcap/graph_cache.h>
 
 #include "bench_env.h"
+#include "bench_timing.h"
 #include "benchmarks.h"
 
 namespace graphcap::bench {
@@ -143,24 +144,7 @@ template <class Step>
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 constexpr int kGrowthCounts[] = {10, 100, 1000, 10000};
-
-double ns_between(Clock::time_point start, Clock::time_point stop) {
-  return std::chrono::duration<double, std::nano>(stop - start).count();
-}
-
-double median(std::vector<double> values) {
-  if (values.empty()) return 0.0;
-  std::sort(values.begin(), values.end());
-  const std::size_t mid = values.size() / 2;
-  return values.size() % 2 == 1 ? values[mid] : (values[mid - 1] + values[mid]) / 2.0;
-}
-
-void skip(benchmark::State& state, const Error& error) {
-  state.SkipWithError(to_string(error).c_str());
-}
 
 void skip_driver(benchmark::State& state, const char* entry_point, CUresult result) {
   skip(state, Error::from_driver(entry_point, result));

@@ -50,28 +50,12 @@
 
 #include "benchmarks.h"
 #include "bench_env.h"
+#include "bench_timing.h"
 
 namespace graphcap::bench {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 constexpr int kCounts[] = {10, 100, 1000, 10000};
-
-double ns_between(Clock::time_point start, Clock::time_point stop) {
-  return std::chrono::duration<double, std::nano>(stop - start).count();
-}
-
-double median(std::vector<double> values) {
-  if (values.empty()) return 0.0;
-  std::sort(values.begin(), values.end());
-  const std::size_t mid = values.size() / 2;
-  return values.size() % 2 == 1 ? values[mid] : (values[mid - 1] + values[mid]) / 2.0;
-}
-
-void skip(benchmark::State& state, const Error& error) {
-  state.SkipWithError(to_string(error).c_str());
-}
 
 // ---- ExecUpdate / ReInstantiate / RawExecUpdate -------------------------------------------------
 
