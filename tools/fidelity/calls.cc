@@ -1465,7 +1465,7 @@ RUN(cuStreamBeginCaptureToGraph) {
   for (const auto& [id, target] : a.h().capture_target) {
     if (const Symbol* t = a.h().find(target); t != nullptr && t->value == g.value) throw Skip{};
   }
-  for (const auto& [stream, target] : a.h().pending_target) {
+  for (const auto& [pending, target] : a.h().pending_target) {
     if (const Symbol* t = a.h().find(target); t != nullptr && t->value == g.value) throw Skip{};
   }
   const CUresult r = a.h().driver().cuStreamBeginCaptureToGraph(stream, graph, deps.data(),

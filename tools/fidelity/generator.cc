@@ -878,7 +878,7 @@ GENERATE(cuStreamBeginCaptureToGraph) {
     const Symbol* symbol = g.h.find(graph);
     bool building = symbol->borrowed;
     for (const auto& [id, target] : g.h.capture_target) building = building || target == graph;
-    for (const auto& [stream, target] : g.h.pending_target) building = building || target == graph;
+    for (const auto& [pending, target] : g.h.pending_target) building = building || target == graph;
     if (!building) all.push_back(graph);
   }
   if (idle.empty() || all.empty()) return false;
