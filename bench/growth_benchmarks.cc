@@ -175,6 +175,29 @@ Result<void> warm_up(BenchEnv& env, int n) {
   return {};
 }
 
+// Times `op` alone each iteration, then runs `settle` untimed (a sync, or nothing), and reports
+// the median per node; a failure of either skips the benchmark with its error.
+template <class Op, class Settle>
+void time_each(benchmark::State& state, int n, Op&& op, Settle&& settle) {
+  std::vector<double> ns;
+  for (auto _ : state) {
+    const Clock::time_point start = Clock::now();
+    Result<void> r = op();
+    const double took = ns_between(start, Clock::now());
+    if (r) r = settle();
+    if (!r) return skip(state, r.error());
+    state.SetIterationTime(took * 1e-9);
+    ns.push_back(took);
+  }
+  report(state, n, ns);
+}
+
+// A raw driver call's result as graphcap's.
+Result<void> driver_result(const char* entry_point, CUresult code) {
+  if (code != CUDA_SUCCESS) return Error::from_driver(entry_point, code);
+  return {};
+}
+
 void capture(benchmark::State& state, BenchEnv& env) {
   const int n = static_cast<int>(state.range(0));
   std::vector<double> ns;
@@ -297,17 +320,10 @@ void set(benchmark::State& state, BenchEnv& env) {
     return {};
   });
   if (!graph) return skip(state, graph.error());
-  std::vector<double> ns;
   std::uint32_t value = 0;
-  for (auto _ : state) {
-    const Clock::time_point start = Clock::now();
-    Result<void> r = growth_op_set(*graph, param, ++value);
-    const double took = ns_between(start, Clock::now());
-    if (!r) return skip(state, r.error());
-    state.SetIterationTime(took * 1e-9);
-    ns.push_back(took);
-  }
-  report(state, n, ns);
+  time_each(
+      state, n, [&] { return growth_op_set(*graph, param, ++value); },
+      []() -> Result<void> { return {}; });
 }
 
 void dot(benchmark::State& state, BenchEnv& env) {
@@ -331,17 +347,8 @@ void replay(benchmark::State& state, BenchEnv& env) {
   const int n = static_cast<int>(state.range(0));
   Result<CapturedGraph*> captured = env.graph(n);
   if (!captured) return skip(state, captured.error());
-  std::vector<double> ns;
-  for (auto _ : state) {
-    const Clock::time_point start = Clock::now();
-    Result<void> r = growth_op_replay((*captured)->graph);
-    const double took = ns_between(start, Clock::now());
-    if (r) r = env.sync();
-    if (!r) return skip(state, r.error());
-    state.SetIterationTime(took * 1e-9);
-    ns.push_back(took);
-  }
-  report(state, n, ns);
+  time_each(
+      state, n, [&] { return growth_op_replay((*captured)->graph); }, [&] { return env.sync(); });
 }
 
 void raw_replay(benchmark::State& state, BenchEnv& env) {
@@ -350,17 +357,13 @@ void raw_replay(benchmark::State& state, BenchEnv& env) {
   if (!captured) return skip(state, captured.error());
   DriverApi& driver = env.driver();
   const CUstream stream = env.stream().handle();
-  std::vector<double> ns;
-  for (auto _ : state) {
-    const Clock::time_point start = Clock::now();
-    const CUresult r = growth_op_raw_replay(driver, (*captured)->exec, stream);
-    const double took = ns_between(start, Clock::now());
-    if (r != CUDA_SUCCESS) return skip_driver(state, "cuGraphLaunch", r);
-    if (Result<void> synced = env.sync(); !synced) return skip(state, synced.error());
-    state.SetIterationTime(took * 1e-9);
-    ns.push_back(took);
-  }
-  report(state, n, ns);
+  time_each(
+      state, n,
+      [&] {
+        return driver_result("cuGraphLaunch",
+                             growth_op_raw_replay(driver, (*captured)->exec, stream));
+      },
+      [&] { return env.sync(); });
 }
 
 void cache_hit(benchmark::State& state, BenchEnv& env) {
@@ -369,48 +372,22 @@ void cache_hit(benchmark::State& state, BenchEnv& env) {
   auto step = [&]() -> Result<void> { return launches(env, n); };
   if (Result<void> r = cache.run(1, step); !r) return skip(state, r.error());
   if (Result<void> r = env.sync(); !r) return skip(state, r.error());
-  std::vector<double> ns;
-  for (auto _ : state) {
-    const Clock::time_point start = Clock::now();
-    Result<void> r = growth_op_cache_hit(cache, step);
-    const double took = ns_between(start, Clock::now());
-    if (r) r = env.sync();
-    if (!r) return skip(state, r.error());
-    state.SetIterationTime(took * 1e-9);
-    ns.push_back(took);
-  }
-  report(state, n, ns);
+  time_each(
+      state, n, [&] { return growth_op_cache_hit(cache, step); }, [&] { return env.sync(); });
   state.counters["cache_hits"] = static_cast<double>(cache.stats().hits);
 }
 
 void eager(benchmark::State& state, BenchEnv& env) {
   const int n = static_cast<int>(state.range(0));
-  std::vector<double> ns;
-  for (auto _ : state) {
-    const Clock::time_point start = Clock::now();
-    Result<void> r = growth_op_eager(env, n);
-    const double took = ns_between(start, Clock::now());
-    if (r) r = env.sync();
-    if (!r) return skip(state, r.error());
-    state.SetIterationTime(took * 1e-9);
-    ns.push_back(took);
-  }
-  report(state, n, ns);
+  time_each(
+      state, n, [&] { return growth_op_eager(env, n); }, [&] { return env.sync(); });
 }
 
 void raw_eager(benchmark::State& state, BenchEnv& env) {
   const int n = static_cast<int>(state.range(0));
-  std::vector<double> ns;
-  for (auto _ : state) {
-    const Clock::time_point start = Clock::now();
-    const CUresult r = growth_op_raw_eager(env, n);
-    const double took = ns_between(start, Clock::now());
-    if (r != CUDA_SUCCESS) return skip_driver(state, "cuLaunchKernel", r);
-    if (Result<void> synced = env.sync(); !synced) return skip(state, synced.error());
-    state.SetIterationTime(took * 1e-9);
-    ns.push_back(took);
-  }
-  report(state, n, ns);
+  time_each(
+      state, n, [&] { return driver_result("cuLaunchKernel", growth_op_raw_eager(env, n)); },
+      [&] { return env.sync(); });
 }
 
 using Path = void (*)(benchmark::State&, BenchEnv&);
