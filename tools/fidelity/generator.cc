@@ -455,10 +455,18 @@ GENERATE(cuMemRelease) {
   g.emit(g.thread(), "cuMemRelease", {g.pick(memory)});
   return true;
 }
+// A reservation and a physical allocation are each in about one program in five: a map makes
+// what it lacks first (run 5 of 2026-12-04 mapped 16 times in 10,000 programs otherwise).
 GENERATE(cuMemMap) {
+  if (g.h.live(Kind::vrange).empty()) {
+    g.emit(g.thread(), "cuMemAddressReserve", {g.fresh("v"), std::to_string(kGranule)});
+  }
+  if (g.h.live(Kind::vmem).empty()) {
+    g.emit(g.thread(), "cuMemCreate", {g.fresh("m"), std::to_string(kGranule)});
+  }
   std::vector<std::string> ranges = g.h.live(Kind::vrange);
   std::vector<std::string> memory = g.h.live(Kind::vmem);
-  if (ranges.empty() || memory.empty()) return false;
+  if (ranges.empty() || memory.empty()) return true;
   g.emit(g.thread(), "cuMemMap", {g.pick(ranges), g.pick(memory)});
   return true;
 }
