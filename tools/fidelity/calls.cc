@@ -158,6 +158,23 @@ void merge_same(Harness& h, Symbol& into, std::uintptr_t handle) {
     }
     if (into.owner.empty()) into.owner = other.owner;
   }
+  // And what a capture still building that graph has recorded into it so far (a graph named from
+  // cuStreamGetCaptureInfo, or one captured into): an executable made from it now uses that too
+  // (run 5, programs 1673 and 4718: a launch read memory freed after such an instantiate).
+  auto building = [&](const std::string& name) {
+    const Symbol* graph = h.find(name);
+    return graph != nullptr && graph->value == handle;
+  };
+  for (const auto& [id, uses] : h.capture_uses) {
+    bool builds = false;
+    if (auto borrowed = h.capture_borrowed.find(id); borrowed != h.capture_borrowed.end()) {
+      for (const std::string& name : borrowed->second) builds = builds || building(name);
+    }
+    if (auto target = h.capture_target.find(id); target != h.capture_target.end()) {
+      builds = builds || building(target->second);
+    }
+    if (builds) into.uses.insert(uses.begin(), uses.end());
+  }
 }
 
 // What instantiate, exec update and launch need of a graph or executable: everything its nodes
@@ -168,6 +185,8 @@ void merge_same(Harness& h, Symbol& into, std::uintptr_t handle) {
 void need_instantiable(Harness& h, const Symbol& graph) {
   for (const std::string& use : graph.uses) {
     const Symbol* used = h.find(use);
+    // A graph's own allocation (a MEM_ALLOC node) is the graph's, freed or not.
+    if (used != nullptr && used->kind == Kind::buffer && used->graph_alloc) continue;
     if (used == nullptr || !used->live) throw Skip{};
   }
   for (const auto& [handle, body] : graph.loops) {
