@@ -47,17 +47,23 @@ namespace graphcap::bench {
 
 namespace {
 
+// n launches of `empty` on the bench stream.
+Result<void> launches(BenchEnv& env, int n) {
+  for (int i = 0; i < n; ++i) {
+    if (Result<void> r = env.launch_empty(); !r) return r;
+  }
+  return {};
+}
+
 // The bodies of the timed operations, also used untimed for set-up (outside growth_op_*, so
 // callgrind does not count the set-up).
 Result<Graph> capture_window(BenchEnv& env, int n) {
   Device& device = env.device();
   Stream& s = env.stream();
   if (Result<void> r = device.begin_capture(s); !r) return r.error();
-  for (int i = 0; i < n; ++i) {
-    if (Result<void> r = env.launch_empty(); !r) {
-      (void)device.abort_capture(s);
-      return r.error();
-    }
+  if (Result<void> r = launches(env, n); !r) {
+    (void)device.abort_capture(s);
+    return r.error();
   }
   return device.end_capture(s);
 }
@@ -80,13 +86,6 @@ CUresult raw_capture_window(BenchEnv& env, int n, CUgraphExec* exec) {
   if (result == CUDA_SUCCESS) result = driver.cuGraphUpload(*exec, stream);
   if (graph != nullptr) (void)driver.cuGraphDestroy(graph);
   return result;
-}
-
-Result<void> launches(BenchEnv& env, int n) {
-  for (int i = 0; i < n; ++i) {
-    if (Result<void> r = env.launch_empty(); !r) return r;
-  }
-  return {};
 }
 
 }  // namespace
@@ -162,11 +161,9 @@ Result<void> warm_up(BenchEnv& env, int n) {
   Device& device = env.device();
   Stream& s = env.stream();
   if (Result<void> r = device.prepare_capture(s); !r) return r.error();
-  for (int i = 0; i < n; ++i) {
-    if (Result<void> r = env.launch_empty(); !r) {
-      (void)device.abort_capture(s);
-      return r.error();
-    }
+  if (Result<void> r = launches(env, n); !r) {
+    (void)device.abort_capture(s);
+    return r.error();
   }
   if (Result<void> r = env.sync(); !r) {
     (void)device.abort_capture(s);
