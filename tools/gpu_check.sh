@@ -5,7 +5,9 @@
 # the GPU), the examples on the real driver, then graphcap-bench alone on the GPU. The
 # fake's own suites run in CI (.ci/run); `all-fake` adds them here too. Logs go to $OUT (at most
 # 8 files come back).
-#   usage: tools/gpu_check.sh [all|tests|bench|all-fake] [fidelity programs (default 10000)]
+#   usage: tools/gpu_check.sh [all|tests|bench|all-fake|fidelity] [fidelity programs (default 10000)]
+#   fidelity: graphcap-fidelity alone, once per seed in GRAPHCAP_FIDELITY_SEEDS (default 11), each
+#   seed's traces back as fidelity-traces-<seed>.tgz.
 set -uo pipefail
 what="${1:-all}"
 programs="${2:-10000}"
@@ -29,11 +31,13 @@ targets=(graphcap_tests_cuda graphcap_free_memory_tests_cuda graphcap_fault_swee
          graphcap_many_graphs_cuda graphcap-fidelity graphcap-bench graphcap_test_kernels_fatbin
          quickstart patterns decode_loop serving_loop cublas_external)
 [[ "$what" == all-fake ]] && targets=(all)
+[[ "$what" == fidelity ]] && targets=(graphcap-fidelity graphcap_test_kernels_fatbin)
 if ! { cmake --preset gpu && cmake --build --preset gpu --target "${targets[@]}"; } > "$out/build.log" 2>&1; then
   echo "BUILD FAILED"; grep -E "error|Error" "$out/build.log" | head -40; tail -20 "$out/build.log"
   exit 1
 fi
 stamp "build ok"
+[[ "$what" == fidelity ]] && mv "$out/build.log" /tmp/  # at most 8 files come back
 
 rc=0
 if [[ "$what" != bench && -x build/gpu/tools/fidelity/graphcap-fidelity ]]; then
@@ -41,20 +45,27 @@ if [[ "$what" != bench && -x build/gpu/tools/fidelity/graphcap-fidelity ]]; then
   # with the GPU to itself: several contexts on one GPU wait for each other's time slices at every
   # synchronisation (docs/conformance.md), so it runs before the tests, not beside them.
   fatbin=$(find build/gpu -name '*.fatbin' -path '*test_kernels*' | head -1)
-  {
-    nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-    echo "programs=$programs seed=11 jobs=1 fatbin=$fatbin"
-    s=$SECONDS
-    build/gpu/tools/fidelity/graphcap-fidelity --driver=cuda --seed=11 --programs="$programs" \
-      --jobs=1 --shrink=1 --deadline=300 --record=/tmp/fidelity-run \
-      --kernels="$fatbin" > "$out/fidelity-summary.md" 2> "$out/fidelity-stderr.txt"
-    echo "rc=$? wall_s=$((SECONDS - s))"
-  } > "$out/fidelity.txt" 2>&1
-  (cd /tmp && tar czf "$out/fidelity-traces.tgz" fidelity-run)
+  seeds=(${GRAPHCAP_FIDELITY_SEEDS:-11})
+  for seed in "${seeds[@]}"; do
+    suffix=$([[ ${#seeds[@]} -gt 1 ]] && echo "-$seed" || true)
+    {
+      nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+      echo "programs=$programs seed=$seed jobs=1 fatbin=$fatbin"
+      s=$SECONDS
+      rm -rf /tmp/fidelity-run
+      build/gpu/tools/fidelity/graphcap-fidelity --driver=cuda --seed="$seed" --programs="$programs" \
+        --jobs=1 --shrink=1 --deadline=300 --record=/tmp/fidelity-run \
+        --kernels="$fatbin" > "$out/fidelity-summary$suffix.md" 2> "$out/fidelity-stderr$suffix.txt"
+      echo "rc=$? wall_s=$((SECONDS - s))"
+    } >> "$out/fidelity.txt" 2>&1
+    (cd /tmp && tar czf "$out/fidelity-traces$suffix.tgz" fidelity-run)
+    grep -E "^programs" "$out/fidelity-summary$suffix.md"
+  done
   stamp "fidelity done"
   cat "$out/fidelity.txt"
-  grep -E "^programs|first difference" -A30 "$out/fidelity-summary.md" | grep -E "^programs|^\| cu" | tail -25
+  grep -hE "^programs|first difference" -A30 "$out"/fidelity-summary*.md | grep -E "^programs|^\| cu" | tail -40
 fi
+[[ "$what" == fidelity ]] && { stamp "rc=$rc"; exit $rc; }
 
 if [[ "$what" != bench ]]; then
   if [[ "$what" == all-fake ]]; then
