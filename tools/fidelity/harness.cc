@@ -351,7 +351,10 @@ void Harness::observe_streams() {
     }
     if (s.capture != 0) present.insert(s.capture);
     if (auto target = pending_target.find(name); target != pending_target.end()) {
-      if (status == CU_STREAM_CAPTURE_STATUS_ACTIVE) capture_target[s.capture] = target->second;
+      if (status == CU_STREAM_CAPTURE_STATUS_ACTIVE) {
+        capture_target[s.capture] = target->second;
+        capture_origin[s.capture] = name;
+      }
       pending_target.erase(target);
     }
     if (shown != s.status) {
@@ -369,6 +372,9 @@ void Harness::observe_streams() {
   }
   for (auto it = capture_target.begin(); it != capture_target.end();) {
     it = present.count(it->first) != 0 ? std::next(it) : capture_target.erase(it);
+  }
+  for (auto it = capture_origin.begin(); it != capture_origin.end();) {
+    it = present.count(it->first) != 0 ? std::next(it) : capture_origin.erase(it);
   }
   // A graph's allocations exist only inside its capture and after a launch of it.
   for (auto& [name, symbol] : symbols_) {
@@ -469,7 +475,7 @@ void Harness::finish() {
       CUgraph graph = nullptr;
       const CUresult r = driver_.cuStreamEndCapture(reinterpret_cast<CUstream>(s.value), &graph);
       const bool known = std::any_of(symbols_.begin(), symbols_.end(), [&](const auto& entry) {
-        return entry.second.kind == Kind::graph && entry.second.value ==
+        return entry.second.kind == Kind::graph && entry.second.live && entry.second.value ==
                                                        reinterpret_cast<std::uintptr_t>(graph);
       });
       if (r == CUDA_SUCCESS && graph != nullptr && !known) (void)driver_.cuGraphDestroy(graph);

@@ -150,6 +150,7 @@ class Harness {
   std::map<std::uint64_t, std::set<std::string>> capture_uses;      // by driver capture id
   std::map<std::uint64_t, std::vector<std::pair<std::string, std::string>>> capture_loops;
   std::map<std::uint64_t, std::string> capture_target;  // capture into an existing graph
+  std::map<std::uint64_t, std::string> capture_origin;  // ... and the stream it began on
   std::map<std::uint64_t, std::set<std::string>> capture_borrowed;
   std::map<std::string, std::string> body_handle;  // WHILE body graph -> its handle
   std::map<std::string, std::string> pending_target;  // stream -> graph it began capturing into
