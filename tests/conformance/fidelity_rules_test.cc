@@ -3,6 +3,7 @@
 // shortest program that shows it, on both drivers. docs/cuda-driver-facts.md, "Found by generated
 // programs", has the rows.
 #include <cstdint>
+#include <cstring>
 #include <thread>
 #include <vector>
 
@@ -393,6 +394,171 @@ TEST_F(FidelityRules, DestroyingAStreamThatJoinedACaptureLeavesTheCaptureActive)
   EXPECT_EQ(capture_status(side), CU_STREAM_CAPTURE_STATUS_ACTIVE);
   EXPECT_EQ(api().cuStreamDestroy(side), CUDA_SUCCESS);
   expect_still_active(s.get(), 0);
+}
+
+// ---- Found by run 8 (seeds 11 and 13, 20,000 programs, 2026-12-04, driver 580.159.04) ---------
+
+TEST_F(FidelityRules, ADeviceLaunchInstantiateTakesACopyOfPinnedHostMemory) {
+  DeviceMemory device = alloc(256);
+  void* pinned = nullptr;
+  ASSERT_EQ(api().cuMemAllocHost(&pinned, 256), CUDA_SUCCESS);
+  Stream s = new_stream();
+  Graph graph = capture(s.get(), [&] {
+    EXPECT_EQ(api().cuMemcpyDtoHAsync(pinned, device.get(), 256, s.get()), CUDA_SUCCESS);
+    EXPECT_EQ(api().cuMemcpyHtoDAsync(device.get(), pinned, 256, s.get()), CUDA_SUCCESS);
+  });
+  CUgraphExec exec = nullptr;
+  EXPECT_EQ(api().cuGraphInstantiateWithFlags(&exec, graph.get(),
+                                              CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH),
+            CUDA_SUCCESS);
+  if (exec != nullptr) {
+    EXPECT_EQ(api().cuGraphExecDestroy(exec), CUDA_SUCCESS);
+  }
+  graph = Graph();
+  EXPECT_EQ(api().cuMemFreeHost(pinned), CUDA_SUCCESS);
+}
+
+TEST_F(FidelityRules, AFreeNodeMayFreeAnAllocationOfAnotherCapture) {
+  Stream s = new_stream();
+  Stream other = new_stream();
+  ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_RELAXED), CUDA_SUCCESS);
+  CUdeviceptr scratch = 0;
+  ASSERT_EQ(api().cuMemAllocAsync(&scratch, 256, s.get()), CUDA_SUCCESS);
+  ASSERT_EQ(api().cuStreamBeginCapture(other.get(), CU_STREAM_CAPTURE_MODE_RELAXED),
+            CUDA_SUCCESS);
+  EXPECT_EQ(api().cuMemFreeAsync(scratch, other.get()), CUDA_SUCCESS);
+  // Measured on the H200: that allocation has its free now; the allocating capture's own free of
+  // it is INVALID_VALUE, and leaves that capture active with no node added.
+  EXPECT_EQ(api().cuMemFreeAsync(scratch, s.get()), CUDA_ERROR_INVALID_VALUE);
+  expect_still_active(s.get(), 1);      // the MEM_ALLOC node
+  expect_still_active(other.get(), 1);  // the MEM_FREE node
+}
+
+// Found by run 9 (2026-12-04), program 4378 of seed 12.
+TEST_F(FidelityRules, AnAllocationAnExecutableHoldsIsNotFreedInItsGraph) {
+  Stream s = new_stream();
+  ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_RELAXED), CUDA_SUCCESS);
+  CUdeviceptr scratch = 0;
+  ASSERT_EQ(api().cuMemAllocAsync(&scratch, 256, s.get()), CUDA_SUCCESS);
+  Exec holding = instantiate(building(api(), s.get()));
+  EXPECT_EQ(api().cuMemFreeAsync(scratch, s.get()), CUDA_ERROR_INVALID_VALUE);
+  holding = Exec();
+  expect_still_active(s.get(), 1);  // the MEM_ALLOC node alone
+}
+
+// Found by run 9 (2026-12-04), program 7770 of seed 12 (cuda.h: the memory type of a memcpy
+// node's source or destination cannot change).
+TEST_F(FidelityRules, AnUpdateThatTurnsACopysDirectionIsParametersChanged) {
+  DeviceMemory a = alloc(256);
+  DeviceMemory b = alloc(256);
+  std::vector<std::uint8_t> host(256);
+  Stream s = new_stream();
+  Graph from_host = capture(s.get(), [&] {
+    EXPECT_EQ(api().cuMemcpyHtoDAsync(a.get(), host.data(), 256, s.get()), CUDA_SUCCESS);
+  });
+  Graph on_device = capture(s.get(), [&] {
+    EXPECT_EQ(api().cuMemcpyDtoDAsync(a.get(), b.get(), 256, s.get()), CUDA_SUCCESS);
+  });
+  Exec exec = instantiate(from_host.get());
+  CUgraphExecUpdateResultInfo info{};
+  EXPECT_EQ(api().cuGraphExecUpdate(exec.get(), on_device.get(), &info),
+            CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
+  EXPECT_EQ(info.result, CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED);
+  std::vector<CUgraphNode> nodes(1);
+  std::size_t count = 1;
+  ASSERT_EQ(api().cuGraphGetNodes(on_device.get(), nodes.data(), &count), CUDA_SUCCESS);
+  EXPECT_EQ(info.errorNode, nodes[0]);
+}
+
+TEST_F(FidelityRules, AConditionalNodeKeepsItsGraphFromASecondExecutableMadeBeforeItOrAfter) {
+  Module module = load_test_kernels();
+  CUfunction empty = kernel(module, "empty");
+  Stream s = new_stream();
+  Stream body_stream = new_stream();
+  ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_RELAXED), CUDA_SUCCESS);
+  CUgraph graph = building(api(), s.get());
+  Exec before = instantiate(graph);  // the graph is empty now
+  CUgraphConditionalHandle handle = 0;
+  ASSERT_EQ(api().cuGraphConditionalHandleCreate(&handle, graph, context(), 0, 0), CUDA_SUCCESS);
+  CUgraphNodeParams params;
+  std::memset(&params, 0, sizeof params);
+  params.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
+  params.conditional.handle = handle;
+  params.conditional.type = CU_GRAPH_COND_TYPE_IF;
+  params.conditional.size = 1;
+  params.conditional.ctx = context();
+  CUgraphNode node = nullptr;
+  ASSERT_EQ(api().cuGraphAddNode(&node, graph, nullptr, nullptr, 0, &params), CUDA_SUCCESS);
+  ASSERT_EQ(api().cuStreamUpdateCaptureDependencies(s.get(), &node, nullptr, 1,
+                                                    CU_STREAM_SET_CAPTURE_DEPENDENCIES),
+            CUDA_SUCCESS);
+  CUgraph body = params.conditional.phGraph_out[0];
+  ASSERT_EQ(api().cuStreamBeginCaptureToGraph(body_stream.get(), body, nullptr, nullptr, 0,
+                                              CU_STREAM_CAPTURE_MODE_RELAXED),
+            CUDA_SUCCESS);
+  EXPECT_EQ(launch(empty, body_stream.get(), 1, 1), CUDA_SUCCESS);
+  CUgraph ended = nullptr;
+  ASSERT_EQ(api().cuStreamEndCapture(body_stream.get(), &ended), CUDA_SUCCESS);
+  CUgraphExec second = nullptr;
+  EXPECT_EQ(api().cuGraphInstantiateWithFlags(&second, graph, 0), CUDA_ERROR_NOT_SUPPORTED);
+  before = Exec();  // destroyed: the graph may have one executable again
+  Exec after = instantiate(graph);
+  EXPECT_EQ(api().cuGraphInstantiateWithFlags(&second, graph, 0), CUDA_ERROR_NOT_SUPPORTED);
+  after = Exec();
+  CUgraph whole = nullptr;
+  EXPECT_EQ(api().cuStreamEndCapture(s.get(), &whole), CUDA_SUCCESS);
+  EXPECT_EQ(whole, graph);
+  if (whole != nullptr) {
+    EXPECT_EQ(api().cuGraphDestroy(whole), CUDA_SUCCESS);
+  }
+}
+
+TEST_F(FidelityRules, AGraphWithMemoryNodesAndAnExecutableUpdatesNoOtherExecutable) {
+  Module module = load_test_kernels();
+  CUfunction empty = kernel(module, "empty");
+  Stream s = new_stream();
+  Graph memory = capture(s.get(), [&] {
+    CUdeviceptr scratch = 0;
+    EXPECT_EQ(api().cuMemAllocAsync(&scratch, 256, s.get()), CUDA_SUCCESS);
+    EXPECT_EQ(api().cuMemsetD8Async(scratch, 1, 256, s.get()), CUDA_SUCCESS);
+    EXPECT_EQ(api().cuMemFreeAsync(scratch, s.get()), CUDA_SUCCESS);
+  });
+  Graph plain = capture(s.get(), [&] { EXPECT_EQ(launch(empty, s.get(), 1, 1), CUDA_SUCCESS); });
+  Exec other = instantiate(plain.get());
+  CUgraphExecUpdateResultInfo info{};
+  // No executable of the memory graph yet: compared as any graph (another topology).
+  EXPECT_EQ(api().cuGraphExecUpdate(other.get(), memory.get(), &info),
+            CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
+  EXPECT_EQ(info.result, CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED);
+  Exec own = instantiate(memory.get());
+  info = CUgraphExecUpdateResultInfo{};
+  EXPECT_EQ(api().cuGraphExecUpdate(other.get(), memory.get(), &info), CUDA_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(info.result, CU_GRAPH_EXEC_UPDATE_SUCCESS);
+  EXPECT_EQ(info.errorNode, nullptr);
+  // Its own executable takes it.
+  EXPECT_EQ(api().cuGraphExecUpdate(own.get(), memory.get(), &info), CUDA_SUCCESS);
+}
+
+TEST_F(FidelityRules, DestroyingTheStreamOfACaptureIntoAGraphDestroysTheGraph) {
+  Module module = load_test_kernels();
+  CUfunction empty = kernel(module, "empty");
+  Stream s = new_stream();
+  Graph graph = capture(s.get(), [&] { EXPECT_EQ(launch(empty, s.get(), 1, 1), CUDA_SUCCESS); });
+  ASSERT_TRUE(graph);
+  CUstream into = nullptr;
+  ASSERT_EQ(api().cuStreamCreate(&into, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  ASSERT_EQ(api().cuStreamBeginCaptureToGraph(into, graph.get(), nullptr, nullptr, 0,
+                                              CU_STREAM_CAPTURE_MODE_RELAXED),
+            CUDA_SUCCESS);
+  EXPECT_EQ(launch(empty, into, 1, 1), CUDA_SUCCESS);
+  EXPECT_EQ(api().cuStreamDestroy(into), CUDA_SUCCESS);
+  // The driver destroyed the graph (run 8: instantiate and node queries of it answered 1, and
+  // the next graph took its address): it must not be destroyed again (nor used).
+  EXPECT_EQ(capture_status(s.get()), CU_STREAM_CAPTURE_STATUS_NONE);
+  (void)graph.release();
+  if (fake::FakeDriver* fake = test_driver().fake()) {
+    EXPECT_EQ(fake->live_handles().graphs, 0u);
+  }
 }
 
 }  // namespace

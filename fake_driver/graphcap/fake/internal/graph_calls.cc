@@ -135,12 +135,17 @@ CUresult FakeState::instantiate(CUgraphExec* exec, CUgraph handle, unsigned long
     // at in order, and the copy is named with NODE_OPERATION_NOT_SUPPORTED when it is the
     // graph's first node and MULTIPLE_CTXS_NOT_SUPPORTED after another node (whether "first"
     // means the first node or a root was not told apart: every such copy was both or neither).
+    // Measured (run 8, 2026-12-04, 6 programs of seeds 11 and 13): a copy from or to pinned host
+    // memory (cuMemAllocHost) is accepted; only pageable host memory is refused (CUDA's device
+    // graph rules: "pinned device-mapped host memory" is permitted).
     if (graph.nodes.empty()) return CUDA_ERROR_INVALID_VALUE;
     for (std::size_t i = 0; i < graph.nodes.size(); ++i) {
       const internal::NodeWork& work = graph.nodes[i].work;
       const CUgraphNodeType type = internal::node_type(work);
-      const bool host_copy = std::holds_alternative<internal::CopyToDeviceWork>(work) ||
-                             std::holds_alternative<internal::CopyToHostWork>(work);
+      const auto* to_device = std::get_if<internal::CopyToDeviceWork>(&work);
+      const auto* to_host = std::get_if<internal::CopyToHostWork>(&work);
+      const bool host_copy =
+          (to_device != nullptr && !to_device->pinned) || (to_host != nullptr && !to_host->pinned);
       if (host_copy) {
         report->result = i == 0 ? CUDA_GRAPH_INSTANTIATE_NODE_OPERATION_NOT_SUPPORTED
                                 : CUDA_GRAPH_INSTANTIATE_MULTIPLE_CTXS_NOT_SUPPORTED;
@@ -173,8 +178,11 @@ CUresult FakeState::instantiate(CUgraphExec* exec, CUgraph handle, unsigned long
   // Measured (graphcap-fidelity run 3, 2026-12-04, 5 programs): only executables made while the
   // graph held such nodes count (a capture's graph instantiated before its first allocation
   // does not), and an upload stream that captures is 900 first.
+  // Measured (run 8, 2026-12-04, 4 programs of seeds 11 and 13): for conditional nodes every
+  // live executable of the graph counts, also one made before its first conditional node.
   const bool exclusive = graph.has_memory_nodes() || graph.has_conditional_nodes();
   if (exclusive && graph.exclusive_execs > 0) return CUDA_ERROR_NOT_SUPPORTED;
+  if (graph.has_conditional_nodes() && graph.live_execs > 0) return CUDA_ERROR_NOT_SUPPORTED;
   std::shared_ptr<const internal::ExecBody> body;
   if (CUresult r = instantiate_body(graph, &body, report); r != CUDA_SUCCESS) return r;
   // Instantiate takes the driver's memory for the executable (measured: upload and launch take
@@ -197,6 +205,7 @@ CUresult FakeState::instantiate(CUgraphExec* exec, CUgraph handle, unsigned long
   created.uploaded = upload_stream != nullptr;
   created.exclusive = exclusive;
   if (exclusive) ++graph.exclusive_execs;
+  ++graph.live_execs;
   *exec = created.handle;
   execs_.emplace(created.handle, std::move(created));
   report->result = CUDA_GRAPH_INSTANTIATE_SUCCESS;
@@ -210,9 +219,11 @@ void FakeState::erase_exec(CUgraphExec handle) {
   for (auto value = condition_values_.begin(); value != condition_values_.end();) {
     value = value->first.first == handle ? condition_values_.erase(value) : std::next(value);
   }
-  if (auto graph = graphs_.find(it->second.source);
-      it->second.exclusive && graph != graphs_.end() && graph->second.exclusive_execs > 0) {
-    --graph->second.exclusive_execs;
+  if (auto graph = graphs_.find(it->second.source); graph != graphs_.end()) {
+    if (it->second.exclusive && graph->second.exclusive_execs > 0) {
+      --graph->second.exclusive_execs;
+    }
+    if (graph->second.live_execs > 0) --graph->second.live_execs;
   }
   // The driver keeps the chunks the executable's memory came from (ExecutableArena).
   executable_arena_.give_back(it->second.device, it->second.driver_bytes);
@@ -403,6 +414,18 @@ CUresult FakeState::cuGraphExecUpdate(CUgraphExec exec, CUgraph handle,
   auto updated = execs_.find(exec);
   auto graph = graphs_.find(handle);
   if (updated == execs_.end() || graph == graphs_.end()) return CUDA_ERROR_INVALID_HANDLE;
+  // Measured (run 8, 2026-12-04, 4 programs of seeds 11 and 13, against 24 that updated or
+  // compared): a graph holding memory nodes that already has another live executable made while
+  // it held them is not taken (the one-executable rule of instantiate), before its topology is
+  // compared: NOT_SUPPORTED, the result SUCCESS and no node named. Its own executable, or one
+  // made before its first memory node, is compared as any other.
+  const bool own = updated->second.exclusive && updated->second.source == handle;
+  if (graph->second.has_memory_nodes() && graph->second.exclusive_execs > (own ? 1u : 0u)) {
+    info->result = CU_GRAPH_EXEC_UPDATE_SUCCESS;
+    info->errorNode = nullptr;
+    info->errorFromNode = nullptr;
+    return CUDA_ERROR_NOT_SUPPORTED;
+  }
   const internal::UpdateCheck check = internal::check_exec_update(
       updated->second.body->nodes, graph->second.nodes,
       [&](CUgraph body) -> const std::vector<internal::NodeData>* {

@@ -122,6 +122,15 @@ UpdateCheck check_exec_update(
       return {CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED, i};
     }
   }
+  // Measured (run 9, 2026-12-04, program 7770 of seed 12; cuda.h: a memcpy node's source or
+  // destination memory type cannot change): a copy node whose direction changed (host to device,
+  // device to host, device to device) is PARAMETERS_CHANGED on that node.
+  for (std::size_t i = 0; i < next.size(); ++i) {
+    if (node_type(next[i].work) == CU_GRAPH_NODE_TYPE_MEMCPY &&
+        current[i].work.index() != next[i].work.index()) {
+      return {CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED, i};
+    }
+  }
   for (std::size_t i = 0; i < next.size(); ++i) {
     if (!same_memory_node(current[i].work, next[i].work)) {
       return {CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED, i};

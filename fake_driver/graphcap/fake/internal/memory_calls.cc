@@ -3,6 +3,8 @@
 // memsets that move bytes through the queue.
 #include <graphcap/fake/internal/fake_state.h>
 
+#include <algorithm>
+
 #include <cstring>
 
 namespace graphcap::fake {
@@ -94,19 +96,39 @@ CUresult FakeState::cuMemFreeAsync(CUdeviceptr pointer, CUstream handle) {
   if (pointer == 0) return refuse(*stream, CUDA_ERROR_INVALID_VALUE);
   DeviceMemory::Allocation* allocation = device_memory_.find_base(pointer);
   if (captured) {
-    // A MEM_FREE node may free an allocation of this graph that it has not freed yet, or memory
-    // the host holds now (freed, for the host, when the graph launches).
+    // A MEM_FREE node may free an allocation of this graph, memory the host holds now (freed, for
+    // the host, when the graph launches), or another graph's allocation (measured, run 8 of
+    // 2026-12-04, program 9297 of seed 11, and FidelityRules on the H200). Refused with
+    // INVALID_VALUE, the capture left active and no node added (measured: run 9, program 4378 of
+    // seed 12): an allocation some graph's MEM_FREE already frees (FidelityRules: the allocating
+    // capture's own free after another's), and one of this graph that an executable made since
+    // its allocation keeps (4378; run 9's 14 programs whose executable was made before the
+    // allocation freed it).
     const internal::Graph& graph = graphs_.at(capture_of(*stream)->graph);
     bool in_graph = false;
     for (const internal::NodeData& node : graph.nodes) {
       if (const auto* alloc = std::get_if<internal::AllocWork>(&node.work)) {
         in_graph = in_graph || alloc->address == pointer;
       }
-      if (const auto* free = std::get_if<internal::FreeWork>(&node.work)) {
-        if (free->address == pointer) return refuse(*stream, CUDA_ERROR_INVALID_VALUE);
+    }
+    for (const auto& [handle, any] : graphs_) {
+      for (const internal::NodeData& node : any.nodes) {
+        const auto* free = std::get_if<internal::FreeWork>(&node.work);
+        if (free != nullptr && free->address == pointer) return CUDA_ERROR_INVALID_VALUE;
       }
     }
-    if (!in_graph && (allocation == nullptr || !allocation->host_allocated)) {
+    if (in_graph) {
+      const CUgraph capturing = capture_of(*stream)->graph;
+      for (const auto& [handle, exec] : execs_) {
+        const std::vector<CUdeviceptr>& kept = exec.body->kept_allocs;
+        if (exec.source == capturing && std::find(kept.begin(), kept.end(), pointer) != kept.end()) {
+          return CUDA_ERROR_INVALID_VALUE;  // that executable keeps it past its launch
+        }
+      }
+    }
+    const bool graph_allocation =
+        allocation != nullptr && allocation->kind == DeviceMemory::Kind::graph;
+    if (!in_graph && !graph_allocation && (allocation == nullptr || !allocation->host_allocated)) {
       return refuse(*stream, CUDA_ERROR_INVALID_VALUE);
     }
     add_node(*stream, internal::FreeWork{pointer});
