@@ -62,6 +62,7 @@ constexpr int kCounts[] = {10, 100, 1000, 10000};
 struct Times {
   double close_ns = 0;
   double whole_ns = 0;
+  std::size_t close_calls = 0;  // driver calls the close made
 };
 
 // Warm-up untimed, then begin + n launches + close() timed.
@@ -83,11 +84,13 @@ Result<Times> graphcap_rerecord(BenchEnv& env, int n, Close&& close) {
   for (int i = 0; i < n; ++i) {
     if (Result<void> r = env.launch_empty(); !r) return fail(r.error());
   }
+  const std::size_t calls_before = env.observer().calls();
   const Clock::time_point closing = Clock::now();
   Result<void> closed = close();
   const Clock::time_point end = Clock::now();
   if (!closed) return closed.error();
-  return Times{ns_between(closing, end), ns_between(begin, end)};
+  return Times{ns_between(closing, end), ns_between(begin, end),
+               env.observer().calls() - calls_before};
 }
 
 Result<CUgraph> raw_record(BenchEnv& env, int n) {
@@ -123,6 +126,7 @@ Result<Times> raw_rerecord(BenchEnv& env, int n, CUgraphExec exec) {
   for (int i = 0; i < n; ++i) {
     if (CUresult r = env.raw_launch_empty(); r != CUDA_SUCCESS) launched = r;
   }
+  const std::size_t calls_before = env.observer().calls();
   const Clock::time_point closing = Clock::now();
   CUgraph graph = nullptr;
   const CUresult ended = driver.cuStreamEndCapture(stream, &graph);
@@ -136,7 +140,8 @@ Result<Times> raw_rerecord(BenchEnv& env, int n, CUgraphExec exec) {
   if (launched != CUDA_SUCCESS) return Error::from_driver("cuLaunchKernel", launched);
   if (ended != CUDA_SUCCESS) return Error::from_driver("cuStreamEndCapture", ended);
   if (updated != CUDA_SUCCESS) return Error::from_driver("cuGraphExecUpdate", updated);
-  return Times{ns_between(closing, end), ns_between(begin, end)};
+  return Times{ns_between(closing, end), ns_between(begin, end),
+               env.observer().calls() - calls_before};
 }
 
 std::int64_t rerecord_iterations(int n) { return n <= 10 ? 200 : n <= 100 ? 100 : 20; }
@@ -163,6 +168,15 @@ void rerecord_sides(benchmark::State& state, BenchEnv& env, int primary) {
   (void)driver.cuGraphDestroy(*raw_graph);
   if (instantiated != CUDA_SUCCESS) {
     return skip(state, Error::from_driver("cuGraphInstantiateWithFlags", instantiated));
+  }
+  // Uploaded, as graphcap's executable is (end_capture uploads it): an update then patches what
+  // the device holds on both sides. Measured 2026-12-04 on the H200 before this: the raw side's
+  // executable was never uploaded, and the update of graphcap's cost 12.9 us more at 100 nodes
+  // where graphcap's own work was a few us (performance.md).
+  if (const CUresult uploaded = driver.cuGraphUpload(raw_exec, s.handle());
+      uploaded != CUDA_SUCCESS || !env.sync()) {
+    (void)driver.cuGraphExecDestroy(raw_exec);
+    return skip(state, Error::from_driver("cuGraphUpload", uploaded));
   }
 
   std::vector<Times> sides[3];
@@ -226,6 +240,9 @@ void rerecord_sides(benchmark::State& state, BenchEnv& env, int primary) {
   state.counters["whole_reinst_us"] = whole_us(1);
   state.counters["whole_raw_us"] = whole_us(2);
   state.counters["update_vs_raw"] = raw > 0 ? update / raw : 0.0;
+  // The driver calls of one close on each side (the same sequence, when graphcap adds none).
+  state.counters["close_calls_update"] = static_cast<double>(sides[0].back().close_calls);
+  state.counters["close_calls_raw"] = static_cast<double>(sides[2].back().close_calls);
   state.counters["reinst_vs_update"] = update > 0 ? reinst / update : 0.0;
   state.counters["whole_reinst_vs_update"] = whole_us(0) > 0 ? whole_us(1) / whole_us(0) : 0.0;
 }

@@ -7,7 +7,8 @@
 # 8 files come back).
 #   usage: tools/gpu_check.sh [all|tests|bench|all-fake|fidelity] [fidelity programs (default 10000)]
 #   fidelity: graphcap-fidelity alone, once per seed in GRAPHCAP_FIDELITY_SEEDS (default 11), each
-#   seed's traces back as fidelity-traces-<seed>.tgz.
+#   seed's traces back as fidelity-traces-<seed>.tgz. GRAPHCAP_SKIP_PEERS=1: no PyTorch/CuPy step;
+#   GRAPHCAP_PACK_LOGS=1: every log in one logs.tgz (for the device tool's 8 files).
 set -uo pipefail
 what="${1:-all}"
 programs="${2:-10000}"
@@ -104,9 +105,16 @@ if [[ "$what" != tests && -x build/gpu/bench/graphcap-bench ]]; then
   stamp "bench done"
   grep -E "_median" "$out/bench.txt" | head -80
   # The peers in the same session (issue 24): PyTorch's and CuPy's capture and instantiate.
-  python3 tools/peers/peers_capture.py --big > "$out/peers.md" 2>&1 || true
-  stamp "peers done"
-  cat "$out/peers.md"
+  if [[ "${GRAPHCAP_SKIP_PEERS:-0}" != 1 ]]; then
+    python3 tools/peers/peers_capture.py --big > "$out/peers.md" 2>&1 || true
+    stamp "peers done"
+    cat "$out/peers.md"
+  fi
 fi
 stamp "rc=$rc"
+if [[ "${GRAPHCAP_PACK_LOGS:-0}" == 1 ]]; then
+  # At most 8 files come back: every log in one archive, the traces beside it.
+  tar czf /tmp/graphcap-logs.tgz -C "$out" --exclude='*.tgz' . && mv /tmp/graphcap-logs.tgz "$out/logs.tgz" &&
+    find "$out" -maxdepth 1 -type f ! -name '*.tgz' -delete
+fi
 exit $rc
