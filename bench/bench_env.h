@@ -45,6 +45,8 @@ class BenchEnv {
   // call through it is an indirect call, as graphcap's own calls are.
   DriverApi& driver() noexcept;
   const ObservingDriver& observer() const noexcept { return *observer_; }
+  // Sum the time spent inside driver calls from now (observer().driver_ns()), or stop.
+  void time_driver_calls(bool on) noexcept { observer_->time_calls(on); }
   fake::FakeDriver* fake() noexcept { return fake_.get(); }
 
   Device& device() noexcept { return *device_; }

@@ -63,6 +63,7 @@ struct Times {
   double close_ns = 0;
   double whole_ns = 0;
   std::size_t close_calls = 0;  // driver calls the close made
+  double close_driver_ns = 0;   // time inside those calls
 };
 
 // Warm-up untimed, then begin + n launches + close() timed.
@@ -85,12 +86,15 @@ Result<Times> graphcap_rerecord(BenchEnv& env, int n, Close&& close) {
     if (Result<void> r = env.launch_empty(); !r) return fail(r.error());
   }
   const std::size_t calls_before = env.observer().calls();
+  const double driver_before = env.observer().driver_ns();
+  env.time_driver_calls(true);
   const Clock::time_point closing = Clock::now();
   Result<void> closed = close();
   const Clock::time_point end = Clock::now();
+  env.time_driver_calls(false);
   if (!closed) return closed.error();
   return Times{ns_between(closing, end), ns_between(begin, end),
-               env.observer().calls() - calls_before};
+               env.observer().calls() - calls_before, env.observer().driver_ns() - driver_before};
 }
 
 Result<CUgraph> raw_record(BenchEnv& env, int n) {
@@ -127,6 +131,8 @@ Result<Times> raw_rerecord(BenchEnv& env, int n, CUgraphExec exec) {
     if (CUresult r = env.raw_launch_empty(); r != CUDA_SUCCESS) launched = r;
   }
   const std::size_t calls_before = env.observer().calls();
+  const double driver_before = env.observer().driver_ns();
+  env.time_driver_calls(true);
   const Clock::time_point closing = Clock::now();
   CUgraph graph = nullptr;
   const CUresult ended = driver.cuStreamEndCapture(stream, &graph);
@@ -136,12 +142,13 @@ Result<Times> raw_rerecord(BenchEnv& env, int n, CUgraphExec exec) {
   // The captured graph is destroyed inside the timing, as end_capture must do it too.
   const CUresult destroyed = graph != nullptr ? driver.cuGraphDestroy(graph) : CUDA_SUCCESS;
   const Clock::time_point end = Clock::now();
+  env.time_driver_calls(false);
   if (destroyed != CUDA_SUCCESS) return Error::from_driver("cuGraphDestroy", destroyed);
   if (launched != CUDA_SUCCESS) return Error::from_driver("cuLaunchKernel", launched);
   if (ended != CUDA_SUCCESS) return Error::from_driver("cuStreamEndCapture", ended);
   if (updated != CUDA_SUCCESS) return Error::from_driver("cuGraphExecUpdate", updated);
   return Times{ns_between(closing, end), ns_between(begin, end),
-               env.observer().calls() - calls_before};
+               env.observer().calls() - calls_before, env.observer().driver_ns() - driver_before};
 }
 
 std::int64_t rerecord_iterations(int n) { return n <= 10 ? 200 : n <= 100 ? 100 : 20; }
@@ -243,6 +250,19 @@ void rerecord_sides(benchmark::State& state, BenchEnv& env, int primary) {
   // The driver calls of one close on each side (the same sequence, when graphcap adds none).
   state.counters["close_calls_update"] = static_cast<double>(sides[0].back().close_calls);
   state.counters["close_calls_raw"] = static_cast<double>(sides[2].back().close_calls);
+  // Where the close's time goes: inside the driver's calls, and graphcap's own work around them
+  // (the close's time less its driver time, median per side).
+  auto median_of = [&](int side, auto field) {
+    std::vector<double> v;
+    for (const Times& t : sides[side]) v.push_back(field(t));
+    return median(v) / 1000.0;
+  };
+  const auto driver_part = [](const Times& t) { return t.close_driver_ns; };
+  const auto own_part = [](const Times& t) { return t.close_ns - t.close_driver_ns; };
+  state.counters["close_driver_update_us"] = median_of(0, driver_part);
+  state.counters["close_driver_raw_us"] = median_of(2, driver_part);
+  state.counters["close_own_update_us"] = median_of(0, own_part);
+  state.counters["close_own_raw_us"] = median_of(2, own_part);
   state.counters["reinst_vs_update"] = update > 0 ? reinst / update : 0.0;
   state.counters["whole_reinst_vs_update"] = whole_us(0) > 0 ? whole_us(1) / whole_us(0) : 0.0;
 }

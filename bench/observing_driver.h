@@ -11,6 +11,7 @@
 // the same: one virtual call into it, a count, and one indirect call to the inner driver.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 
 #include <graphcap/driver/driver_api.h>
@@ -26,16 +27,28 @@ class CountingDriver : public ForwardingDriver {
 
   // Every DriverApi call made through this object so far.
   std::size_t calls() const noexcept { return calls_; }
+  // While timing: the nanoseconds spent inside the driver's calls are summed (two clock reads a
+  // call; off, one branch). What a graphcap operation costs beyond them is its own work.
+  void time_calls(bool on) noexcept { timing_ = on; }
+  double driver_ns() const noexcept { return driver_ns_; }
 
-#define GRAPHCAP_DRIVER_ENTRY(name, version, versioned, params, ...) \
-  CUresult name(GRAPHCAP_PARAMS(params)) override {              \
-    ++calls_;                                                    \
-    return ForwardingDriver::name(GRAPHCAP_ARGS(params));        \
+#define GRAPHCAP_DRIVER_ENTRY(name, version, versioned, params, ...)                         \
+  CUresult name(GRAPHCAP_PARAMS(params)) override {                                        \
+    ++calls_;                                                                              \
+    if (!timing_) return ForwardingDriver::name(GRAPHCAP_ARGS(params));                   \
+    const auto called_at_ = std::chrono::steady_clock::now();                                 \
+    const CUresult result = ForwardingDriver::name(GRAPHCAP_ARGS(params));                 \
+    driver_ns_ += std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - \
+                                                           called_at_)                      \
+                      .count();                                                            \
+    return result;                                                                         \
   }
 #include <graphcap/driver/entry_points.def>
 
  private:
   std::size_t calls_ = 0;
+  bool timing_ = false;
+  double driver_ns_ = 0;
 };
 
 // Counts like CountingDriver, and watches the executables come and go.
