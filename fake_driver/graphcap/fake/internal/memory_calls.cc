@@ -111,15 +111,16 @@ CUresult FakeState::cuMemFreeAsync(CUdeviceptr pointer, CUstream handle) {
         in_graph = in_graph || alloc->address == pointer;
       }
     }
-    for (const auto& [handle, any] : graphs_) {
-      for (const internal::NodeData& node : any.nodes) {
+    for (const auto& entry : graphs_) {
+      for (const internal::NodeData& node : entry.second.nodes) {
         const auto* free = std::get_if<internal::FreeWork>(&node.work);
         if (free != nullptr && free->address == pointer) return CUDA_ERROR_INVALID_VALUE;
       }
     }
     if (in_graph) {
       const CUgraph capturing = capture_of(*stream)->graph;
-      for (const auto& [handle, exec] : execs_) {
+      for (const auto& entry : execs_) {
+        const Exec& exec = entry.second;
         const std::vector<CUdeviceptr>& kept = exec.body->kept_allocs;
         if (exec.source == capturing && std::find(kept.begin(), kept.end(), pointer) != kept.end()) {
           return CUDA_ERROR_INVALID_VALUE;  // that executable keeps it past its launch
