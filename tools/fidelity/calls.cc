@@ -514,14 +514,10 @@ RUN(cuStreamDestroy) {
   if (r == CUDA_SUCCESS) {
     a.h().kill(name);
     // Destroying the stream a capture into an existing graph began on ends that capture as a
-    // failed end does: the driver destroys the graph (run 8 on the H200, 2026-12-04: 1 to every
-    // later call of it, and its address reused by the next graph), so it is used no more.
+    // failed end does (run 8 on the H200, 2026-12-04).
     if (auto origin = a.h().capture_origin.find(id);
         id != 0 && origin != a.h().capture_origin.end() && origin->second == name) {
-      if (auto target = a.h().capture_target.find(id); target != a.h().capture_target.end()) {
-        const Symbol* t = a.h().find(target->second);
-        if (t != nullptr && t->live && t->owner.empty()) a.h().kill_graph(t->value);
-      }
+      a.h().capture_ended(id, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
     }
   }
   return r;
@@ -577,17 +573,8 @@ RUN(cuStreamEndCapture) {
   const std::uint64_t id = a.h().capture_of(name);
   CUgraph graph = nullptr;
   const CUresult r = a.h().driver().cuStreamEndCapture(stream, &graph);
-  // Ending a capture into an existing graph in failure (invalidated, unjoined, on the wrong
-  // thread) leaves that graph answering 1 to every call, cuGraphDestroy included (measured on
-  // the H200: cuda-driver-facts.md; the fake destroys it): not used again. A body's graph
-  // belongs to its node and is never ended so.
-  if (r == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED || r == CUDA_ERROR_STREAM_CAPTURE_UNJOINED ||
-      r == CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD) {
-    if (auto target = a.h().capture_target.find(id); target != a.h().capture_target.end()) {
-      const Symbol* t = a.h().find(target->second);
-      if (t != nullptr && t->owner.empty()) a.h().kill_graph(t->value);
-    }
-  }
+  // Ending a capture into an existing graph in failure takes that graph with it: not used again.
+  a.h().capture_ended(id, r);
   if (r == CUDA_SUCCESS && graph != nullptr) {
     Symbol& g = a.h().bind(graph_name, Kind::graph, reinterpret_cast<std::uintptr_t>(graph));
     if (auto uses = a.h().capture_uses.find(id); uses != a.h().capture_uses.end()) {

@@ -179,6 +179,18 @@ void Harness::kill_graph(std::uintptr_t handle) {
   }
 }
 
+void Harness::capture_ended(std::uint64_t capture, CUresult ended) {
+  if (ended != CUDA_ERROR_STREAM_CAPTURE_INVALIDATED &&
+      ended != CUDA_ERROR_STREAM_CAPTURE_UNJOINED &&
+      ended != CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD) {
+    return;
+  }
+  auto target = capture_target.find(capture);
+  if (target == capture_target.end()) return;
+  const Symbol* t = find(target->second);
+  if (t != nullptr && t->live && t->owner.empty()) kill_graph(t->value);
+}
+
 Clock Harness::stream_clock(const std::string& stream) {
   Symbol& s = symbols_.at(stream);
   for (const auto& [other, seq] : host_) s.clock[other] = std::max(s.clock[other], seq);
@@ -479,17 +491,9 @@ void Harness::finish() {
                                                        reinterpret_cast<std::uintptr_t>(graph);
       });
       if (r == CUDA_SUCCESS && graph != nullptr && !known) (void)driver_.cuGraphDestroy(graph);
-      // A capture into an existing graph that ends in failure destroys that graph (as in the
-      // program's own ends): it must not be destroyed again below. Run 10 (2026-12-04, seed 12,
-      // program 5168): the H200's driver crashed (SIGSEGV) here, once in two runs of the same
-      // program, destroying such a graph a second time.
-      if (r == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED || r == CUDA_ERROR_STREAM_CAPTURE_UNJOINED ||
-          r == CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD) {
-        if (auto target = capture_target.find(s.capture); target != capture_target.end()) {
-          const Symbol* t = find(target->second);
-          if (t != nullptr && t->live && t->owner.empty()) kill_graph(t->value);
-        }
-      }
+      // Not destroyed again below (run 10, 2026-12-04, seed 12, program 5168: the H200's driver
+      // crashed, SIGSEGV, once in two runs of the program, destroying such a graph a second time).
+      capture_ended(s.capture, r);
       s.status = "N";
     }
   };

@@ -136,6 +136,11 @@ class Harness {
   Symbol& bind(const std::string& name, Kind kind, std::uintptr_t value);
   void kill(const std::string& name);
   void kill_graph(std::uintptr_t handle);
+  // A capture into an existing graph that ends in failure (`ended`: the end's code, or
+  // CUDA_ERROR_STREAM_CAPTURE_INVALIDATED for a capture whose stream was destroyed) takes that
+  // graph with it (measured on the H200: cuda-driver-facts.md, runs 3 and 8; the driver reuses its
+  // address for the next graph): the graph's names are killed. A body's graph belongs to its node.
+  void capture_ended(std::uint64_t capture, CUresult ended);
   // A stream-ordered access by the call on `stream` (Skip if it could race); `commit` after
   // the call succeeded. Captured calls record the uses into the capture instead.
   void access(const std::string& stream, const std::vector<std::string>& uses);
