@@ -42,7 +42,7 @@ std::string Graph::dot() const {
     for (std::size_t i : members) {
       const capture::RecordedNode& node = nodes[i];
       std::string label = node_type_name(node.type);
-      if (!node.label.empty()) label += "\n" + node.label.text();
+      if (!node.label.empty()) label += "\n" + state_->label(i).text();
       out += "    n" + std::to_string(i) + " [label=\"" + escaped(label) + "\"];\n";
     }
     out += "  }\n";

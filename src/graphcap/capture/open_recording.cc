@@ -150,6 +150,7 @@ ClosedRecording OpenRecording::close(CloseRequest request) {
     recording.param_nodes = std::exchange(param_nodes_, {});
     node_hint_ = topology_.size();
     recording.nodes = topology_.take();
+    recording.label_args = topology_.take_label_args();
     sides = std::exchange(sides_, {});
     recorded = std::exchange(recorded_, GraphReport{});
     recorded.node_priorities = node_priorities_;
@@ -225,7 +226,8 @@ ClosedRecording OpenRecording::close(CloseRequest request) {
                       refusal->message() + " (no graphcap operation saw the invalidation; the "
                       "last one recorded was " +
                           (recording.nodes.empty() ? std::string("none")
-                                                   : recording.nodes.back().label.first_line()) +
+                                                   : recording.label(recording.nodes.size() - 1)
+                                                         .first_line()) +
                           "; " + likely_causes(mode_) + driver_account(*graphs_, stream_) + ")",
                       refusal->driver_code());
     }
@@ -429,7 +431,7 @@ Result<void> OpenRecording::record(Operation& op, int stream, const Error* failu
                  failure->message() + " (the first graphcap operation to see the recording "
                  "invalidated; the one before it was " +
                      (topology_.empty() ? std::string("none: the recording had just begun")
-                                        : topology_.back().label.first_line()) +
+                                        : topology_.label(topology_.size() - 1).first_line()) +
                      "; " + likely_causes(mode_) + driver_account(*graphs_, stream_) + ")",
                  failure->driver_code()));
     } else {
@@ -476,9 +478,9 @@ Result<void> OpenRecording::record(Operation& op, int stream, const Error* failu
   node.type = op.node;
   // (Not a conditional expression: that would move the label into a temporary first.)
   if (op.external && op.label.empty()) {
-    node.label = OperationLabel::of_text("external work (record_external)");
+    topology_.set_label(node, OperationLabel::of_text("external work (record_external)"));
   } else {
-    node.label = std::move(op.label);
+    topology_.set_label(node, std::move(op.label));
   }
   node.stream = stream;
   node.loop = frame != nullptr ? frame->id : 0;
@@ -492,7 +494,7 @@ Result<void> OpenRecording::record(Operation& op, int stream, const Error* failu
   }
   const std::size_t added = topology_.size() - 1;
   if (log_enabled(LogLevel::debug)) {
-    std::string text = topology_.back().label.text();
+    std::string text = topology_.label(added).text();
     for (char& c : text) {
       if (c == '\n') c = ' ';
     }
@@ -550,7 +552,7 @@ std::optional<Error> OpenRecording::unjoined_locked() const {
                "end_capture: stream " + std::to_string(stream) + " was forked into the "
                "recording and its work is not joined back into stream " +
                    std::to_string(stream_index_) + ": its last unjoined operation is " +
-                   topology_.at(last).label.first_line() + " (node " + std::to_string(last) +
+                   topology_.label(last).first_line() + " (node " + std::to_string(last) +
                    "); record an event on stream " + std::to_string(stream) +
                    " after it and wait for it on stream " + std::to_string(stream_index_) +
                    " before end_capture (the driver would refuse the recording with "
@@ -722,7 +724,7 @@ std::size_t OpenRecording::add_conditional_locked(std::uint64_t frame, std::stri
   }
   RecordedNode& node = topology_.add(enclosing != nullptr ? enclosing->lane : stream_index_);
   node.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
-  node.label = OperationLabel::of_text(std::move(label));
+  topology_.set_label(node, OperationLabel::of_text(std::move(label)));
   node.stream = stream_index_;
   node.loop = enclosing != nullptr ? enclosing->id : 0;
   node.branch_body = enclosing != nullptr ? enclosing->body : 0;
@@ -1064,7 +1066,7 @@ std::string OpenRecording::name_failed_node(CapturedGraph& captured, const Recor
       const RecordedNode& node = recording.nodes[recorded[position]];
       text += ", graphcap's node " + std::to_string(recorded[position]) + ": " +
               (node.label.empty() ? std::string(node_type_name(node.type))
-                                  : node.label.first_line());
+                                  : recording.label(recorded[position]).first_line());
     } else {
       text += " (that graph holds nodes graphcap did not record: external work)";
     }
@@ -1076,11 +1078,10 @@ std::string OpenRecording::name_failed_node(CapturedGraph& captured, const Recor
   for (const BodyGraph& body : body_graphs_) {
     Result<std::vector<CUgraphNode>> nodes = graphs_->body_nodes(body.graph);
     if (!nodes) continue;
-    const RecordedNode& owner = recording.nodes.at(body.node);
     if (std::optional<std::string> named =
             name(*nodes, body.frame, body.body,
                  "body " + std::to_string(body.body) + " of graphcap's node " +
-                     std::to_string(body.node) + " (" + owner.label.first_line() + ")")) {
+                     std::to_string(body.node) + " (" + recording.label(body.node).first_line() + ")")) {
       return *named;
     }
   }

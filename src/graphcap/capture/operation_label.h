@@ -83,6 +83,7 @@ class OperationLabel {
 
   // Makes an empty label one rendered by `render` (filled in place, without a move).
   void set_render(Render render) noexcept { render_ = render; }
+  Render renderer() const noexcept { return render_; }
 
   bool empty() const noexcept { return render_ == nullptr && text_.empty(); }
   // The full text, one line per fact (e.g. "kernel add_one\ngrid (1, 1, 1) block (256, 1, 1)
@@ -97,6 +98,8 @@ class OperationLabel {
   std::array<std::uint64_t, 5> numbers{};  // e.g. a copy's bytes, offsets and sizes
 
   void add_buffer_arg(const BufferArg& arg);
+  // Moves every buffer argument to the end of `out`; the label keeps none.
+  void take_buffer_args(std::vector<BufferArg>& out);
   std::span<const BufferArg> buffer_args() const noexcept {
     return more_args_.empty() ? std::span<const BufferArg>(inline_args_, arg_count_)
                               : std::span<const BufferArg>(more_args_);

@@ -7,6 +7,8 @@ namespace graphcap::capture {
 void RecordedTopology::clear(std::size_t expected) {
   nodes_.clear();
   nodes_.reserve(expected);
+  label_args_.clear();
+  label_args_.reserve(label_args_hint_);
   lanes_.clear();
 }
 
@@ -85,6 +87,11 @@ std::optional<std::pair<int, std::size_t>> RecordedTopology::unjoined(int origin
 std::vector<RecordedNode> RecordedTopology::take() {
   lanes_.clear();
   return std::exchange(nodes_, {});
+}
+
+std::vector<OperationLabel::BufferArg> RecordedTopology::take_label_args() {
+  label_args_hint_ = label_args_.size();
+  return std::exchange(label_args_, {});
 }
 
 }  // namespace graphcap::capture

@@ -37,7 +37,19 @@ class RecordedTopology {
   // node: side-stream work the recording never joined back.
   std::optional<std::pair<int, std::size_t>> unjoined(int origin) const;
 
+  // Gives `node` (one of this topology's) its label, its arguments kept with the others'.
+  void set_label(RecordedNode& node, OperationLabel&& label) {
+    node.label = RecordedLabel(std::move(label), label_args_);
+  }
+  // The label of node `node`, expanded (for messages and the debug log).
+  OperationLabel label(std::size_t node) const {
+    return nodes_.at(node).label.expand(label_args_);
+  }
+
+  // The nodes, and their labels' arguments, handed to the recording (Recording::nodes and
+  // label_args).
   std::vector<RecordedNode> take();
+  std::vector<OperationLabel::BufferArg> take_label_args();
 
  private:
   struct Lane {
@@ -49,6 +61,8 @@ class RecordedTopology {
   const Lane* find(int id) const noexcept;
 
   std::vector<RecordedNode> nodes_;
+  std::vector<OperationLabel::BufferArg> label_args_;
+  std::size_t label_args_hint_ = 0;  // the last recording's count, reserved by clear()
   std::vector<Lane> lanes_;  // a few: the streams of the recording and its open loop bodies
 };
 

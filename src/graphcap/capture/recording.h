@@ -13,6 +13,7 @@
 #include <graphcap/capture/executable.h>
 #include <graphcap/capture/graph_report.h>
 #include <graphcap/capture/operation_label.h>
+#include <graphcap/capture/recorded_label.h>
 #include <graphcap/driver/cuda_types.h>
 #include <graphcap/driver/launch_dims.h>
 #include <graphcap/memory/allocation.h>
@@ -88,14 +89,14 @@ struct Operation {
 };
 
 // One operation of a recording as graphcap recorded it (what Graph::dot() draws): the node it
-// added, its label (Operation::label), the stream that recorded it (its index on the device), the
+// added, its label (Operation::label, kept compact: Recording::label expands it), the stream that recorded it (its index on the device), the
 // nodes it depends on (the recording stream's frontier when it was recorded), and the loop body
 // it is in.
 struct RecordedNode {
   static constexpr std::size_t kNone = ~std::size_t{0};
 
   CUgraphNodeType type = CU_GRAPH_NODE_TYPE_KERNEL;
-  OperationLabel label;
+  RecordedLabel label;
   int stream = 0;
   // The conditional node (a WHILE loop, or a branch: its condition's id) whose body holds the
   // node (0: the graph itself), and which of its bodies (an IF's 0 or its ELSE 1, a SWITCH's case).
@@ -130,6 +131,9 @@ struct Recording {
   CapturedGraph source;
   std::vector<CUgraphNode> source_nodes;
   std::vector<RecordedNode> nodes;
+  std::vector<OperationLabel::BufferArg> label_args;  // the nodes' labels' arguments
+
+  OperationLabel label(std::size_t node) const { return nodes.at(node).label.expand(label_args); }
 };
 
 }  // namespace graphcap::capture

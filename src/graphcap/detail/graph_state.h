@@ -39,6 +39,7 @@ class GraphState {
   // The buffers the recording read, wrote and produced whole (see Graph::replay's slow path).
   const capture::BufferRoles& buffers() const noexcept { return recording_.buffers; }
   const std::vector<capture::RecordedNode>& nodes() const noexcept { return recording_.nodes; }
+  capture::OperationLabel label(std::size_t node) const { return recording_.label(node); }
 
   // The executable replays run (an empty one for a released graph).
   const capture::Executable& executable() const noexcept { return recording_.executable; }
