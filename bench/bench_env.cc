@@ -132,6 +132,13 @@ CUresult BenchEnv::raw_launch_empty() {
                                  nullptr, nullptr);
 }
 
+CUresult BenchEnv::raw_eager_pass(int n) {
+  for (int i = 0; i < n; ++i) {
+    if (const CUresult r = raw_launch_empty(); r != CUDA_SUCCESS) return r;
+  }
+  return driver().cuStreamSynchronize(stream().handle());
+}
+
 namespace {
 constexpr std::uint32_t kValueA = 1;
 constexpr std::uint64_t kValueB = 2;

@@ -62,6 +62,12 @@ class BenchEnv {
   Result<void> launch_empty();
   // One raw launch of `empty` through the driver (cuLaunchKernel).
   CUresult raw_launch_empty();
+  // The raw side's counterpart of graphcap's warm-up before a re-recording (prepare_capture, an
+  // eager pass, a sync): n raw launches of `empty` and a cuStreamSynchronize, untimed, so each
+  // side's close follows the same device and host work (the driver's update of an executable
+  // measured 19-38% slower at 10,000 nodes right after graphcap's warm-up than the raw side's
+  // with none; performance.md).
+  CUresult raw_eager_pass(int n);
 
   // One eager launch of `values` through graphcap, with its three scalar arguments (checked
   // against the kernel's signature), and the same launch through raw cuLaunchKernel.

@@ -29,7 +29,8 @@
 //
 // CaptureCost/n, RawCapture/n: graphcap: prepare_capture + warm-up (n Device::launch) + then,
 // after an untimed sync that drains the warm-up's device work, begin_capture + n launches +
-// end_capture (which instantiates and uploads). Raw: cuStreamBeginCapture + n cuLaunchKernel +
+// end_capture (which instantiates and uploads). Raw: after the same untimed eager pass and sync
+// (n raw launches; BenchEnv::raw_eager_pass), cuStreamBeginCapture + n cuLaunchKernel +
 // cuStreamEndCapture + cuGraphInstantiateWithFlags + cuGraphUpload + cuGraphDestroy. Destroying
 // the executables (graphcap: Graph::destroy; raw: sync + cuGraphExecDestroy) is untimed on both
 // sides. Counters: incl_us (graphcap with warm-up), excl_us (begin..end only), warmup_us,
@@ -452,6 +453,10 @@ Result<CaptureTimes> graphcap_capture(BenchEnv& env, int n) {
 Result<double> raw_capture(BenchEnv& env, int n) {
   DriverApi& driver = env.driver();
   const CUstream stream = env.stream().handle();
+  // Untimed, as graphcap's side: begin..end follows an eager pass and a sync on both sides.
+  if (CUresult r = env.raw_eager_pass(n); r != CUDA_SUCCESS) {
+    return Error::from_driver("raw eager pass", r);
+  }
   const Clock::time_point start = Clock::now();
   if (CUresult r = driver.cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL);
       r != CUDA_SUCCESS) {

@@ -8,7 +8,8 @@
 // graphcap sides run prepare_capture + an eager warm-up + a sync untimed, then time
 // begin_capture + n launches + the close: end_capture(s, into) (exec update of one graph kept
 // for the whole run) or end_capture(s) (instantiate + upload of a new graph, destroyed untimed).
-// The raw side times cuStreamBeginCapture + n cuLaunchKernel + cuStreamEndCapture +
+// The raw side runs the same untimed eager pass and sync (n raw launches), then times
+// cuStreamBeginCapture + n cuLaunchKernel + cuStreamEndCapture +
 // cuGraphExecUpdate of one raw executable kept for the run + cuGraphDestroy of the captured
 // graph (end_capture destroys it too, as raw code must). Counters:
 // close_update_us, close_reinst_us, close_raw_us (the close alone), whole_update_us,
@@ -121,6 +122,9 @@ Result<CUgraph> raw_record(BenchEnv& env, int n) {
 Result<Times> raw_rerecord(BenchEnv& env, int n, CUgraphExec exec) {
   DriverApi& driver = env.driver();
   const CUstream stream = env.stream().handle();
+  if (CUresult r = env.raw_eager_pass(n); r != CUDA_SUCCESS) {  // as graphcap's side, untimed
+    return Error::from_driver("raw eager pass", r);
+  }
   const Clock::time_point begin = Clock::now();
   if (CUresult r = driver.cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL);
       r != CUDA_SUCCESS) {
