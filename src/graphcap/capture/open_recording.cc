@@ -150,7 +150,7 @@ ClosedRecording OpenRecording::close(CloseRequest request) {
     recording.param_nodes = std::exchange(param_nodes_, {});
     node_hint_ = topology_.size();
     recording.nodes = topology_.take();
-    recording.label_args = topology_.take_label_args();
+    recording.labels = topology_.take_labels();
     sides = std::exchange(sides_, {});
     recorded = std::exchange(recorded_, GraphReport{});
     recorded.node_priorities = node_priorities_;

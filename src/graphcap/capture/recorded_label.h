@@ -1,16 +1,17 @@
 // RecordedLabel: an operation's label (OperationLabel) as a recording keeps it for each of its
-// nodes. Compact: its buffer arguments are kept in one array of the recording, not inline in each
-// node, and its text only by shared reference. A node record was 496 bytes, most of them the
-// label's eight inline argument entries; writing them on capture and reading them back to destroy
-// them when a re-recording replaced the recording was graphcap's per-node cost on both paths
-// (docs/performance.md, issue 24). Expanded back into an OperationLabel (its arguments copied)
-// only when something renders it: Graph::dot(), a refusal, the debug log.
+// nodes. Compact, and nothing in it to release one by one: its buffer arguments are kept in one
+// array of the recording and its name (or text) by plain pointer into the recording's list of
+// names (LabelStore). A node record was 496 bytes, most of them the label's eight inline argument
+// entries, and each held its kernel's name by shared reference; writing them on capture, and
+// reading them back and releasing each reference (an atomic decrement a node) when a re-recording
+// replaced the recording, was graphcap's per-node cost on both paths (docs/performance.md, issue
+// 24). Expanded back into an OperationLabel only when something renders it: Graph::dot(), a
+// refusal, the debug log.
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <memory>
-#include <span>
 #include <string>
 #include <vector>
 
@@ -19,20 +20,31 @@
 
 namespace graphcap::capture {
 
+// What a recording's labels share: every label's buffer arguments, and the names they point to
+// (each kept once per run of labels that name the same string, e.g. launches of one kernel).
+struct LabelStore {
+  std::vector<OperationLabel::BufferArg> args;
+  std::vector<std::shared_ptr<const std::string>> names;
+
+  void clear() {
+    args.clear();
+    names.clear();
+  }
+};
+
 class RecordedLabel {
  public:
-  using BufferArg = OperationLabel::BufferArg;
-
   RecordedLabel() noexcept = default;
-  // Takes `label`'s record, moving its buffer arguments to the end of `args` (the recording's).
-  RecordedLabel(OperationLabel&& label, std::vector<BufferArg>& args);
+  // Takes `label`'s record into `store` (its arguments appended, its name kept there).
+  RecordedLabel(OperationLabel&& label, LabelStore& store);
 
   bool empty() const noexcept { return render_ == nullptr && name_ == nullptr; }
-  // The label as recorded; `args` is the array its arguments were moved to.
-  OperationLabel expand(std::span<const BufferArg> args) const;
+  // The label as recorded, from the store it was recorded into. Its name is borrowed from the
+  // store: render it while the recording lives (every use renders it at once).
+  OperationLabel expand(const LabelStore& store) const;
 
  private:
-  std::shared_ptr<const std::string> name_;  // the renderer's name, or a text label's text
+  const std::string* name_ = nullptr;        // the renderer's name, or a text label's text
   OperationLabel::Render render_ = nullptr;  // nullptr: a text label (name_ is the text)
   LaunchDims dims_{};
   std::array<std::uint64_t, 5> numbers_{};

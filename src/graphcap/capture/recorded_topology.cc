@@ -7,8 +7,8 @@ namespace graphcap::capture {
 void RecordedTopology::clear(std::size_t expected) {
   nodes_.clear();
   nodes_.reserve(expected);
-  label_args_.clear();
-  label_args_.reserve(label_args_hint_);
+  labels_.clear();
+  labels_.args.reserve(label_args_hint_);
   lanes_.clear();
 }
 
@@ -89,9 +89,9 @@ std::vector<RecordedNode> RecordedTopology::take() {
   return std::exchange(nodes_, {});
 }
 
-std::vector<OperationLabel::BufferArg> RecordedTopology::take_label_args() {
-  label_args_hint_ = label_args_.size();
-  return std::exchange(label_args_, {});
+LabelStore RecordedTopology::take_labels() {
+  label_args_hint_ = labels_.args.size();
+  return std::exchange(labels_, {});
 }
 
 }  // namespace graphcap::capture

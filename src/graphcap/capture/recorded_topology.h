@@ -39,17 +39,17 @@ class RecordedTopology {
 
   // Gives `node` (one of this topology's) its label, its arguments kept with the others'.
   void set_label(RecordedNode& node, OperationLabel&& label) {
-    node.label = RecordedLabel(std::move(label), label_args_);
+    node.label = RecordedLabel(std::move(label), labels_);
   }
   // The label of node `node`, expanded (for messages and the debug log).
   OperationLabel label(std::size_t node) const {
-    return nodes_.at(node).label.expand(label_args_);
+    return nodes_.at(node).label.expand(labels_);
   }
 
-  // The nodes, and their labels' arguments, handed to the recording (Recording::nodes and
-  // label_args).
+  // The nodes, and what their labels share, handed to the recording (Recording::nodes and
+  // labels).
   std::vector<RecordedNode> take();
-  std::vector<OperationLabel::BufferArg> take_label_args();
+  LabelStore take_labels();
 
  private:
   struct Lane {
@@ -61,8 +61,8 @@ class RecordedTopology {
   const Lane* find(int id) const noexcept;
 
   std::vector<RecordedNode> nodes_;
-  std::vector<OperationLabel::BufferArg> label_args_;
-  std::size_t label_args_hint_ = 0;  // the last recording's count, reserved by clear()
+  LabelStore labels_;
+  std::size_t label_args_hint_ = 0;  // the last recording's argument count, reserved by clear()
   std::vector<Lane> lanes_;  // a few: the streams of the recording and its open loop bodies
 };
 

@@ -131,9 +131,10 @@ struct Recording {
   CapturedGraph source;
   std::vector<CUgraphNode> source_nodes;
   std::vector<RecordedNode> nodes;
-  std::vector<OperationLabel::BufferArg> label_args;  // the nodes' labels' arguments
+  LabelStore labels;  // what the nodes' labels share (their arguments and names)
 
-  OperationLabel label(std::size_t node) const { return nodes.at(node).label.expand(label_args); }
+  // Node `node`'s label, to render while the recording lives.
+  OperationLabel label(std::size_t node) const { return nodes.at(node).label.expand(labels); }
 };
 
 }  // namespace graphcap::capture

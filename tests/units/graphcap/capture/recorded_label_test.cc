@@ -37,7 +37,7 @@ OperationLabel label_with_args(const std::string& name, std::uint32_t count) {
 }
 
 TEST(RecordedLabelTest, ExpandsToTheRecordedTextWithItsArgumentsFromTheSharedArray) {
-  std::vector<OperationLabel::BufferArg> args;
+  LabelStore store;
   // Three labels into one array: within the inline room, past it (spilled), and none.
   OperationLabel first = label_with_args("a", 3);
   OperationLabel second = label_with_args("b", 11);
@@ -45,30 +45,56 @@ TEST(RecordedLabelTest, ExpandsToTheRecordedTextWithItsArgumentsFromTheSharedArr
   const std::string first_text = first.text();
   const std::string second_text = second.text();
   const std::string third_text = third.text();
-  RecordedLabel one(std::move(first), args);
-  RecordedLabel two(std::move(second), args);
-  RecordedLabel three(std::move(third), args);
-  EXPECT_EQ(args.size(), 14u);
+  RecordedLabel one(std::move(first), store);
+  RecordedLabel two(std::move(second), store);
+  RecordedLabel three(std::move(third), store);
+  EXPECT_EQ(store.args.size(), 14u);
+  EXPECT_EQ(store.names.size(), 3u);
   EXPECT_TRUE(first.buffer_args().empty());  // moved out of the operation's label
   EXPECT_TRUE(second.buffer_args().empty());
-  EXPECT_EQ(one.expand(args).text(), first_text);
-  EXPECT_EQ(two.expand(args).text(), second_text);
-  EXPECT_EQ(three.expand(args).text(), third_text);
-  EXPECT_EQ(two.expand(args).first_line(), "op b grid 7 n 42");
-  EXPECT_EQ(two.expand(args).buffer_args().size(), 11u);
+  EXPECT_EQ(one.expand(store).text(), first_text);
+  EXPECT_EQ(two.expand(store).text(), second_text);
+  EXPECT_EQ(three.expand(store).text(), third_text);
+  EXPECT_EQ(two.expand(store).first_line(), "op b grid 7 n 42");
+  EXPECT_EQ(two.expand(store).buffer_args().size(), 11u);
 }
 
 TEST(RecordedLabelTest, KeepsATextLabelAndAnEmptyOne) {
-  std::vector<OperationLabel::BufferArg> args;
-  RecordedLabel text(OperationLabel::of_text("external work\nsecond line"), args);
-  RecordedLabel empty(OperationLabel{}, args);
+  LabelStore store;
+  RecordedLabel text(OperationLabel::of_text("external work\nsecond line"), store);
+  RecordedLabel empty(OperationLabel{}, store);
   EXPECT_FALSE(text.empty());
   EXPECT_TRUE(empty.empty());
   EXPECT_TRUE(RecordedLabel{}.empty());
-  EXPECT_EQ(text.expand(args).text(), "external work\nsecond line");
-  EXPECT_EQ(text.expand(args).first_line(), "external work");
-  EXPECT_TRUE(empty.expand(args).empty());
-  EXPECT_TRUE(args.empty());
+  EXPECT_EQ(text.expand(store).text(), "external work\nsecond line");
+  EXPECT_EQ(text.expand(store).first_line(), "external work");
+  EXPECT_TRUE(empty.expand(store).empty());
+  EXPECT_TRUE(store.args.empty());
+  EXPECT_EQ(store.names.size(), 1u);
+}
+
+TEST(RecordedLabelTest, LabelsOfOneNameKeepItOnceAndHoldNoReferenceEach) {
+  LabelStore store;
+  auto name = std::make_shared<const std::string>("add_one");
+  std::vector<RecordedLabel> labels;
+  for (int i = 0; i < 100; ++i) {
+    OperationLabel label(&render_for_test);
+    label.name = name;
+    labels.emplace_back(std::move(label), store);
+  }
+  ASSERT_EQ(store.names.size(), 1u);
+  EXPECT_EQ(name.use_count(), 2);  // ours and the store's: the 100 labels hold none
+  EXPECT_EQ(labels[57].expand(store).first_line(), "op add_one grid 1 n 0");
+  // Another name between two runs of the first: kept once per run.
+  OperationLabel other(&render_for_test);
+  other.name = std::make_shared<const std::string>("fill");
+  labels.emplace_back(std::move(other), store);
+  OperationLabel again(&render_for_test);
+  again.name = name;
+  labels.emplace_back(std::move(again), store);
+  EXPECT_EQ(store.names.size(), 3u);
+  EXPECT_EQ(labels[100].expand(store).first_line(), "op fill grid 1 n 0");
+  EXPECT_EQ(labels[101].expand(store).first_line(), "op add_one grid 1 n 0");
 }
 
 }  // namespace
