@@ -101,6 +101,10 @@ Result<void> OpenRecording::open(int stream_index) {
   loop_target_.store(nullptr, std::memory_order_release);
   between_cases_.store(false, std::memory_order_release);
   begun_ = std::chrono::steady_clock::now();
+  // Read once a recording, as it begins, not at every close (a getenv was the largest single
+  // part of graphcap's own work in an update close on the fake; docs/performance.md).
+  const char* dot_dir = std::getenv("GRAPHCAP_DRIVER_DOT_DIR");
+  driver_dot_dir_ = dot_dir != nullptr ? dot_dir : "";
   if (log_enabled(LogLevel::debug)) {
     log(LogLevel::debug, "recording " + std::to_string(id_) + " begins on stream " +
                              std::to_string(stream_index_) + " (" + mode_name(mode_) + " mode)");
@@ -235,8 +239,8 @@ ClosedRecording OpenRecording::close(CloseRequest request) {
     refusal = std::move(outlived);
   } else {
     // On request, the driver's own view of the graph, for CUDA-level detail.
-    if (const char* dir = std::getenv("GRAPHCAP_DRIVER_DOT_DIR"); dir != nullptr && *dir != 0) {
-      graphs_->dump_dot(*captured, std::string(dir) + "/graphcap-recording-" +
+    if (!driver_dot_dir_.empty()) {
+      graphs_->dump_dot(*captured, driver_dot_dir_ + "/graphcap-recording-" +
                                        std::to_string(id_) + ".dot");
     }
     if (Result<void> made = make_executable(*captured, recorded, request.into, recording); !made) {

@@ -254,6 +254,7 @@ class OpenRecording {
   std::unique_ptr<PoolWindow> pool_;
   CaptureTracker::Registration registration_;
   std::chrono::steady_clock::time_point begun_;
+  std::string driver_dot_dir_;  // GRAPHCAP_DRIVER_DOT_DIR as the recording began (empty: unset)
 
   // The bookkeeping, guarded by book_ (side streams record into it under their own mutex).
   mutable std::mutex book_;
