@@ -1085,7 +1085,8 @@ std::string OpenRecording::name_failed_node(CapturedGraph& captured, const Recor
     if (std::optional<std::string> named =
             name(*nodes, body.frame, body.body,
                  "body " + std::to_string(body.body) + " of graphcap's node " +
-                     std::to_string(body.node) + " (" + recording.label(body.node).first_line() + ")")) {
+                     std::to_string(body.node) + " (" +
+                     recording.label(body.node).first_line() + ")")) {
       return *named;
     }
   }

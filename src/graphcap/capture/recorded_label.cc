@@ -35,7 +35,9 @@ OperationLabel RecordedLabel::expand(const LabelStore& store) const {
   }
   OperationLabel label(render_);
   // Borrowed (no owner): the store keeps the name while the recording lives.
-  if (name_ != nullptr) label.name = std::shared_ptr<const std::string>(std::shared_ptr<const void>(), name_);
+  if (name_ != nullptr) {
+    label.name = std::shared_ptr<const std::string>(std::shared_ptr<const void>(), name_);
+  }
   label.dims = dims_;
   label.numbers = numbers_;
   for (const OperationLabel::BufferArg& arg :

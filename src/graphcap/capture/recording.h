@@ -89,9 +89,9 @@ struct Operation {
 };
 
 // One operation of a recording as graphcap recorded it (what Graph::dot() draws): the node it
-// added, its label (Operation::label, kept compact: Recording::label expands it), the stream that recorded it (its index on the device), the
-// nodes it depends on (the recording stream's frontier when it was recorded), and the loop body
-// it is in.
+// added, its label (Operation::label, kept compact: Recording::label expands it), the stream
+// that recorded it (its index on the device), the nodes it depends on (the recording stream's
+// frontier when it was recorded), and the loop body it is in.
 struct RecordedNode {
   static constexpr std::size_t kNone = ~std::size_t{0};
 
