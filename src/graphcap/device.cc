@@ -30,13 +30,11 @@ Result<std::unique_ptr<Device>> Device::open(DriverApi& driver, DeviceOptions op
   }
   std::unique_ptr<Device> device(new Device(core));
   device->streams_.push_back(HandleAccess::stream(std::move(*stream)));
+  device->default_stream_ = device->streams_.front().get();
   return device;
 }
 
-Stream& Device::stream() {
-  std::lock_guard lock(streams_mutex_);
-  return *streams_.front();
-}
+Stream& Device::stream() { return *default_stream_; }
 
 Result<Stream*> Device::create_stream() {
   GRAPHCAP_TRY(core_->check_open("create_stream"));
@@ -59,6 +57,8 @@ MemoryStats Device::memory_stats(Stream& s) const {
 }
 
 Result<void> Device::check_stream(const Stream& s, const char* operation) const {
+  // Every operation's first check: the usual outcome without building a Result on the way.
+  if (core_->is_open() && &HandleAccess::core(s).device() == core_.get()) [[likely]] return {};
   GRAPHCAP_TRY(core_->check_open(operation));
   if (const DeviceCore& other = HandleAccess::core(s).device(); &other != core_.get()) {
     return Error(Errc::invalid_argument,

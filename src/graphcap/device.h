@@ -296,6 +296,9 @@ class Device {
   std::shared_ptr<detail::DeviceCore> core_;
   mutable std::mutex streams_mutex_;
   std::vector<std::unique_ptr<Stream>> streams_;
+  // streams_.front(), set once by open: stream() reads it without the lock (create_stream may
+  // grow streams_ on another thread meanwhile).
+  Stream* default_stream_ = nullptr;
 };
 
 }  // namespace graphcap

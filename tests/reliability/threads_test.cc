@@ -196,6 +196,32 @@ TEST_F(ThreadsTest, ReplaysOfDifferentGraphsFromSeveralThreads) {
   EXPECT_THAT(failures.list(), IsEmpty());
 }
 
+// Device::stream() takes no lock (it is on every launch of the default stream): it must stay
+// the same stream, and race with nothing, while other threads create streams (which grows the
+// device's list of them).
+TEST_F(ThreadsTest, TheDefaultStreamIsReadWhileOtherThreadsCreateStreams) {
+  Stream* const first = &device_->stream();
+  Failures failures;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 40; ++i) {
+        if (t % 2 == 0) {
+          if (!failures.check(device_->create_stream(), "create_stream")) return;
+        } else if (&device_->stream() != first) {
+          failures.add("thread " + std::to_string(t) + ": another default stream");
+          return;
+        }
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_THAT(failures.list(), IsEmpty());
+  EXPECT_EQ(&device_->stream(), first);
+  EXPECT_THAT(device_->launch(device_->stream(), empty_, dims_for(1), {}), IsOk());
+  EXPECT_THAT(device_->sync(device_->stream()), IsOk());
+}
+
 TEST_F(ThreadsTest, BuffersDroppedFromOtherThreadsWhileTheOwnerWorks) {
   constexpr std::uint32_t kN = 256;
   constexpr int kBatches = 12;
