@@ -3,7 +3,7 @@
 #include <array>
 #include <cstdio>
 #include <cstring>
-#include <optional>
+#include <memory>
 #include <string>
 
 #include <graphcap/detail/arg_access.h>
@@ -314,10 +314,12 @@ Result<void> Device::launch(Stream& s, const Kernel& kernel, LaunchDims dims,
   }
   // A recorded launch that takes params: what Graph::set needs to set its node again (the
   // recording names the node as it records the launch).
-  // (Constructed only for such a launch: most launches take none.)
-  std::optional<capture::ParamNode> param_holder;
+  // (Made only for such a launch: most launches take none, and an empty pointer costs them
+  // nothing to make and destroy.)
+  std::unique_ptr<capture::ParamNode> param_holder;
   if (recording && takes_params) {
-    capture::ParamNode& param_node = param_holder.emplace();
+    param_holder = std::make_unique<capture::ParamNode>();
+    capture::ParamNode& param_node = *param_holder;
     param_node.function = state->function();
     param_node.dims = dims;
     std::size_t i = 0;
