@@ -46,6 +46,7 @@ Result<void> Window::prepare(CUstreamCaptureMode mode, bool claim_on_refusal,
 }
 
 void Window::flush_drops() {
+  if (drops_->pending() == 0) return;  // nothing to fence or release (the usual close)
   CaptureTracker::UnsafeCall call = tracker_->enter_unsafe_call();
   drops_->flush(static_cast<bool>(call));
 }

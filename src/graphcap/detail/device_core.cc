@@ -176,16 +176,20 @@ void DeviceCore::collect_deferred() noexcept {
   if (unsafe_calls_forbidden()) return;
   std::vector<std::shared_ptr<GraphState>> graphs;
   std::vector<CUmodule> unloads;
-  std::vector<std::shared_ptr<StreamCore>> streams;
-  try {
-    std::lock_guard lock(mutex_);
-    streams = streams_;
-  } catch (...) {
-    // Out of memory for the copy: the drops wait for their streams' next operation.
-  }
   // Buffers dropped while a recording forbade querying their fences (graph pools' views among
-  // them, whose memory a pool gives back only then).
-  for (const auto& stream : streams) stream->flush_drops();
+  // them, whose memory a pool gives back only then), and any a queue still holds: polled only
+  // when some queue said it holds drops (a queue left holding some says so again).
+  if (drops_waiting_.exchange(false, std::memory_order_acq_rel)) {
+    std::vector<std::shared_ptr<StreamCore>> streams;
+    try {
+      std::lock_guard lock(mutex_);
+      streams = streams_;
+    } catch (...) {
+      // Out of memory for the copy: the drops wait for their streams' next operation.
+      drops_waiting_.store(true, std::memory_order_release);
+    }
+    for (const auto& stream : streams) stream->flush_drops();
+  }
   {
     std::lock_guard lock(mutex_);
     if (deferred_graphs_.empty() && deferred_unloads_.empty()) return;

@@ -87,6 +87,9 @@ class DeviceCore : public std::enable_shared_from_this<DeviceCore> {
   void defer(std::shared_ptr<GraphState> graph);
   void defer_unload(CUmodule module);
   void collect_deferred() noexcept;
+  // Set by a stream's drop queue when drops are left waiting in it (memory::DropQueue): only
+  // then does collect_deferred poll every stream's queue.
+  std::atomic<bool>& drops_waiting() noexcept { return drops_waiting_; }
 
   // Release everything, each handle once. Idempotent.
   void close() noexcept;
@@ -105,6 +108,7 @@ class DeviceCore : public std::enable_shared_from_this<DeviceCore> {
   const std::uint64_t id_;
   std::atomic<bool> open_{true};
   std::atomic<bool> unchecked_kernel_seen_{false};
+  std::atomic<bool> drops_waiting_{false};
   bool context_retained_ = false;
 
   std::mutex mutex_;

@@ -15,7 +15,7 @@ StreamCore::StreamCore(std::shared_ptr<DeviceCore> device, CUstream handle)
       handle_(handle),
       device_pool_(device_->driver(), memory::SliceKind::device),
       staging_pool_(device_->driver(), memory::SliceKind::pinned_host),
-      drops_(device_->driver(), handle, device_pool_, staging_pool_),
+      drops_(device_->driver(), handle, device_pool_, staging_pool_, &device_->drops_waiting()),
       window_(device_->graph_driver(), device_pool_, staging_pool_, drops_, device_->tracker(),
               gate_, handle) {}
 
@@ -118,7 +118,11 @@ void StreamCore::flush_drops() noexcept {
 void StreamCore::flush_drops_locked() {
   // A recording stream (or a side stream forked into one) takes no fence; the window's close
   // flushes. A query is an unsafe call: without one, only the fence is recorded.
-  if (drops_.pending() == 0 || window_.recording()) return;
+  if (drops_.pending() == 0) return;
+  if (window_.recording()) {
+    device_->drops_waiting().store(true, std::memory_order_release);  // polled again later
+    return;
+  }
   capture::CaptureTracker::UnsafeCall call = device_->tracker().enter_unsafe_call();
   drops_.flush(static_cast<bool>(call));
 }

@@ -14,6 +14,7 @@ void DropQueue::drop(const Slice& slice, std::uint64_t last_use, std::shared_ptr
     return;
   }
   pending_.push_back(std::move(dropped));
+  note_waiting();
 }
 
 void DropQueue::release(const Dropped& dropped) {
@@ -70,7 +71,10 @@ void DropQueue::flush(bool may_query) {
   if (Result<void> fenced = record_fence(); !fenced) {
     log(LogLevel::warn, fenced.error().message());
   }
-  if (!may_query) return;
+  if (!may_query) {
+    note_waiting();
+    return;
+  }
   while (!fences_.empty()) {
     CUresult result = driver_->cuEventQuery(fences_.front().event);
     if (result == CUDA_ERROR_NOT_READY) break;
@@ -86,6 +90,7 @@ void DropQueue::flush(bool may_query) {
     completed_ = std::max(completed_, sequence);
   }
   release_passed();
+  note_waiting();
 }
 
 Result<void> DropQueue::drain() {

@@ -13,6 +13,7 @@
 // closes. Not locked: the stream's mutex guards it.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <vector>
@@ -29,8 +30,11 @@ namespace graphcap::memory {
 
 class DropQueue {
  public:
-  DropQueue(DriverApi& driver, CUstream stream, SlicePool& device, SlicePool& host)
-      : driver_(&driver), stream_(stream), device_(&device), host_(&host) {}
+  // `waiting`, when given, is set whenever a drop or a flush leaves drops waiting here: the
+  // device polls its streams' queues only then (DeviceCore::collect_deferred), not at every close.
+  DropQueue(DriverApi& driver, CUstream stream, SlicePool& device, SlicePool& host,
+            std::atomic<bool>* waiting = nullptr)
+      : driver_(&driver), stream_(stream), device_(&device), host_(&host), waiting_(waiting) {}
   ~DropQueue() { destroy_events(); }
   DropQueue(const DropQueue&) = delete;
   DropQueue& operator=(const DropQueue&) = delete;
@@ -71,11 +75,16 @@ class DropQueue {
   Result<void> record_fence();
   void release_passed();
   void recycle(CUevent event) { spare_events_.push_back(event); }
+  // Drops still wait here: tell whoever polls (waiting_).
+  void note_waiting() noexcept {
+    if (waiting_ != nullptr && !pending_.empty()) waiting_->store(true, std::memory_order_release);
+  }
 
   DriverApi* driver_;
   CUstream stream_;
   SlicePool* device_;
   SlicePool* host_;
+  std::atomic<bool>* waiting_;
   std::uint64_t enqueued_ = 0;
   std::uint64_t completed_ = 0;
   std::vector<Dropped> pending_;

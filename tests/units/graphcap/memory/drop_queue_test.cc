@@ -2,6 +2,8 @@
 // passed its last use, learnt from a sync or from a fence event (src/graphcap/memory/drop_queue.h).
 #include <graphcap/memory/drop_queue.h>
 
+#include <atomic>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -106,6 +108,30 @@ TEST_F(DropQueueTest, AFailedFenceKeepsTheSlicesPendingRatherThanReleasingThemEa
   fake_.clear_faults();
   ASSERT_THAT(queue_->drain(), IsOk());
   EXPECT_EQ(queue_->pending(), 0u);
+}
+
+// The signal the device polls its streams' queues by (DeviceCore::collect_deferred): raised by a
+// drop left waiting and by a flush that leaves drops waiting, and not by one that empties the
+// queue, so a close with no drops anywhere polls no stream.
+TEST_F(DropQueueTest, SaysWhenItHoldsDropsSoTheDevicePollsOnlyThen) {
+  std::atomic<bool> waiting{false};
+  DropQueue queue(fake_, stream_, *device_, *host_, &waiting);
+  fake_.set_device_paused(true);
+  const std::uint64_t use = queue.next_use();
+  queue.drop(take(512), use);
+  EXPECT_TRUE(waiting.exchange(false)) << "a drop waits for its fence";
+  queue.flush(true);
+  EXPECT_TRUE(waiting.exchange(false)) << "the fence has not completed: still waiting";
+  queue.flush(false);
+  EXPECT_TRUE(waiting.exchange(false)) << "a flush that may not query leaves it waiting";
+  fake_.run_pending();
+  queue.flush(true);
+  EXPECT_EQ(queue.pending(), 0u);
+  EXPECT_FALSE(waiting.load()) << "nothing left to poll for";
+  queue.drop(take(512), use);  // its last use already passed: released at once
+  EXPECT_FALSE(waiting.load());
+  EXPECT_EQ(queue.pending(), 0u);
+  fake_.set_device_paused(false);
 }
 
 }  // namespace
