@@ -95,7 +95,12 @@ namespace {
 // What a re-recording replaced: released once the stream has passed the replays that used it.
 void release_replaced(detail::DeviceCore& device, const std::shared_ptr<StreamCore>& stream,
                       capture::Recording old) {
+  // Its node records are not needed by replays: their room goes to the stream's next recording.
   if (old.executable) {
+    {
+      std::lock_guard lock(stream->mutex());
+      stream->window().recycle(old);
+    }
     // Re-instantiated: the old executable may still be replaying. Release it as a graph is
     // destroyed (wait for the stream, destroy, unpin), deferred while a recording forbids that.
     auto replaced = std::make_shared<detail::GraphState>(stream, std::move(old));
@@ -106,6 +111,7 @@ void release_replaced(detail::DeviceCore& device, const std::shared_ptr<StreamCo
   // count as used by them (the drop queue fences them behind the stream). What the new
   // recording uses is pinned by it, so it stays pinned.
   std::lock_guard lock(stream->mutex());
+  stream->window().recycle(old);
   const std::uint64_t use = stream->drops().next_use();
   for (const auto& pin : old.pins) pin->used_at(use);
   old.pins.clear();

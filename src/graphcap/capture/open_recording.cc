@@ -132,6 +132,11 @@ Result<void> OpenRecording::check_thread(const char* operation) const {
   return Error(Errc::graph_state, message.str());
 }
 
+void OpenRecording::recycle(Recording& replaced) noexcept {
+  std::lock_guard book(book_);
+  topology_.recycle(std::move(replaced.nodes), std::move(replaced.labels));
+}
+
 ClosedRecording OpenRecording::close(CloseRequest request) {
   ClosedRecording out;
   Recording& recording = out.recording;
@@ -352,7 +357,7 @@ Result<void> OpenRecording::make_executable(CapturedGraph& captured, const Graph
           recording.param_nodes[p].node =
               positions[p] == kNone ? nullptr : into->source_nodes[positions[p]];
         }
-        recording.report = report;  // `into` keeps its executable and its source graph
+        recording.report = std::move(report);  // `into` keeps its executable and source graph
         return {};
       }
       update_report = std::move(report);
@@ -383,7 +388,7 @@ Result<void> OpenRecording::make_executable(CapturedGraph& captured, const Graph
                  error.driver_code());
   }
   recording.executable = std::move(*fresh);
-  recording.report = report;
+  recording.report = std::move(report);
   if (!recording.param_nodes.empty()) {
     recording.source = std::move(captured);  // set-params names nodes of it
     recording.source_nodes = std::move(nodes);

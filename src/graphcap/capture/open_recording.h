@@ -87,6 +87,9 @@ class OpenRecording {
     std::uint64_t sequence = 0;  // the origin stream's operation number at the close
   };
   ClosedRecording close(CloseRequest request);
+  // A recording this one's graph replaced: its node list's room is kept for the next recording
+  // (RecordedTopology::recycle).
+  void recycle(Recording& replaced) noexcept;
 
   // ---- Operations entering the recording (any stream of it) ------------------------------
   // An operation of stream `stream` (its index), issued on `issued_on`: pin its memory, note

@@ -6,10 +6,29 @@ namespace graphcap::capture {
 
 void RecordedTopology::clear(std::size_t expected) {
   nodes_.clear();
+  if (nodes_.capacity() < expected && spare_nodes_.capacity() >= expected) {
+    nodes_.swap(spare_nodes_);
+  }
   nodes_.reserve(expected);
   labels_.clear();
+  if (labels_.args.capacity() < label_args_hint_ && spare_args_.capacity() >= label_args_hint_) {
+    labels_.args.swap(spare_args_);
+  }
   labels_.args.reserve(label_args_hint_);
   lanes_.clear();
+}
+
+void RecordedTopology::recycle(std::vector<RecordedNode>&& nodes, LabelStore&& labels) noexcept {
+  // Kept when it has more room than the spare already kept; emptied now (in the close that
+  // replaced it), not at the next begin.
+  if (nodes.capacity() > spare_nodes_.capacity()) {
+    nodes.clear();
+    spare_nodes_.swap(nodes);
+  }
+  if (labels.args.capacity() > spare_args_.capacity()) {
+    labels.args.clear();
+    spare_args_.swap(labels.args);
+  }
 }
 
 RecordedTopology::Lane& RecordedTopology::lane(int id) {

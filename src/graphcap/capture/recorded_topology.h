@@ -50,6 +50,9 @@ class RecordedTopology {
   // labels).
   std::vector<RecordedNode> take();
   LabelStore take_labels();
+  // A replaced recording's node list and label store, emptied: their room is what clear() gives
+  // the next recording, so a re-recording loop allocates and frees no node list per step.
+  void recycle(std::vector<RecordedNode>&& nodes, LabelStore&& labels) noexcept;
 
  private:
   struct Lane {
@@ -62,6 +65,8 @@ class RecordedTopology {
 
   std::vector<RecordedNode> nodes_;
   LabelStore labels_;
+  std::vector<RecordedNode> spare_nodes_;  // empty, with room (recycle)
+  std::vector<OperationLabel::BufferArg> spare_args_;
   std::size_t label_args_hint_ = 0;  // the last recording's argument count, reserved by clear()
   std::vector<Lane> lanes_;  // a few: the streams of the recording and its open loop bodies
 };

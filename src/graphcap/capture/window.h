@@ -93,6 +93,9 @@ class Window {
   // open (graph_state, nothing changed) on a side stream, from another thread in global and
   // thread_local mode, with loops open, and while another open recording forbids instantiating.
   Result<Recording> end(bool upload, const IntoGraph* into = nullptr);
+  // A recording of this stream's that a re-recording replaced: its node list's room is reused
+  // by the next recording here (the stream's mutex held).
+  void recycle(Recording& replaced) noexcept { recording_.recycle(replaced); }
   // Leave prepare or capture without a graph, from any thread: a recording begun on another
   // thread is terminated (the driver ends it with CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD, which
   // is the expected outcome there), and what it would have written is claimed.
