@@ -52,10 +52,15 @@ capture::Recording GraphState::adopt(capture::Recording recording) noexcept {
     memory.driver_taken_known = kept.driver_taken_known;
     // Replays already enqueued still run the old nodes: the modules of their kernels stay loaded
     // as long as this graph (unloading one under a running kernel is not safe).
+    // Both lists are sorted and unique (the close dedupes them); a re-recording of the same
+    // step usually keeps the same modules: then there is nothing to merge (and nothing to
+    // allocate).
     auto& keep = recording.keep_alive;
-    keep.insert(keep.end(), old.keep_alive.begin(), old.keep_alive.end());
-    std::sort(keep.begin(), keep.end());
-    keep.erase(std::unique(keep.begin(), keep.end()), keep.end());
+    if (!std::includes(keep.begin(), keep.end(), old.keep_alive.begin(), old.keep_alive.end())) {
+      keep.insert(keep.end(), old.keep_alive.begin(), old.keep_alive.end());
+      std::sort(keep.begin(), keep.end());
+      keep.erase(std::unique(keep.begin(), keep.end()), keep.end());
+    }
     old.keep_alive.clear();
     // Its nodes are still the executable's names for param nodes (mapped onto them).
     recording.source = std::move(old.source);
