@@ -48,7 +48,7 @@ std::string Graph::dot() const {
     out += "  }\n";
   }
   for (std::size_t i = 0; i < nodes.size(); ++i) {
-    nodes[i].for_each_dependency([&](std::size_t from) {
+    nodes[i].for_each_dependency(state_->node_store(), [&](std::size_t from) {
       // A programmatic edge (LaunchOptions::programmatic after a kernel) is drawn dashed.
       const bool programmatic = nodes[i].programmatic && from < nodes.size() &&
                                 nodes[from].type == CU_GRAPH_NODE_TYPE_KERNEL;

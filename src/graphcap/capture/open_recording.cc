@@ -134,7 +134,7 @@ Result<void> OpenRecording::check_thread(const char* operation) const {
 
 void OpenRecording::recycle(Recording& replaced) noexcept {
   std::lock_guard book(book_);
-  topology_.recycle(std::move(replaced.nodes), std::move(replaced.labels));
+  topology_.recycle(std::move(replaced.nodes), std::move(replaced.store));
 }
 
 ClosedRecording OpenRecording::close(CloseRequest request) {
@@ -159,7 +159,7 @@ ClosedRecording OpenRecording::close(CloseRequest request) {
     recording.param_nodes = std::exchange(param_nodes_, {});
     node_hint_ = topology_.size();
     recording.nodes = topology_.take();
-    recording.labels = topology_.take_labels();
+    recording.store = topology_.take_store();
     sides = std::exchange(sides_, {});
     recorded = std::exchange(recorded_, GraphReport{});
     recorded.node_priorities = node_priorities_;
@@ -497,7 +497,7 @@ Result<void> OpenRecording::record(Operation& op, int stream, const Error* failu
   if (op.programmatic) {
     // As the driver makes them (P01): programmatic edges from kernels, ordinary ones otherwise.
     node.programmatic = true;
-    node.for_each_dependency([&](std::size_t before) {
+    node.for_each_dependency(topology_.store(), [&](std::size_t before) {
       if (topology_.at(before).type == CU_GRAPH_NODE_TYPE_KERNEL) ++programmatic_edges_;
     });
   }

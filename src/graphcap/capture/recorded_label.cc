@@ -8,7 +8,7 @@ namespace graphcap::capture {
 namespace {
 
 // `name` kept in the store (once per run of the same string); its address there.
-const std::string* keep_name(std::shared_ptr<const std::string>&& name, LabelStore& store) {
+const std::string* keep_name(std::shared_ptr<const std::string>&& name, NodeStore& store) {
   if (store.names.empty() || store.names.back().get() != name.get()) {
     store.names.push_back(std::move(name));
   }
@@ -17,7 +17,7 @@ const std::string* keep_name(std::shared_ptr<const std::string>&& name, LabelSto
 
 }  // namespace
 
-RecordedLabel::RecordedLabel(OperationLabel&& label, LabelStore& store)
+RecordedLabel::RecordedLabel(OperationLabel&& label, NodeStore& store)
     : render_(label.renderer()), dims_(label.dims), numbers_(label.numbers) {
   if (render_ != nullptr) {
     if (label.name) name_ = keep_name(std::move(label.name), store);
@@ -29,7 +29,7 @@ RecordedLabel::RecordedLabel(OperationLabel&& label, LabelStore& store)
   }
 }
 
-OperationLabel RecordedLabel::expand(const LabelStore& store) const {
+OperationLabel RecordedLabel::expand(const NodeStore& store) const {
   if (render_ == nullptr) {
     return name_ == nullptr ? OperationLabel() : OperationLabel::of_text(*name_);
   }

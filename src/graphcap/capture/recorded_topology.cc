@@ -10,24 +10,24 @@ void RecordedTopology::clear(std::size_t expected) {
     nodes_.swap(spare_nodes_);
   }
   nodes_.reserve(expected);
-  labels_.clear();
-  if (labels_.args.capacity() < label_args_hint_ && spare_args_.capacity() >= label_args_hint_) {
-    labels_.args.swap(spare_args_);
+  store_.clear();
+  if (store_.args.capacity() < label_args_hint_ && spare_args_.capacity() >= label_args_hint_) {
+    store_.args.swap(spare_args_);
   }
-  labels_.args.reserve(label_args_hint_);
+  store_.args.reserve(label_args_hint_);
   lanes_.clear();
 }
 
-void RecordedTopology::recycle(std::vector<RecordedNode>&& nodes, LabelStore&& labels) noexcept {
-  // Kept when it has more room than the spare already kept; emptied now (in the close that
-  // replaced it), not at the next begin.
+void RecordedTopology::recycle(std::vector<RecordedNode>&& nodes, NodeStore&& store) noexcept {
+  // Kept when it has more room than the spare already kept. Emptying a node list touches no
+  // node (RecordedNode is trivially destructible).
   if (nodes.capacity() > spare_nodes_.capacity()) {
     nodes.clear();
     spare_nodes_.swap(nodes);
   }
-  if (labels.args.capacity() > spare_args_.capacity()) {
-    labels.args.clear();
-    spare_args_.swap(labels.args);
+  if (store.args.capacity() > spare_args_.capacity()) {
+    store.args.clear();
+    spare_args_.swap(store.args);
   }
 }
 
@@ -52,7 +52,11 @@ RecordedNode& RecordedTopology::add(int id) {
   RecordedNode& node = nodes_.emplace_back();
   if (!on.frontier.empty()) {
     node.after = on.frontier.front();
-    node.also_after.assign(on.frontier.begin() + 1, on.frontier.end());
+    if (on.frontier.size() > 1) {  // a join: the rest in the store
+      node.joins_first = static_cast<std::uint32_t>(store_.joins.size());
+      node.joins_count = static_cast<std::uint32_t>(on.frontier.size() - 1);
+      store_.joins.insert(store_.joins.end(), on.frontier.begin() + 1, on.frontier.end());
+    }
   }
   on.frontier.clear();  // keeps its room: the next node allocates nothing
   on.frontier.push_back(index);
@@ -94,7 +98,7 @@ std::optional<std::pair<int, std::size_t>> RecordedTopology::unjoined(int origin
     stack.pop_back();
     if (node >= joined.size() || joined[node]) continue;
     joined[node] = true;
-    nodes_[node].for_each_dependency([&](std::size_t before) { stack.push_back(before); });
+    nodes_[node].for_each_dependency(store_, [&](std::size_t before) { stack.push_back(before); });
   }
   for (const Lane& lane : lanes_) {
     if (lane.id == origin || lane.last == RecordedNode::kNone || joined[lane.last]) continue;
@@ -108,9 +112,9 @@ std::vector<RecordedNode> RecordedTopology::take() {
   return std::exchange(nodes_, {});
 }
 
-LabelStore RecordedTopology::take_labels() {
-  label_args_hint_ = labels_.args.size();
-  return std::exchange(labels_, {});
+NodeStore RecordedTopology::take_store() {
+  label_args_hint_ = store_.args.size();
+  return std::exchange(store_, {});
 }
 
 }  // namespace graphcap::capture

@@ -24,6 +24,7 @@ class RecordedTopology {
   bool empty() const noexcept { return nodes_.empty(); }
   const RecordedNode& back() const { return nodes_.back(); }
   const RecordedNode& at(std::size_t node) const { return nodes_.at(node); }
+  const NodeStore& store() const noexcept { return store_; }
 
   // A new node on `lane`, depending on the lane's frontier, and the lane's frontier from now on;
   // the caller fills in what it is. Its index is size() - 1.
@@ -39,20 +40,19 @@ class RecordedTopology {
 
   // Gives `node` (one of this topology's) its label, its arguments kept with the others'.
   void set_label(RecordedNode& node, OperationLabel&& label) {
-    node.label = RecordedLabel(std::move(label), labels_);
+    node.label = RecordedLabel(std::move(label), store_);
   }
   // The label of node `node`, expanded (for messages and the debug log).
   OperationLabel label(std::size_t node) const {
-    return nodes_.at(node).label.expand(labels_);
+    return nodes_.at(node).label.expand(store_);
   }
 
-  // The nodes, and what their labels share, handed to the recording (Recording::nodes and
-  // labels).
+  // The nodes, and what they share, handed to the recording (Recording::nodes and store).
   std::vector<RecordedNode> take();
-  LabelStore take_labels();
-  // A replaced recording's node list and label store, emptied: their room is what clear() gives
-  // the next recording, so a re-recording loop allocates and frees no node list per step.
-  void recycle(std::vector<RecordedNode>&& nodes, LabelStore&& labels) noexcept;
+  NodeStore take_store();
+  // A replaced recording's node list and store, emptied: their room is what clear() gives the
+  // next recording, so a re-recording loop allocates and frees no node list per step.
+  void recycle(std::vector<RecordedNode>&& nodes, NodeStore&& store) noexcept;
 
  private:
   struct Lane {
@@ -64,7 +64,7 @@ class RecordedTopology {
   const Lane* find(int id) const noexcept;
 
   std::vector<RecordedNode> nodes_;
-  LabelStore labels_;
+  NodeStore store_;
   std::vector<RecordedNode> spare_nodes_;  // empty, with room (recycle)
   std::vector<OperationLabel::BufferArg> spare_args_;
   std::size_t label_args_hint_ = 0;  // the last recording's argument count, reserved by clear()

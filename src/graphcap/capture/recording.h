@@ -6,12 +6,14 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <graphcap/capture/buffer_roles.h>
 #include <graphcap/capture/captured_graph.h>
 #include <graphcap/capture/executable.h>
 #include <graphcap/capture/graph_report.h>
+#include <graphcap/capture/node_store.h>
 #include <graphcap/capture/operation_label.h>
 #include <graphcap/capture/recorded_label.h>
 #include <graphcap/driver/cuda_types.h>
@@ -104,17 +106,20 @@ struct RecordedNode {
   unsigned branch_body = 0;
   std::uint64_t body = 0;  // a conditional node: the loop or condition it runs (its bodies' `loop`)
   bool programmatic = false;  // launched with LaunchOptions::programmatic
-  // The nodes it depends on. Most nodes depend on one (their stream's last), kept inline: a
-  // recorded launch allocates nothing for it; only a join lists more.
+  // The nodes it depends on. Most nodes depend on one (their stream's last), kept inline; a
+  // join's further ones are in the recording's NodeStore::joins, [joins_first, + joins_count).
   std::size_t after = kNone;
-  std::vector<std::size_t> also_after;
+  std::uint32_t joins_first = 0;
+  std::uint32_t joins_count = 0;
 
   template <class Visit>
-  void for_each_dependency(Visit&& visit) const {
+  void for_each_dependency(const NodeStore& store, Visit&& visit) const {
     if (after != kNone) visit(after);
-    for (std::size_t node : also_after) visit(node);
+    for (std::uint32_t i = 0; i < joins_count; ++i) visit(store.joins[joins_first + i]);
   }
 };
+// Nothing to release in a node record: a node list is emptied or freed without touching its nodes.
+static_assert(std::is_trivially_destructible_v<RecordedNode>);
 
 // A closed recording: the executable and everything it replays against, handed to the graph
 // whole.
@@ -131,10 +136,10 @@ struct Recording {
   CapturedGraph source;
   std::vector<CUgraphNode> source_nodes;
   std::vector<RecordedNode> nodes;
-  LabelStore labels;  // what the nodes' labels share (their arguments and names)
+  NodeStore store;  // what the node records share (label arguments, names, joins' dependencies)
 
   // Node `node`'s label, to render while the recording lives.
-  OperationLabel label(std::size_t node) const { return nodes.at(node).label.expand(labels); }
+  OperationLabel label(std::size_t node) const { return nodes.at(node).label.expand(store); }
 };
 
 }  // namespace graphcap::capture

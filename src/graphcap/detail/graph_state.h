@@ -39,6 +39,7 @@ class GraphState {
   // The buffers the recording read, wrote and produced whole (see Graph::replay's slow path).
   const capture::BufferRoles& buffers() const noexcept { return recording_.buffers; }
   const std::vector<capture::RecordedNode>& nodes() const noexcept { return recording_.nodes; }
+  const capture::NodeStore& node_store() const noexcept { return recording_.store; }
   capture::OperationLabel label(std::size_t node) const { return recording_.label(node); }
 
   // The executable replays run (an empty one for a released graph).

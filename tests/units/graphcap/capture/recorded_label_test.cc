@@ -37,7 +37,7 @@ OperationLabel label_with_args(const std::string& name, std::uint32_t count) {
 }
 
 TEST(RecordedLabelTest, ExpandsToTheRecordedTextWithItsArgumentsFromTheSharedArray) {
-  LabelStore store;
+  NodeStore store;
   // Three labels into one array: within the inline room, past it (spilled), and none.
   OperationLabel first = label_with_args("a", 3);
   OperationLabel second = label_with_args("b", 11);
@@ -60,7 +60,7 @@ TEST(RecordedLabelTest, ExpandsToTheRecordedTextWithItsArgumentsFromTheSharedArr
 }
 
 TEST(RecordedLabelTest, KeepsATextLabelAndAnEmptyOne) {
-  LabelStore store;
+  NodeStore store;
   RecordedLabel text(OperationLabel::of_text("external work\nsecond line"), store);
   RecordedLabel empty(OperationLabel{}, store);
   EXPECT_FALSE(text.empty());
@@ -74,7 +74,7 @@ TEST(RecordedLabelTest, KeepsATextLabelAndAnEmptyOne) {
 }
 
 TEST(RecordedLabelTest, LabelsOfOneNameKeepItOnceAndHoldNoReferenceEach) {
-  LabelStore store;
+  NodeStore store;
   auto name = std::make_shared<const std::string>("add_one");
   std::vector<RecordedLabel> labels;
   for (int i = 0; i < 100; ++i) {
