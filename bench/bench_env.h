@@ -47,6 +47,8 @@ class BenchEnv {
   const ObservingDriver& observer() const noexcept { return *observer_; }
   // Sum the time spent inside driver calls from now (observer().driver_ns()), or stop.
   void time_driver_calls(bool on) noexcept { observer_->time_calls(on); }
+  // cuLaunchKernel answers CUDA_SUCCESS without the driver (ObservingDriver::swallow_launches).
+  void swallow_launches(bool on) noexcept { observer_->swallow_launches(on); }
   fake::FakeDriver* fake() noexcept { return fake_.get(); }
 
   Device& device() noexcept { return *device_; }

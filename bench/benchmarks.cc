@@ -40,6 +40,10 @@
 // then a sync: Device::launch, which checks the arguments against the kernel's signature
 // (issue 16), against raw cuLaunchKernel with the same parameters. Counters: args_us,
 // raw_args_us, args_vs_raw, us_per_node, launch_allocs.
+// LaunchOwn/n: graphcap's own host work in one eager Device::launch, hot (the driver's launch
+// swallowed, less the same swallowed calls made raw) and in situ (a real pass less the time
+// inside the driver, less the same of raw launches). Counters per launch: hot_own_ns,
+// hot_own_args_ns (`values`), situ_own_ns, driver_ns.
 // ForkedReplay/n, SerialReplay/n: wall time of one replay + sync of a step made of a 16 MiB
 // device-to-device copy (Device::copy) and n launches of `empty`. Forked: recorded with the copy
 // on a side stream forked from the recording stream and joined back (copy beside compute, issue
@@ -325,6 +329,79 @@ void eager_vs_replay(benchmark::State& state, BenchEnv& env, bool eager_is_prima
   state.counters["us_per_node"] = (eager_is_primary ? eager_median : replay_median) / 1000.0 / n;
   state.counters["launch_allocs"] =
       (static_cast<double>(launch_allocs) - static_cast<double>(raw_allocs)) / kProbe;
+}
+
+// ---- LaunchOwn -------------------------------------------------------------------------------
+
+// graphcap's own host work in one eager Device::launch, two ways (issue 24's eager row):
+//   hot:     n launches with the driver's cuLaunchKernel swallowed (ObservingDriver answers
+//            CUDA_SUCCESS at once), less the same n swallowed calls made raw: graphcap's checks,
+//            stream lock and bookkeeping with everything in the CPU's caches. Also with the three
+//            scalar arguments of `values` (each checked against the kernel's signature).
+//   in situ: a real eager pass of n launches with the time inside the driver summed
+//            (time_driver_calls), less the same for raw launches: graphcap's own work between
+//            real driver launches, which evict its state from the caches.
+// Counters per launch: hot_own_ns, hot_own_args_ns, situ_own_ns, driver_ns (the raw launch).
+void launch_own(benchmark::State& state, BenchEnv& env, bool, int) {
+  const int n = static_cast<int>(state.range(0));
+  if (Result<void> synced = env.sync(); !synced) return skip(state, synced.error());
+  auto graphcap_pass = [&](bool values) -> Result<void> {
+    for (int i = 0; i < n; ++i) {
+      if (Result<void> r = values ? env.launch_values() : env.launch_empty(); !r) return r;
+    }
+    return {};
+  };
+  auto raw_pass = [&](bool values) -> Result<void> {
+    for (int i = 0; i < n; ++i) {
+      if (CUresult r = values ? env.raw_launch_values() : env.raw_launch_empty();
+          r != CUDA_SUCCESS) {
+        return Error::from_driver("cuLaunchKernel", r);
+      }
+    }
+    return {};
+  };
+  // A side's wall time, and the time inside the driver when `timed`.
+  struct Side {
+    double total = 0;
+    double inside = 0;
+  };
+  auto run = [&](bool graphcap, bool values, bool swallowed, Side& side) -> Result<void> {
+    env.swallow_launches(swallowed);
+    env.time_driver_calls(!swallowed);
+    const double inside_before = env.observer().driver_ns();
+    const Clock::time_point start = Clock::now();
+    Result<void> outcome = graphcap ? graphcap_pass(values) : raw_pass(values);
+    side.total = ns_between(start, Clock::now());
+    side.inside = env.observer().driver_ns() - inside_before;
+    env.time_driver_calls(false);
+    env.swallow_launches(false);
+    if (outcome && !swallowed) outcome = env.sync();
+    return outcome;
+  };
+  std::vector<double> hot, hot_args, situ, driver;
+  int rotation = 0;
+  for (auto _ : state) {
+    Side sides[6];  // graphcap/raw x hot/hot-args/in-situ
+    for (int step = 0; step < 6; ++step) {
+      const int k = (step + rotation) % 6;
+      const bool graphcap = k % 2 == 0;
+      const int kind = k / 2;  // 0 hot, 1 hot with arguments, 2 in situ
+      if (Result<void> r = run(graphcap, kind == 1, kind != 2, sides[k]); !r) {
+        return skip(state, r.error());
+      }
+    }
+    rotation = (rotation + 1) % 6;
+    state.SetIterationTime((sides[4].total - sides[4].inside) * 1e-9);
+    hot.push_back((sides[0].total - sides[1].total) / n);
+    hot_args.push_back((sides[2].total - sides[3].total) / n);
+    situ.push_back(((sides[4].total - sides[4].inside) - (sides[5].total - sides[5].inside)) / n);
+    driver.push_back(sides[5].inside / n);
+  }
+  state.counters["nodes"] = n;
+  state.counters["hot_own_ns"] = median(hot);
+  state.counters["hot_own_args_ns"] = median(hot_args);
+  state.counters["situ_own_ns"] = median(situ);
+  state.counters["driver_ns"] = median(driver);
 }
 
 // ---- ArgsPass / RawArgsPass --------------------------------------------------------------------
@@ -686,6 +763,14 @@ void register_benchmarks(BenchEnv& env, const BenchPlan& plan) {
                 nullptr, capture_iterations);
   register_pair(env, plan, "ArgsPass", "RawArgsPass", args_vs_raw, benchmark::kMicrosecond,
                 nullptr, pass_iterations);
+  for (const int n : {100, 1000}) {
+    benchmark::RegisterBenchmark("LaunchOwn",
+                                 [&env](benchmark::State& state) { launch_own(state, env, true, 1); })
+        ->Arg(n)
+        ->Iterations(scaled(pass_iterations(n), plan.scale, 1))
+        ->UseManualTime()
+        ->Unit(benchmark::kMicrosecond);
+  }
   register_many_graphs_benchmarks(env, plan);
   register_loop_benchmarks(env, plan);
   register_branch_benchmarks(env, plan);

@@ -76,9 +76,21 @@ class ObservingDriver final : public CountingDriver {
     if (exec == last_exec_) last_exec_ = nullptr;
     return CountingDriver::cuGraphExecDestroy(exec);
   }
+  // While swallowing, cuLaunchKernel returns CUDA_SUCCESS without reaching the driver: what is
+  // left of a launch through graphcap is graphcap's own host work (LaunchOwn). Eager launches
+  // only: a swallowed launch inside a recording would be missing from the driver's graph.
+  void swallow_launches(bool on) noexcept { swallow_ = on; }
+  CUresult cuLaunchKernel(CUfunction f, unsigned grid_x, unsigned grid_y, unsigned grid_z,
+                          unsigned block_x, unsigned block_y, unsigned block_z, unsigned shared,
+                          CUstream stream, void** params, void** extra) override {
+    if (swallow_) return CUDA_SUCCESS;
+    return CountingDriver::cuLaunchKernel(f, grid_x, grid_y, grid_z, block_x, block_y, block_z,
+                                          shared, stream, params, extra);
+  }
 
  private:
   CUgraphExec last_exec_ = nullptr;
+  bool swallow_ = false;
 };
 
 }  // namespace graphcap::bench
