@@ -80,11 +80,13 @@ class CaptureTracker {
     UnsafeCall() noexcept = default;
     UnsafeCall(UnsafeCall&& other) noexcept : tracker_(std::exchange(other.tracker_, nullptr)) {}
     UnsafeCall& operator=(UnsafeCall&&) = delete;
-    ~UnsafeCall() {
-      if (tracker_ != nullptr) tracker_->leave_unsafe_call();
-    }
+    ~UnsafeCall() { end(); }
     // False: the call is forbidden now (defer it, serve from cache, or refuse).
     explicit operator bool() const noexcept { return tracker_ != nullptr; }
+    // Leave the scope before the object goes (what the destructor would do, once).
+    void end() noexcept {
+      if (tracker_ != nullptr) std::exchange(tracker_, nullptr)->leave_unsafe_call();
+    }
 
    private:
     friend class CaptureTracker;

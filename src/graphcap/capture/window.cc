@@ -106,25 +106,25 @@ Result<Recording> Window::end(bool upload, const IntoGraph* into) {
   if (is_side()) return refuse_on_side("end_capture").error();
   if (Result<void> owner = recording_.check_thread("end_capture"); !owner) return owner.error();
   if (std::optional<Error> open = recording_.open_loop_refusal()) return *open;
-  ClosedRecording closed;
-  {
-    // Instantiating (and updating, uploading) while another recording is open in global mode,
-    // or another of this thread's, would invalidate that one (docs/cuda-driver-facts.md): refused
-    // before anything closes. Held to the end, so no global recording opens meanwhile.
-    CaptureTracker::UnsafeCall allowed =
-        tracker_->enter_unsafe_call_beside(recording_.registration());
-    if (!allowed) {
-      return Error(Errc::graph_state,
-                   "end_capture: another recording is open in global mode (on another thread), "
-                   "or another recording of this thread is; instantiating the graph now would "
-                   "invalidate it: end this one once that one has ended, or record both in "
-                   "thread_local mode (this recording stays open)");
-    }
-    // First, before anything can fail: a stream must never be left in capture state.
-    set_state(CaptureState::no_capture);
-    disarm();
-    closed = recording_.close({upload, into, false, std::nullopt, drops_->last_enqueued()});
+  // Instantiating (and updating, uploading) while another recording is open in global mode,
+  // or another of this thread's, would invalidate that one (docs/cuda-driver-facts.md): refused
+  // before anything closes. Held to the end of the close, so no global recording opens meanwhile.
+  CaptureTracker::UnsafeCall allowed =
+      tracker_->enter_unsafe_call_beside(recording_.registration());
+  if (!allowed) {
+    return Error(Errc::graph_state,
+                 "end_capture: another recording is open in global mode (on another thread), "
+                 "or another recording of this thread is; instantiating the graph now would "
+                 "invalidate it: end this one once that one has ended, or record both in "
+                 "thread_local mode (this recording stays open)");
   }
+  // First, before anything can fail: a stream must never be left in capture state.
+  set_state(CaptureState::no_capture);
+  disarm();
+  // (Made in place: a recording is large to move.)
+  ClosedRecording closed =
+      recording_.close({upload, into, false, std::nullopt, drops_->last_enqueued()});
+  allowed.end();
   // Unpinning may take other streams' mutexes: only outside the unsafe-call scope.
   if (closed.refusal) {
     closed.recording = Recording{};  // back through the drop queue

@@ -165,11 +165,13 @@ void DeviceCore::kept_slice_freed() noexcept {
 void DeviceCore::defer(std::shared_ptr<GraphState> graph) {
   std::lock_guard lock(mutex_);
   deferred_graphs_.push_back(std::move(graph));
+  has_deferred_.store(true, std::memory_order_release);
 }
 
 void DeviceCore::defer_unload(CUmodule module) {
   std::lock_guard lock(mutex_);
   deferred_unloads_.push_back(module);
+  has_deferred_.store(true, std::memory_order_release);
 }
 
 void DeviceCore::collect_deferred() noexcept {
@@ -190,8 +192,11 @@ void DeviceCore::collect_deferred() noexcept {
     }
     for (const auto& stream : streams) stream->flush_drops();
   }
+  // Nothing deferred (the usual close): no lock. Set under the lock with what it announces.
+  if (!has_deferred_.load(std::memory_order_acquire)) return;
   {
     std::lock_guard lock(mutex_);
+    has_deferred_.store(false, std::memory_order_relaxed);
     if (deferred_graphs_.empty() && deferred_unloads_.empty()) return;
     graphs.swap(deferred_graphs_);
     unloads.swap(deferred_unloads_);
@@ -218,6 +223,7 @@ void DeviceCore::collect_deferred() noexcept {
     std::lock_guard lock(mutex_);
     for (auto& graph : still_deferred) deferred_graphs_.push_back(std::move(graph));
     for (CUmodule module : still_unloading) deferred_unloads_.push_back(module);
+    has_deferred_.store(true, std::memory_order_release);
   }
 }
 

@@ -109,6 +109,7 @@ class DeviceCore : public std::enable_shared_from_this<DeviceCore> {
   std::atomic<bool> open_{true};
   std::atomic<bool> unchecked_kernel_seen_{false};
   std::atomic<bool> drops_waiting_{false};
+  std::atomic<bool> has_deferred_{false};  // deferred_graphs_ or deferred_unloads_ may hold some
   bool context_retained_ = false;
 
   std::mutex mutex_;

@@ -36,7 +36,7 @@ void GraphState::tell_other_devices() const {
   }
 }
 
-capture::Recording GraphState::adopt(capture::Recording recording) noexcept {
+capture::Recording GraphState::adopt(capture::Recording&& recording) noexcept {
   std::lock_guard lock(mutex_);
   capture::Recording old = std::move(recording_);
   if (!recording.executable) {

@@ -57,7 +57,7 @@ class GraphState {
   // kept. Returns what was replaced (the old executable when there is a new one, the old pins
   // and keep-alives): the caller releases it once the stream has passed the replays of it.
   // Not to be called concurrently with replay() of the same graph.
-  capture::Recording adopt(capture::Recording recording) noexcept;
+  capture::Recording adopt(capture::Recording&& recording) noexcept;
 
   // Wait for in-flight replays (a failed wait is queued on the stream), destroy the executable,
   // unpin. False, doing nothing, when a recording forbids the wait now (defer it then).
