@@ -307,7 +307,7 @@ Result<void> Device::launch(Stream& s, const Kernel& kernel, LaunchDims dims,
                      "; only a kernel recorded into the loop's own recording may set it");
   }
   if (recording) {
-    op.keep_alive = state;  // a replay needs its module loaded
+    op.keep_alive = capture::KeepAliveRef::of(state);  // a replay needs its module loaded
     launch_label(op.label, state, dims, args);
   } else if (log_enabled(LogLevel::debug)) {
     launch_label(op.label, state, dims, args);

@@ -430,8 +430,8 @@ Result<void> OpenRecording::record(Operation& op, int stream, const Error* failu
     if (use.access == Access::write_whole && failure == nullptr) roles_.produces.push_back(buffer);
   }
   if (op.staging) pins_.push_back(op.staging);
-  if (op.keep_alive && (keep_alive_.empty() || keep_alive_.back() != op.keep_alive)) {
-    keep_alive_.push_back(op.keep_alive);
+  if (op.keep_alive && (keep_alive_.empty() || keep_alive_.back().get() != op.keep_alive.id)) {
+    keep_alive_.push_back(op.keep_alive.share(op.keep_alive.owner));
   }
   if (failure != nullptr) {
     if (!doomed_ && failure->driver_code() == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED) {

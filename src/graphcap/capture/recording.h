@@ -56,11 +56,28 @@ struct ParamNode {
 // One stream operation: the node it adds when recorded, the buffers it uses, the staging
 // memory it reads or writes besides them, and what must stay alive while a graph replays it
 // (e.g. the module of a kernel).
+// What a recorded operation keeps alive (e.g. its kernel's module), named by reference: the
+// recording takes a reference of its own only for one it does not hold yet (a pass of n launches
+// of one kernel takes one, not n: no reference count touched per launch).
+struct KeepAliveRef {
+  const void* id = nullptr;  // the object kept alive; nullptr: nothing
+  const void* owner = nullptr;  // the caller's shared_ptr to it, alive for the call
+  std::shared_ptr<const void> (*share)(const void* owner) = nullptr;
+
+  template <class T>
+  static KeepAliveRef of(const std::shared_ptr<T>& owner) noexcept {
+    return {owner.get(), &owner, [](const void* from) -> std::shared_ptr<const void> {
+              return *static_cast<const std::shared_ptr<T>*>(from);
+            }};
+  }
+  explicit operator bool() const noexcept { return id != nullptr; }
+};
+
 struct Operation {
   CUgraphNodeType node = CU_GRAPH_NODE_TYPE_KERNEL;
   std::span<const BufferUse> uses;
   std::shared_ptr<memory::Allocation> staging;
-  std::shared_ptr<const void> keep_alive;
+  KeepAliveRef keep_alive;
   // Work graphcap did not issue (Device::record_external): it adds nodes graphcap can't count.
   bool external = false;
   // A recorded kernel launch that took params: everything but its node, which the recording names
