@@ -40,6 +40,9 @@
 // then a sync: Device::launch, which checks the arguments against the kernel's signature
 // (issue 16), against raw cuLaunchKernel with the same parameters. Counters: args_us,
 // raw_args_us, args_vs_raw, us_per_node, launch_allocs.
+// CaptureOwn/n: graphcap's own host work in begin..end (instantiate and upload included), in
+// situ: each side less the time inside its driver calls, graphcap's less raw's, per launch.
+// Counters: own_ns, driver_us, raw_driver_us.
 // LaunchOwn/n: graphcap's own host work in one eager Device::launch, hot (the driver's launch
 // swallowed, less the same swallowed calls made raw) and in situ (a real pass less the time
 // inside the driver, less the same of raw launches). Counters per launch: hot_own_ns,
@@ -59,6 +62,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -486,9 +490,12 @@ std::int64_t capture_iterations(int nodes) { return std::max<std::int64_t>(100, 
 struct CaptureTimes {
   double warmup_ns = 0;  // prepare_capture + warm-up
   double window_ns = 0;  // begin_capture + recorded launches + end_capture
+  double inside_ns = 0;  // of window_ns, inside the driver's calls (`split` only)
 };
 
-Result<CaptureTimes> graphcap_capture(BenchEnv& env, int n) {
+// `split`: the time inside the driver's calls of the window is summed too (CaptureOwn; two clock
+// reads a call, so CaptureCost runs without it).
+Result<CaptureTimes> graphcap_capture(BenchEnv& env, int n, bool split = false) {
   Device& device = env.device();
   Stream& s = env.stream();
   CaptureTimes times;
@@ -505,19 +512,25 @@ Result<CaptureTimes> graphcap_capture(BenchEnv& env, int n) {
     (void)device.abort_capture(s);
     return r.error();
   }
+  env.time_driver_calls(split);
+  const double inside_before = env.observer().driver_ns();
   const Clock::time_point begin = Clock::now();
   if (Result<void> r = device.begin_capture(s); !r) {
+    env.time_driver_calls(false);
     (void)device.abort_capture(s);
     return r.error();
   }
   for (int i = 0; i < n; ++i) {
     if (Result<void> r = env.launch_empty(); !r) {
+      env.time_driver_calls(false);
       (void)device.abort_capture(s);
       return r.error();
     }
   }
   Result<Graph> graph = device.end_capture(s);
   times.window_ns = ns_between(begin, Clock::now());
+  times.inside_ns = env.observer().driver_ns() - inside_before;
+  env.time_driver_calls(false);
   if (!graph) return graph.error();
   if (graph->report().node_count != static_cast<std::size_t>(n)) {
     return Error(Errc::graph_state, "CaptureCost: the graph holds " +
@@ -527,13 +540,16 @@ Result<CaptureTimes> graphcap_capture(BenchEnv& env, int n) {
   return times;
 }
 
-Result<double> raw_capture(BenchEnv& env, int n) {
+Result<double> raw_capture(BenchEnv& env, int n, double* inside_ns = nullptr) {
   DriverApi& driver = env.driver();
   const CUstream stream = env.stream().handle();
   // Untimed, as graphcap's side: begin..end follows an eager pass and a sync on both sides.
   if (CUresult r = env.raw_eager_pass(n); r != CUDA_SUCCESS) {
     return Error::from_driver("raw eager pass", r);
   }
+  // The driver's calls are made through the observer (env.driver()), so they can be timed.
+  env.time_driver_calls(inside_ns != nullptr);
+  const double inside_before = env.observer().driver_ns();
   const Clock::time_point start = Clock::now();
   if (CUresult r = driver.cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL);
       r != CUDA_SUCCESS) {
@@ -554,6 +570,8 @@ Result<double> raw_capture(BenchEnv& env, int n) {
   }
   const CUresult destroyed = graph != nullptr ? driver.cuGraphDestroy(graph) : CUDA_SUCCESS;
   const double elapsed = ns_between(start, Clock::now());
+  if (inside_ns != nullptr) *inside_ns = env.observer().driver_ns() - inside_before;
+  env.time_driver_calls(false);
   // Untimed clean-up: wait for the upload, free the executable.
   const CUresult synced = driver.cuStreamSynchronize(stream);
   const CUresult freed = exec != nullptr ? driver.cuGraphExecDestroy(exec) : CUDA_SUCCESS;
@@ -633,6 +651,68 @@ std::int64_t scaled(std::int64_t count, double scale, std::int64_t multiple_of) 
   auto value = static_cast<std::int64_t>(std::llround(static_cast<double>(count) * scale));
   value = std::max(value, multiple_of);
   return value / multiple_of * multiple_of;  // KeepRunningBatch never overshoots
+}
+
+// ---- CaptureOwn ------------------------------------------------------------------------------
+
+// graphcap's own host work in a capture (begin..end with instantiate and upload), in situ: each
+// side's window less the time inside its driver calls, graphcap's less raw's, per recorded
+// launch (issue 24's capture row). Counters: own_ns (per launch), driver_us and raw_driver_us
+// (inside the driver, graphcap's and raw's), and where the driver's time goes on each side:
+// launch_us / raw_launch_us (the n cuLaunchKernel), inst_us (cuGraphInstantiateWithParams) /
+// raw_inst_us (...WithFlags), upload_us / raw_upload_us, meminfo_us (cuMemGetInfo: graphcap's
+// measure of the driver's memory for a large executable), other_us / raw_other_us.
+void capture_own(benchmark::State& state, BenchEnv& env, bool, int) {
+  using Entry = CountingDriver::Entry;
+  const int n = static_cast<int>(state.range(0));
+  if (Result<void> synced = env.sync(); !synced) return skip(state, synced.error());
+  std::vector<double> own, inside, raw_inside;
+  std::map<std::string, std::vector<double>> parts;
+  // The time inside one entry point since `before`.
+  auto part = [&](const CountingDriver::EntryTimes& before, Entry entry) {
+    return env.observer().entry_ns()[entry] - before[entry];
+  };
+  bool graphcap_first = true;
+  for (auto _ : state) {
+    CaptureTimes ours;
+    double raw = 0;
+    double raw_in = 0;
+    for (int side = 0; side < 2; ++side) {
+      const CountingDriver::EntryTimes before = env.observer().entry_ns();
+      const bool graphcap = (side == 0) == graphcap_first;
+      if (graphcap) {
+        Result<CaptureTimes> times = graphcap_capture(env, n, /*split=*/true);
+        if (!times) return skip(state, times.error().context("CaptureOwn"));
+        ours = *times;
+      } else {
+        Result<double> elapsed = raw_capture(env, n, &raw_in);
+        if (!elapsed) return skip(state, elapsed.error().context("CaptureOwn raw"));
+        raw = *elapsed;
+      }
+      const std::string p = graphcap ? "" : "raw_";
+      const double launch = part(before, CountingDriver::k_cuLaunchKernel);
+      const double inst = part(before, CountingDriver::k_cuGraphInstantiateWithParams) +
+                          part(before, CountingDriver::k_cuGraphInstantiateWithFlags);
+      const double upload = part(before, CountingDriver::k_cuGraphUpload);
+      const double meminfo = part(before, CountingDriver::k_cuMemGetInfo);
+      const double total = graphcap ? ours.inside_ns : raw_in;
+      parts[p + "launch_us"].push_back(launch);
+      parts[p + "inst_us"].push_back(inst);
+      parts[p + "upload_us"].push_back(upload);
+      if (graphcap) parts["meminfo_us"].push_back(meminfo);
+      parts[p + "other_us"].push_back(total - launch - inst - upload - meminfo);
+    }
+    graphcap_first = !graphcap_first;
+    state.SetIterationTime((ours.window_ns - ours.inside_ns) * 1e-9);
+    own.push_back(((ours.window_ns - ours.inside_ns) - (raw - raw_in)) / n);
+    inside.push_back(ours.inside_ns);
+    raw_inside.push_back(raw_in);
+  }
+  state.counters["nodes"] = n;
+  state.counters["own_ns"] = median(own);
+  state.counters["driver_us"] = median(inside) / 1000.0;
+  state.counters["raw_driver_us"] = median(raw_inside) / 1000.0;
+  for (auto& [name, values] : parts) state.counters[name] = median(values) / 1000.0;
 }
 
 // ---- ForkedReplay / SerialReplay ---------------------------------------------------------------
@@ -763,6 +843,14 @@ void register_benchmarks(BenchEnv& env, const BenchPlan& plan) {
                 nullptr, capture_iterations);
   register_pair(env, plan, "ArgsPass", "RawArgsPass", args_vs_raw, benchmark::kMicrosecond,
                 nullptr, pass_iterations);
+  for (const int n : {100, 1000}) {
+    benchmark::RegisterBenchmark("CaptureOwn",
+                                 [&env](benchmark::State& state) { capture_own(state, env, true, 1); })
+        ->Arg(n)
+        ->Iterations(scaled(capture_iterations(n), plan.scale, 1))
+        ->UseManualTime()
+        ->Unit(benchmark::kMicrosecond);
+  }
   for (const int n : {100, 1000}) {
     benchmark::RegisterBenchmark("LaunchOwn",
                                  [&env](benchmark::State& state) { launch_own(state, env, true, 1); })

@@ -11,6 +11,7 @@
 // the same: one virtual call into it, a count, and one indirect call to the inner driver.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstddef>
 
@@ -31,6 +32,14 @@ class CountingDriver : public ForwardingDriver {
   // call; off, one branch). What a graphcap operation costs beyond them is its own work.
   void time_calls(bool on) noexcept { timing_ = on; }
   double driver_ns() const noexcept { return driver_ns_; }
+  // The same, per entry point (its position in the table): which calls a difference is in.
+  enum Entry : std::size_t {
+#define GRAPHCAP_DRIVER_ENTRY(name, ...) k_##name,
+#include <graphcap/driver/entry_points.def>
+    kEntryCount
+  };
+  using EntryTimes = std::array<double, kEntryCount>;
+  const EntryTimes& entry_ns() const noexcept { return entry_ns_; }
 
 #define GRAPHCAP_DRIVER_ENTRY(name, version, versioned, params, ...)                         \
   CUresult name(GRAPHCAP_PARAMS(params)) override {                                        \
@@ -38,9 +47,11 @@ class CountingDriver : public ForwardingDriver {
     if (!timing_) return ForwardingDriver::name(GRAPHCAP_ARGS(params));                   \
     const auto called_at_ = std::chrono::steady_clock::now();                                 \
     const CUresult result = ForwardingDriver::name(GRAPHCAP_ARGS(params));                 \
-    driver_ns_ += std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - \
-                                                           called_at_)                      \
-                      .count();                                                            \
+    const double took_ = std::chrono::duration<double, std::nano>(                          \
+                             std::chrono::steady_clock::now() - called_at_)                 \
+                             .count();                                                      \
+    driver_ns_ += took_;                                                                   \
+    entry_ns_[k_##name] += took_;                                                          \
     return result;                                                                         \
   }
 #include <graphcap/driver/entry_points.def>
@@ -49,6 +60,7 @@ class CountingDriver : public ForwardingDriver {
   std::size_t calls_ = 0;
   bool timing_ = false;
   double driver_ns_ = 0;
+  EntryTimes entry_ns_{};
 };
 
 // Counts like CountingDriver, and watches the executables come and go.
