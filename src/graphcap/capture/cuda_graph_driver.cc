@@ -158,7 +158,7 @@ Result<Executable> CudaGraphDriver::instantiate_inspected(const CapturedGraph& g
   // of the driver's 2 MiB chunks, which the drop can't tell from its neighbours' (the model's
   // figure stands for it).
   const std::size_t model = model_driver_bytes(report);
-  const bool measure = model >= kDriverMemoryChunk;
+  const bool measure = measure_driver_memory_ && model >= kDriverMemoryChunk;
   const std::optional<std::size_t> free_before =
       measure ? free_memory(*driver_, "before instantiating") : std::nullopt;
   const auto start = Clock::now();

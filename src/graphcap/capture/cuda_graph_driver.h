@@ -8,7 +8,10 @@ namespace graphcap::capture {
 
 class CudaGraphDriver final : public GraphDriver {
  public:
-  explicit CudaGraphDriver(DriverApi& driver) noexcept : driver_(&driver) {}
+  // `measure_driver_memory`: cuMemGetInfo around the instantiate of a large executable
+  // (DeviceOptions::measure_driver_memory).
+  explicit CudaGraphDriver(DriverApi& driver, bool measure_driver_memory = true) noexcept
+      : driver_(&driver), measure_driver_memory_(measure_driver_memory) {}
 
   Result<void> begin(CUstream stream, CUstreamCaptureMode mode) override;
   Result<CapturedGraph> end(CUstream stream) override;
@@ -38,6 +41,7 @@ class CudaGraphDriver final : public GraphDriver {
   Result<std::pair<CUgraph, std::vector<CUgraphNode>>> capture_point(CUstream stream);
 
   DriverApi* driver_;
+  bool measure_driver_memory_;
 };
 
 }  // namespace graphcap::capture

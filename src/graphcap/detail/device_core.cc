@@ -27,7 +27,7 @@ void warn(const Error& error) { log(LogLevel::warn, error.message()); }
 DeviceCore::DeviceCore(DriverApi& driver, DeviceOptions options)
     : driver_(&driver),
       options_(options),
-      graph_driver_(driver),
+      graph_driver_(driver, options.measure_driver_memory),
       tracker_(capture::CaptureTracker::for_driver(driver)),
       id_(next_device_id()) {}
 
