@@ -15,7 +15,7 @@
 
 namespace graphcap::bench {
 
-Result<std::unique_ptr<BenchEnv>> BenchEnv::open(DriverKind kind) {
+Result<std::unique_ptr<BenchEnv>> BenchEnv::open(DriverKind kind, DeviceOptions device_options) {
   std::unique_ptr<BenchEnv> env(new BenchEnv());
   env->kind_ = kind;
   DriverApi* inner = nullptr;
@@ -47,7 +47,7 @@ Result<std::unique_ptr<BenchEnv>> BenchEnv::open(DriverKind kind) {
   }
   env->observer_ = std::make_unique<ObservingDriver>(*inner);
 
-  Result<std::unique_ptr<Device>> device = Device::open(*env->observer_);
+  Result<std::unique_ptr<Device>> device = Device::open(*env->observer_, device_options);
   if (!device) return device.error().context("opening the benchmark device");
   env->device_ = std::move(*device);
   Result<Module> module = env->device_->load_module(image);

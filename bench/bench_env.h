@@ -31,7 +31,8 @@ struct CapturedGraph {
 class BenchEnv {
  public:
   // Opens the driver, the device and the kernels. The error names what is missing.
-  static Result<std::unique_ptr<BenchEnv>> open(DriverKind kind);
+  static Result<std::unique_ptr<BenchEnv>> open(DriverKind kind,
+                                                DeviceOptions device_options = {});
   ~BenchEnv();
   BenchEnv(const BenchEnv&) = delete;
   BenchEnv& operator=(const BenchEnv&) = delete;

@@ -1,10 +1,13 @@
 // graphcap-bench: what graphcap costs on top of the CUDA driver (benchmarks.cc has the method).
 //
-//   graphcap-bench [--driver=fake|cuda] [--scale=F] [Google Benchmark flags]
+//   graphcap-bench [--driver=fake|cuda] [--scale=F] [--measure-driver-memory=0|1]
+//                  [Google Benchmark flags]
 //
 // --driver=fake (default): the simulated driver; what remains above it is graphcap's own cost.
 // --driver=cuda: libcuda on the first GPU, with the kernels nvcc built (needs GRAPHCAP_GPU=ON).
 // --scale=F: multiply every iteration count by F (default 1).
+// --measure-driver-memory=0: the benchmark device skips the cuMemGetInfo pair around a large
+// executable's instantiate (DeviceOptions::measure_driver_memory; default 1, as a device opens).
 // Unless given, --benchmark_repetitions=5 and --benchmark_display_aggregates_only=true are
 // added, so the console shows mean/median/stddev/cv rows and the closing summary uses medians.
 #include <unistd.h>
@@ -36,6 +39,8 @@ constexpr const char* kUsage =
     "  --driver=fake|cuda   the simulated driver (default) or libcuda on GPU 0 (needs a build\n"
     "                       with -DGRAPHCAP_GPU=ON, which embeds the CUDA kernels)\n"
     "  --scale=F            multiply every benchmark's fixed iteration count by F (default 1)\n"
+    "  --measure-driver-memory=0|1\n"
+    "                       DeviceOptions::measure_driver_memory of the benchmark device (default 1)\n"
     "\n"
     "Google Benchmark's flags follow (--benchmark_filter, --benchmark_out, ...). Unless given,\n"
     "--benchmark_repetitions=5 --benchmark_display_aggregates_only=true are added.\n\n";
@@ -47,6 +52,7 @@ bool starts_with(std::string_view text, std::string_view prefix) {
 struct Options {
   DriverKind driver = DriverKind::fake;
   BenchPlan plan;
+  graphcap::DeviceOptions device;
   bool help = false;
 };
 
@@ -73,6 +79,14 @@ bool parse_own_flags(std::vector<char*>& args, Options& options) {
         std::fprintf(stderr, "graphcap-bench: --scale needs a positive number, not '%s'\n", value);
         return false;
       }
+    } else if (starts_with(text, "--measure-driver-memory=")) {
+      const std::string_view value = text.substr(std::strlen("--measure-driver-memory="));
+      if (value != "0" && value != "1") {
+        std::fprintf(stderr, "graphcap-bench: --measure-driver-memory must be 0 or 1, not '%s'\n",
+                     arg);
+        return false;
+      }
+      options.device.measure_driver_memory = value == "1";
     } else {
       if (text == "--help" || text == "-h") options.help = true;
       rest.push_back(arg);
@@ -129,7 +143,7 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&bench_argc, bench_argv.data());
   if (benchmark::ReportUnrecognizedArguments(bench_argc, bench_argv.data())) return 2;
 
-  graphcap::Result<std::unique_ptr<BenchEnv>> env = BenchEnv::open(options.driver);
+  graphcap::Result<std::unique_ptr<BenchEnv>> env = BenchEnv::open(options.driver, options.device);
   if (!env) {
     std::fprintf(stderr, "graphcap-bench: %s\n", graphcap::to_string(env.error()).c_str());
     return 1;
@@ -137,6 +151,8 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("graphcap_driver", (*env)->driver_name());
   benchmark::AddCustomContext("graphcap_device", (*env)->device_description());
   benchmark::AddCustomContext("graphcap_scale", std::to_string(options.plan.scale));
+  benchmark::AddCustomContext("graphcap_measure_driver_memory",
+                              options.device.measure_driver_memory ? "1" : "0");
   graphcap::bench::register_benchmarks(**env, options.plan);
 
   // The summary rides on the console format; other formats get the library's own reporter.
