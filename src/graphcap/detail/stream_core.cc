@@ -120,7 +120,7 @@ void StreamCore::flush_drops_locked() {
   // flushes. A query is an unsafe call: without one, only the fence is recorded.
   if (drops_.pending() == 0) return;
   if (window_.recording()) {
-    device_->drops_waiting().store(true, std::memory_order_release);  // polled again later
+    drops_.flush_later();
     return;
   }
   capture::CaptureTracker::UnsafeCall call = device_->tracker().enter_unsafe_call();

@@ -58,6 +58,9 @@ class DropQueue {
   Result<void> drain();
 
   std::size_t pending() const noexcept { return pending_.size(); }
+  // A flush held back (the stream records: no fence may go into it): what waits still waits, and
+  // whoever polls is told so again.
+  void flush_later() noexcept { note_waiting(); }
   void destroy_events() noexcept;
 
  private:

@@ -124,6 +124,9 @@ TEST_F(DropQueueTest, SaysWhenItHoldsDropsSoTheDevicePollsOnlyThen) {
   EXPECT_TRUE(waiting.exchange(false)) << "the fence has not completed: still waiting";
   queue.flush(false);
   EXPECT_TRUE(waiting.exchange(false)) << "a flush that may not query leaves it waiting";
+  queue.flush_later();
+  EXPECT_TRUE(waiting.exchange(false)) << "a flush held back (its stream records) says so again";
+  EXPECT_EQ(queue.pending(), 1u);
   fake_.run_pending();
   queue.flush(true);
   EXPECT_EQ(queue.pending(), 0u);
