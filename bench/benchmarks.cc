@@ -825,6 +825,19 @@ void register_pair(BenchEnv& env, const BenchPlan& plan, const char* first, cons
   }
 }
 
+// A family with no raw twin (its function measures both sides), at 100 and 1,000 nodes.
+void register_own(BenchEnv& env, const BenchPlan& plan, const char* name, PairFunction function,
+                  std::int64_t (*iterations)(int)) {
+  for (const int n : {100, 1000}) {
+    benchmark::RegisterBenchmark(
+        name, [&env, function](benchmark::State& state) { function(state, env, true, 1); })
+        ->Arg(n)
+        ->Iterations(scaled(iterations(n), plan.scale, 1))
+        ->UseManualTime()
+        ->Unit(benchmark::kMicrosecond);
+  }
+}
+
 }  // namespace
 
 void register_benchmarks(BenchEnv& env, const BenchPlan& plan) {
@@ -843,22 +856,8 @@ void register_benchmarks(BenchEnv& env, const BenchPlan& plan) {
                 nullptr, capture_iterations);
   register_pair(env, plan, "ArgsPass", "RawArgsPass", args_vs_raw, benchmark::kMicrosecond,
                 nullptr, pass_iterations);
-  for (const int n : {100, 1000}) {
-    benchmark::RegisterBenchmark("CaptureOwn",
-                                 [&env](benchmark::State& state) { capture_own(state, env, true, 1); })
-        ->Arg(n)
-        ->Iterations(scaled(capture_iterations(n), plan.scale, 1))
-        ->UseManualTime()
-        ->Unit(benchmark::kMicrosecond);
-  }
-  for (const int n : {100, 1000}) {
-    benchmark::RegisterBenchmark("LaunchOwn",
-                                 [&env](benchmark::State& state) { launch_own(state, env, true, 1); })
-        ->Arg(n)
-        ->Iterations(scaled(pass_iterations(n), plan.scale, 1))
-        ->UseManualTime()
-        ->Unit(benchmark::kMicrosecond);
-  }
+  register_own(env, plan, "CaptureOwn", capture_own, capture_iterations);
+  register_own(env, plan, "LaunchOwn", launch_own, pass_iterations);
   register_many_graphs_benchmarks(env, plan);
   register_loop_benchmarks(env, plan);
   register_branch_benchmarks(env, plan);
