@@ -136,6 +136,10 @@ void SummaryReporter::Finalize() {
                "GraphCache hit per call, 8 keys, batches between syncs (GraphCache::run vs "
                "cuGraphLaunch)",
                true);
+  replay_table("CacheHitSingle", "RawGraphLaunchForCacheSingle",
+               "GraphCache hit per call, 8 keys, one call between syncs (GraphCache::run vs "
+               "cuGraphLaunch)",
+               true);
 
   bool printed = false;
   for (const int n : kNodeCounts) {

@@ -152,7 +152,8 @@ std::string render_launch(const capture::OperationLabel& label) {
 
 // The record of a launch its label is rendered from, written into the operation's (empty) label
 // in place: no text is built here, and no label is moved (the hot path of a recorded launch).
-void launch_label(capture::OperationLabel& label,
+// Out of line: an eager launch makes none.
+[[gnu::noinline]] void launch_label(capture::OperationLabel& label,
                   const std::shared_ptr<detail::KernelState>& state,
                   const LaunchDims& dims, std::initializer_list<Arg> args) {
   label.set_render(&render_launch);
@@ -174,6 +175,41 @@ void launch_label(capture::OperationLabel& label,
   }
 }
 
+
+// A loop's or branch's condition handle means something only to the recording that made it.
+[[gnu::cold, gnu::noinline]] Error foreign_condition(const std::string& kernel, std::size_t arg,
+                                                     bool recording) {
+  return Error(Errc::invalid_argument,
+               "launch of " + kernel + ": argument " + std::to_string(arg) +
+                   " is the condition of a loop or branch of " +
+                   (recording ? "another recording" : "a recording, and this launch is eager") +
+                   "; only a kernel recorded into the loop's own recording may set it");
+}
+
+// What Graph::set needs to set a recorded launch's node again: every argument's bytes at its
+// offset and the params bound to it. Out of line: the eager path never runs it (issue 24: the
+// launch path's code is kept to few cache lines, as the driver's launch evicts them).
+[[gnu::noinline]] std::unique_ptr<capture::ParamNode> param_node_of(
+    const detail::KernelState& state, const LaunchDims& dims, std::initializer_list<Arg> args,
+    void* const* params) {
+  auto param_node = std::make_unique<capture::ParamNode>();
+  param_node->function = state.function();
+  param_node->dims = dims;
+  std::size_t i = 0;
+  for (const Arg& arg : args) {
+    const std::size_t size = arg.buffer() != nullptr ? sizeof(CUdeviceptr) : arg.size();
+    const std::size_t offset = (param_node->bytes.size() + 7) / 8 * 8;
+    param_node->bytes.resize(offset + size);
+    std::memcpy(param_node->bytes.data() + offset, params[i], size);
+    param_node->offsets.push_back(offset);
+    param_node->sizes.push_back(size);
+    if (arg.access() == Arg::Access::param) {
+      param_node->bindings.push_back({i, std::shared_ptr<const void>(arg.param_slot())});
+    }
+    ++i;
+  }
+  return param_node;
+}
 
 // A launch with attributes: cuLaunchKernelEx (docs/cuda-driver-facts.md, "Programmatic dependent
 // launch and priorities").
@@ -217,21 +253,21 @@ Result<void> Device::launch(Stream& s, const Kernel& kernel, LaunchDims dims,
 Result<void> Device::launch(Stream& s, const Kernel& kernel, LaunchDims dims,
                             std::initializer_list<Arg> args, const LaunchOptions& options) {
   GRAPHCAP_TRY(check_stream(s, "launch"));
-  if (!kernel) return Error(Errc::invalid_argument, "launch: an empty Kernel");
+  if (!kernel) [[unlikely]] return Error(Errc::invalid_argument, "launch: an empty Kernel");
   const std::shared_ptr<detail::KernelState>& state = HandleAccess::state(kernel);
   // Names the launch in messages; built only when one is needed (this is the eager hot path).
   auto what = [&state] { return "launch of " + state->name(); };
-  if (&state->module()->device() != core_.get()) {
+  if (&state->module()->device() != core_.get()) [[unlikely]] {
     return Error(Errc::invalid_argument, what() + ": the kernel's module belongs to " +
                                              core_->another_device(state->module()->device()));
   }
-  if (state->module()->released()) {
+  if (state->module()->released()) [[unlikely]] {
     return Error(Errc::graph_state, what() + ": its module was unloaded");
   }
   if (!dims_within(dims, core_->limits())) [[unlikely]] {
     if (Result<void> ok = check_dims(dims, core_->limits()); !ok) return ok.error().context(what());
   }
-  if (args.size() > kMaxArgs) {
+  if (args.size() > kMaxArgs) [[unlikely]] {
     return Error(Errc::invalid_argument, what() + ": " + std::to_string(args.size()) +
                                              " arguments (at most " + std::to_string(kMaxArgs) + ")");
   }
@@ -240,7 +276,7 @@ Result<void> Device::launch(Stream& s, const Kernel& kernel, LaunchDims dims,
   // report it: unchecked). A mismatch is refused here, before the driver or the window sees the
   // launch: nothing is marked, no recording is doomed.
   const detail::ParamLayout* layout = state->layout();
-  if (layout != nullptr && args.size() != layout->count()) {
+  if (layout != nullptr && args.size() != layout->count()) [[unlikely]] {
     return count_mismatch(state->name(), *layout, args);
   }
 
@@ -258,11 +294,11 @@ Result<void> Device::launch(Stream& s, const Kernel& kernel, LaunchDims dims,
   std::uint64_t condition_id = 0;
   std::size_t condition_arg = 0;
   for (const Arg& arg : args) {
-    if (layout != nullptr && layout->sizes[index] != given_size(arg)) {
+    if (layout != nullptr && layout->sizes[index] != given_size(arg)) [[unlikely]] {
       return size_mismatch(state->name(), index, layout->sizes[index], arg);
     }
     if (const Buffer* buffer = arg.buffer()) {
-      if (Result<void> ok = check_buffer(*buffer, s, "it", arg.writes()); !ok) {
+      if (Result<void> ok = check_buffer(*buffer, s, "it", arg.writes()); !ok) [[unlikely]] {
         return ok.error().context(what() + ": argument " + std::to_string(index));
       }
       pointers[index] = buffer->device_ptr();
@@ -271,13 +307,13 @@ Result<void> Device::launch(Stream& s, const Kernel& kernel, LaunchDims dims,
       use_arg[use_count++] = static_cast<unsigned char>(index);
     } else {
       if (arg.access() == Arg::Access::param) {
-        if (!arg.param_slot()) {
+        if (!arg.param_slot()) [[unlikely]] {
           return Error(Errc::invalid_argument,
                        what() + ": argument " + std::to_string(index) + " is an empty Param");
         }
         takes_params = true;
       } else if (arg.access() == Arg::Access::condition) {
-        if (arg.condition_recording() == 0) {
+        if (arg.condition_recording() == 0) [[unlikely]] {
           return Error(Errc::invalid_argument, what() + ": argument " + std::to_string(index) +
                                                    " is an empty Loop or Condition");
         }
@@ -298,13 +334,9 @@ Result<void> Device::launch(Stream& s, const Kernel& kernel, LaunchDims dims,
   Result<void> done = [&]() -> Result<void> {
   std::lock_guard lock(stream.mutex());
   const bool recording = stream.window().recording();
-  if (condition_recording != 0 && condition_recording != stream.window().recording_id()) {
-    // The handle means something only to the graph that created it.
-    return Error(Errc::invalid_argument,
-                 what() + ": argument " + std::to_string(condition_arg) +
-                     " is the condition of a loop or branch of " +
-                     (recording ? "another recording" : "a recording, and this launch is eager") +
-                     "; only a kernel recorded into the loop's own recording may set it");
+  if (condition_recording != 0 && condition_recording != stream.window().recording_id())
+      [[unlikely]] {
+    return foreign_condition(state->name(), condition_arg, recording);
   }
   if (recording) {
     op.keep_alive = capture::KeepAliveRef::of(state);  // a replay needs its module loaded
@@ -313,29 +345,12 @@ Result<void> Device::launch(Stream& s, const Kernel& kernel, LaunchDims dims,
     launch_label(op.label, state, dims, args);
   }
   // A recorded launch that takes params: what Graph::set needs to set its node again (the
-  // recording names the node as it records the launch).
-  // (Made only for such a launch: most launches take none, and an empty pointer costs them
-  // nothing to make and destroy.)
+  // recording names the node as it records the launch). Made only for such a launch: most take
+  // none, and an empty pointer costs them nothing to make and destroy.
   std::unique_ptr<capture::ParamNode> param_holder;
-  if (recording && takes_params) {
-    param_holder = std::make_unique<capture::ParamNode>();
-    capture::ParamNode& param_node = *param_holder;
-    param_node.function = state->function();
-    param_node.dims = dims;
-    std::size_t i = 0;
-    for (const Arg& arg : args) {
-      const std::size_t size = arg.buffer() != nullptr ? sizeof(CUdeviceptr) : arg.size();
-      const std::size_t offset = (param_node.bytes.size() + 7) / 8 * 8;
-      param_node.bytes.resize(offset + size);
-      std::memcpy(param_node.bytes.data() + offset, params[i], size);
-      param_node.offsets.push_back(offset);
-      param_node.sizes.push_back(size);
-      if (arg.access() == Arg::Access::param) {
-        param_node.bindings.push_back({i, std::shared_ptr<const void>(arg.param_slot())});
-      }
-      ++i;
-    }
-    op.params = &param_node;
+  if (recording && takes_params) [[unlikely]] {
+    param_holder = param_node_of(*state, dims, args, params.data());
+    op.params = param_holder.get();
   }
   op.condition = condition_id;
   op.programmatic = options.programmatic;
@@ -354,7 +369,7 @@ Result<void> Device::launch(Stream& s, const Kernel& kernel, LaunchDims dims,
                   state->function(), dims.grid.x, dims.grid.y, dims.grid.z, dims.block.x,
                   dims.block.y, dims.block.z, dims.shared_bytes, stream.target(), params.data(),
                   nullptr);
-              result != CUDA_SUCCESS) {
+              result != CUDA_SUCCESS) [[unlikely]] {
             return Error::from_driver("cuLaunchKernel", result);
           }
           return {};

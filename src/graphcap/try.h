@@ -4,11 +4,12 @@
 #define GRAPHCAP_CONCAT_INNER(a, b) a##b
 #define GRAPHCAP_CONCAT(a, b) GRAPHCAP_CONCAT_INNER(a, b)
 
-// GRAPHCAP_TRY(expr): expr is a Result; on failure, return its error.
+// GRAPHCAP_TRY(expr): expr is a Result; on failure, return its error. The failure is the
+// unlikely branch: its code is laid out away from the path that succeeds (issue 24).
 #define GRAPHCAP_TRY(expr)                                     \
   do {                                                         \
     auto&& graphcap_try_result_ = (expr);                      \
-    if (!graphcap_try_result_) {                               \
+    if (!graphcap_try_result_) [[unlikely]] {                  \
       return std::move(graphcap_try_result_).error();          \
     }                                                          \
   } while (false)
@@ -18,5 +19,5 @@
   GRAPHCAP_ASSIGN_OR_RETURN_IMPL(GRAPHCAP_CONCAT(graphcap_result_, __LINE__), lhs, expr)
 #define GRAPHCAP_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
   auto tmp = (expr);                                   \
-  if (!tmp) return std::move(tmp).error();             \
+  if (!tmp) [[unlikely]] return std::move(tmp).error(); \
   lhs = std::move(tmp).value()

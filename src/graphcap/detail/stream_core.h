@@ -190,7 +190,7 @@ template <class Issue, class What, class UseName>
 Result<void> StreamCore::run(capture::Operation& op, Issue&& issue, What&& what,
                              UseName&& use_name) {
   capture::OpenRecording* const recording = window_.recording_into();
-  if (recording != nullptr && window_.between_cases()) {
+  if (recording != nullptr && window_.between_cases()) [[unlikely]] {
     // Between begin_switch and its first begin_case no body captures: refused before anything
     // is issued (it would run eagerly on the body stream), and nothing is doomed.
     return Error(Errc::graph_state, what() + ": the SWITCH recorded last has no case open; "
@@ -201,7 +201,7 @@ Result<void> StreamCore::run(capture::Operation& op, Issue&& issue, What&& what,
   for (std::size_t i = 0; i < op.uses.size(); ++i) {
     const capture::BufferUse& use = op.uses[i];
     if (!capture::reads(use.access)) continue;
-    if (std::optional<Error> failure = (*use.buffer)->failure()) {
+    if (std::optional<Error> failure = (*use.buffer)->failure()) [[unlikely]] {
       Error error(Errc::failed_buffer,
                   what() + ": " + use_name(i) +
                       " carries an error, so the operation was skipped: " + failure->message(),
@@ -216,7 +216,7 @@ Result<void> StreamCore::run(capture::Operation& op, Issue&& issue, What&& what,
   for (const capture::BufferUse& buffer_use : op.uses) {
     borrowed = borrowed || &(*buffer_use.buffer)->owner() != this;
   }
-  if (borrowed && recording == nullptr) {
+  if (borrowed && recording == nullptr) [[unlikely]] {
     if (CUresult result = device_driver().cuEventCreate(&op.borrowed_fence, CU_EVENT_DISABLE_TIMING);
         result != CUDA_SUCCESS) {
       op.borrowed_fence = nullptr;
@@ -233,14 +233,14 @@ Result<void> StreamCore::run(capture::Operation& op, Issue&& issue, What&& what,
     if (&buffer.owner() == this) buffer.memory()->used_at(use);
   }
   if (op.staging) op.staging->used_at(use);
-  if (op.borrowed_fence != nullptr) {
+  if (op.borrowed_fence != nullptr) [[unlikely]] {
     op.borrowed_at = use;
     if (CUresult result = device_driver().cuEventRecord(op.borrowed_fence, handle_);
         result != CUDA_SUCCESS) {
       lost_order(op, Error::from_driver("cuEventRecord", result));
     }
   }
-  if (!issued) {
+  if (!issued) [[unlikely]] {
     Error error = std::move(issued).error().context(what());
     failed(op, recording, error);
     return error;
