@@ -94,12 +94,12 @@ namespace {
 
 // What a re-recording replaced: released once the stream has passed the replays that used it.
 void release_replaced(detail::DeviceCore& device, const std::shared_ptr<StreamCore>& stream,
-                      capture::Recording old) {
+                      std::unique_ptr<capture::Recording> old) {
   // Its node records are not needed by replays: their room goes to the stream's next recording.
-  if (old.executable) {
+  if (old->executable) {
     {
       std::lock_guard lock(stream->mutex());
-      stream->window().recycle(old);
+      stream->window().recycle(*old);
     }
     // Re-instantiated: the old executable may still be replaying. Release it as a graph is
     // destroyed (wait for the stream, destroy, unpin), deferred while a recording forbids that.
@@ -111,10 +111,10 @@ void release_replaced(detail::DeviceCore& device, const std::shared_ptr<StreamCo
   // count as used by them (the drop queue fences them behind the stream). What the new
   // recording uses is pinned by it, so it stays pinned.
   std::lock_guard lock(stream->mutex());
-  stream->window().recycle(old);
+  stream->window().recycle(*old);
   const std::uint64_t use = stream->drops().next_use();
-  for (const auto& pin : old.pins) pin->used_at(use);
-  old.pins.clear();
+  for (const auto& pin : old->pins) pin->used_at(use);
+  old->pins.clear();
 }
 
 }  // namespace
@@ -123,9 +123,10 @@ Result<Graph> Device::end_capture(Stream& s) {
   GRAPHCAP_TRY(check_stream(s, "end_capture"));
   GRAPHCAP_TRY(core_->bind_thread());
   StreamCore& stream = HandleAccess::core(s);
-  Result<capture::Recording> closed = [&] {
+  Result<std::unique_ptr<capture::Recording>> closed = [&] {
     std::lock_guard lock(stream.mutex());
-    Result<capture::Recording> recording = stream.window().end(core_->options().upload_on_capture);
+    Result<std::unique_ptr<capture::Recording>> recording =
+        stream.window().end(core_->options().upload_on_capture);
     stream.forget_abandoned_loop_streams();
     return recording;
   }();
@@ -158,11 +159,11 @@ Result<void> Device::end_capture(Stream& s, Graph& into) {
   }
   GRAPHCAP_TRY(core_->bind_thread());
   StreamCore& stream = HandleAccess::core(s);
-  Result<capture::Recording> closed = [&] {
+  Result<std::unique_ptr<capture::Recording>> closed = [&] {
     std::lock_guard lock(stream.mutex());
     const capture::IntoGraph into_graph{target->executable(), target->source_nodes(),
                                         target->report()};
-    Result<capture::Recording> recording =
+    Result<std::unique_ptr<capture::Recording>> recording =
         stream.window().end(core_->options().upload_on_capture, &into_graph);
     stream.forget_abandoned_loop_streams();
     return recording;

@@ -139,7 +139,8 @@ void OpenRecording::recycle(Recording& replaced) noexcept {
 
 ClosedRecording OpenRecording::close(CloseRequest request) {
   ClosedRecording out;
-  Recording& recording = out.recording;
+  out.recording = std::make_unique<Recording>();
+  Recording& recording = *out.recording;
   GraphReport recorded;
   std::optional<Error> doomed;
   std::optional<Error> unjoined;
@@ -433,47 +434,17 @@ Result<void> OpenRecording::record(Operation& op, int stream, const Error* failu
   if (op.keep_alive && (keep_alive_.empty() || keep_alive_.back().get() != op.keep_alive.id)) {
     keep_alive_.push_back(op.keep_alive.share(op.keep_alive.owner));
   }
-  if (failure != nullptr) {
-    if (!doomed_ && failure->driver_code() == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED) {
-      // Say which graphcap operation first saw the invalidation, and what came before it.
-      doom_locked(Error(failure->code(),
-                 failure->message() + " (the first graphcap operation to see the recording "
-                 "invalidated; the one before it was " +
-                     (topology_.empty() ? std::string("none: the recording had just begun")
-                                        : topology_.label(topology_.size() - 1).first_line()) +
-                     "; " + likely_causes(mode_) + driver_account(*graphs_, stream_) + ")",
-                 failure->driver_code()));
-    } else {
-      doom_locked(*failure);
-    }
-    if (log_enabled(LogLevel::debug)) {
-      log(LogLevel::debug, "recording " + std::to_string(id_) + ": " + op.label.first_line() +
-                               " failed: " + failure->message());
-    }
+  if (failure != nullptr) [[unlikely]] {
+    record_failure_locked(op, *failure);
     return {};
   }
   if (op.params != nullptr) {
-    // The node just recorded is the capture's one dependency now (docs/cuda-driver-facts.md,
-    // cuStreamGetCaptureInfo): the node Graph::set names.
-    Result<CUgraphNode> node = graphs_->last_node(issued_on);
-    if (!node) {
-      Error error = std::move(node).error().context(
-          "finding the recorded node of a launch that takes a Param");
-      doom_locked(error);
-      return error;
-    }
-    op.params->node = *node;
-    param_nodes_.push_back(std::move(*op.params));
+    if (Result<void> named = record_param_node_locked(op, issued_on); !named) return named;
   }
   // The origin stream's operations go into the innermost open body (side streams' never do:
   // conditional nodes are the origin's): its lane; the graph's own counts are the graph's nodes.
   Frame* frame = stream == stream_index_ && !frames_.empty() ? &frames_.back() : nullptr;
-  if (op.condition != 0) {
-    for (Frame& open : frames_) {
-      if (open.kind == FrameKind::loop && open.id == op.condition) open.condition_taken = true;
-    }
-    if (ConditionState* condition = find_condition_locked(op.condition)) condition->taken = true;
-  }
+  if (op.condition != 0) [[unlikely]] record_condition_locked(op.condition);
   if (frame != nullptr) {
     ++frame->body_nodes;
   } else if (op.external) {
@@ -494,23 +465,65 @@ Result<void> OpenRecording::record(Operation& op, int stream, const Error* failu
   node.stream = stream;
   node.loop = frame != nullptr ? frame->id : 0;
   node.branch_body = frame != nullptr ? frame->body : 0;
-  if (op.programmatic) {
+  if (op.programmatic) [[unlikely]] {
     // As the driver makes them (P01): programmatic edges from kernels, ordinary ones otherwise.
     node.programmatic = true;
     node.for_each_dependency(topology_.store(), [&](std::size_t before) {
       if (topology_.at(before).type == CU_GRAPH_NODE_TYPE_KERNEL) ++programmatic_edges_;
     });
   }
-  const std::size_t added = topology_.size() - 1;
-  if (log_enabled(LogLevel::debug)) {
-    std::string text = topology_.label(added).text();
-    for (char& c : text) {
-      if (c == '\n') c = ' ';
-    }
-    log(LogLevel::debug, "recording " + std::to_string(id_) + ": node " + std::to_string(added) +
-                             " " + node_type_name(op.node) + ": " + text);
-  }
+  if (log_enabled(LogLevel::debug)) [[unlikely]] log_recorded_locked(topology_.size() - 1, op.node);
   return {};
+}
+
+void OpenRecording::record_failure_locked(const Operation& op, const Error& failure) {
+  if (!doomed_ && failure.driver_code() == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED) {
+    // Say which graphcap operation first saw the invalidation, and what came before it.
+    doom_locked(Error(failure.code(),
+               failure.message() + " (the first graphcap operation to see the recording "
+               "invalidated; the one before it was " +
+                   (topology_.empty() ? std::string("none: the recording had just begun")
+                                      : topology_.label(topology_.size() - 1).first_line()) +
+                   "; " + likely_causes(mode_) + driver_account(*graphs_, stream_) + ")",
+               failure.driver_code()));
+  } else {
+    doom_locked(failure);
+  }
+  if (log_enabled(LogLevel::debug)) {
+    log(LogLevel::debug, "recording " + std::to_string(id_) + ": " + op.label.first_line() +
+                             " failed: " + failure.message());
+  }
+}
+
+Result<void> OpenRecording::record_param_node_locked(Operation& op, CUstream issued_on) {
+  // The node just recorded is the capture's one dependency now (docs/cuda-driver-facts.md,
+  // cuStreamGetCaptureInfo): the node Graph::set names.
+  Result<CUgraphNode> node = graphs_->last_node(issued_on);
+  if (!node) {
+    Error error = std::move(node).error().context(
+        "finding the recorded node of a launch that takes a Param");
+    doom_locked(error);
+    return error;
+  }
+  op.params->node = *node;
+  param_nodes_.push_back(std::move(*op.params));
+  return {};
+}
+
+void OpenRecording::record_condition_locked(std::uint64_t condition) {
+  for (Frame& open : frames_) {
+    if (open.kind == FrameKind::loop && open.id == condition) open.condition_taken = true;
+  }
+  if (ConditionState* state = find_condition_locked(condition)) state->taken = true;
+}
+
+void OpenRecording::log_recorded_locked(std::size_t added, CUgraphNodeType type) const {
+  std::string text = topology_.label(added).text();
+  for (char& c : text) {
+    if (c == '\n') c = ' ';
+  }
+  log(LogLevel::debug, "recording " + std::to_string(id_) + ": node " + std::to_string(added) +
+                           " " + node_type_name(type) + ": " + text);
 }
 
 void OpenRecording::doom(const Error& error) {

@@ -49,8 +49,10 @@ struct IntoGraph {
 
 // What closing produced: the graph's whole state, or the refusal (then `recording` holds only
 // what is to be released, which the caller drops once no unsafe-call scope is held).
+// The Recording is held by pointer from here to the graph that adopts it: it is large, and each
+// move of it was code the close ran cold after the driver's update (issue 24).
 struct ClosedRecording {
-  Recording recording;
+  std::unique_ptr<Recording> recording;
   std::optional<Error> refusal;
 };
 
@@ -239,6 +241,11 @@ class OpenRecording {
                                const InstantiateFailure& failure);
 
   void doom_locked(const Error& error);
+  // record()'s rare parts, out of line so a recorded launch's path stays on few code lines.
+  void record_failure_locked(const Operation& op, const Error& failure);
+  Result<void> record_param_node_locked(Operation& op, CUstream issued_on);
+  void record_condition_locked(std::uint64_t condition);
+  void log_recorded_locked(std::size_t added, CUgraphNodeType type) const;
   std::optional<Error> unjoined_locked() const;
   // Inspect, then update `into` (when given and possible) or instantiate.
   Result<void> make_executable(CapturedGraph& captured, const GraphReport& recorded,

@@ -97,7 +97,7 @@ Result<void> Window::begin() {
   return {};
 }
 
-Result<Recording> Window::end(bool upload, const IntoGraph* into) {
+Result<std::unique_ptr<Recording>> Window::end(bool upload, const IntoGraph* into) {
   if (CaptureState now = state(); now != CaptureState::capture) {
     return out_of_order("end_capture", now,
                         now == CaptureState::prepare ? "begin_capture first"
@@ -121,13 +121,12 @@ Result<Recording> Window::end(bool upload, const IntoGraph* into) {
   // First, before anything can fail: a stream must never be left in capture state.
   set_state(CaptureState::no_capture);
   disarm();
-  // (Made in place: a recording is large to move.)
   ClosedRecording closed =
       recording_.close({upload, into, false, std::nullopt, drops_->last_enqueued()});
   allowed.end();
   // Unpinning may take other streams' mutexes: only outside the unsafe-call scope.
   if (closed.refusal) {
-    closed.recording = Recording{};  // back through the drop queue
+    closed.recording.reset();  // back through the drop queue
     flush_drops();
     return *closed.refusal;
   }
@@ -161,7 +160,7 @@ void Window::abandon(const char* why) {
   ClosedRecording closed = recording_.close(
       {false, nullptr, recording_.on_other_thread(), Error(Errc::doomed, why),
        drops_->last_enqueued()});
-  closed.recording = Recording{};  // unpinned: back through the drop queue
+  closed.recording.reset();  // unpinned: back through the drop queue
 }
 
 void Window::force_close() noexcept {

@@ -92,7 +92,7 @@ class Window {
   // whole state, or the refusal (then the claims are marked). Refused with the recording still
   // open (graph_state, nothing changed) on a side stream, from another thread in global and
   // thread_local mode, with loops open, and while another open recording forbids instantiating.
-  Result<Recording> end(bool upload, const IntoGraph* into = nullptr);
+  Result<std::unique_ptr<Recording>> end(bool upload, const IntoGraph* into = nullptr);
   // A recording of this stream's that a re-recording replaced: its node list's room is reused
   // by the next recording here (the stream's mutex held).
   void recycle(Recording& replaced) noexcept { recording_.recycle(replaced); }

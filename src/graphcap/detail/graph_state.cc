@@ -12,10 +12,11 @@
 
 namespace graphcap::detail {
 
-GraphState::GraphState(std::shared_ptr<StreamCore> stream, capture::Recording recording) noexcept
+GraphState::GraphState(std::shared_ptr<StreamCore> stream,
+                       std::unique_ptr<capture::Recording> recording) noexcept
     : stream_(std::move(stream)), recording_(std::move(recording)) {
   hot_.driver = &stream_->device().driver();
-  hot_.exec = recording_.executable.get();
+  hot_.exec = recording_->executable.get();
   hot_.stream = stream_->handle();
   hot_.gate = &stream_->gate();
   hot_.device_id = stream_->device().id();
@@ -26,7 +27,7 @@ void GraphState::tell_other_devices() const {
   // A peer copy's memory belongs to another device: it keeps it past its own close while this
   // graph pins it (a graph keeps alive everything it replays against).
   try {
-    for (const auto& pin : recording_.pins) {
+    for (const auto& pin : recording_->pins) {
       DeviceCore& owner = static_cast<StreamCore&>(pin->owner()).device();
       if (&owner != &stream_->device()) owner.pinned_by_other_device(pin);
     }
@@ -36,14 +37,15 @@ void GraphState::tell_other_devices() const {
   }
 }
 
-capture::Recording GraphState::adopt(capture::Recording&& recording) noexcept {
+std::unique_ptr<capture::Recording> GraphState::adopt(
+    std::unique_ptr<capture::Recording> recording) noexcept {
   std::lock_guard lock(mutex_);
-  capture::Recording old = std::move(recording_);
-  if (!recording.executable) {
-    recording.executable = std::move(old.executable);
-    recording.report.uploaded = old.report.uploaded;
+  capture::Recording& old = *recording_;
+  if (!recording->executable) {
+    recording->executable = std::move(old.executable);
+    recording->report.uploaded = old.report.uploaded;
     // The executable's memory is the driver's from its instantiate: an update takes none.
-    GraphMemory& memory = recording.report.memory;
+    GraphMemory& memory = recording->report.memory;
     const GraphMemory& kept = old.report.memory;
     memory.driver_bytes = kept.driver_bytes;
     memory.driver_source = kept.driver_source;
@@ -55,7 +57,7 @@ capture::Recording GraphState::adopt(capture::Recording&& recording) noexcept {
     // Both lists are sorted and unique (the close dedupes them); a re-recording of the same
     // step usually keeps the same modules: then there is nothing to merge (and nothing to
     // allocate).
-    auto& keep = recording.keep_alive;
+    auto& keep = recording->keep_alive;
     if (!std::includes(keep.begin(), keep.end(), old.keep_alive.begin(), old.keep_alive.end())) {
       keep.insert(keep.end(), old.keep_alive.begin(), old.keep_alive.end());
       std::sort(keep.begin(), keep.end());
@@ -63,13 +65,13 @@ capture::Recording GraphState::adopt(capture::Recording&& recording) noexcept {
     }
     old.keep_alive.clear();
     // Its nodes are still the executable's names for param nodes (mapped onto them).
-    recording.source = std::move(old.source);
-    recording.source_nodes = std::move(old.source_nodes);
+    recording->source = std::move(old.source);
+    recording->source_nodes = std::move(old.source_nodes);
   }
-  recording_ = std::move(recording);
-  hot_.exec = recording_.executable.get();
+  recording_.swap(recording);  // `recording` is the replaced one now
+  hot_.exec = recording_->executable.get();
   tell_other_devices();
-  return old;
+  return recording;
 }
 
 namespace {
@@ -123,7 +125,7 @@ Result<void> GraphState::set_param(const void* param, const void* bytes, std::si
   }
   std::array<std::byte, kMaxParamBytes> before{};
   bool found = false;
-  for (const capture::ParamNode& node : recording_.param_nodes) {
+  for (const capture::ParamNode& node : recording_->param_nodes) {
     for (const capture::ParamNode::Binding& binding : node.bindings) {
       if (binding.param.get() != param) continue;
       if (node.sizes[binding.arg] != size) {
@@ -145,7 +147,7 @@ Result<void> GraphState::set_param(const void* param, const void* bytes, std::si
     return bound.error().context("Graph::set");
   }
   DriverApi& driver = stream_->device().driver();
-  auto& nodes = recording_.param_nodes;
+  auto& nodes = recording_->param_nodes;
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     if (!write_param(nodes[i], param, bytes, size)) continue;
     if (CUresult result = set_node(driver, hot_.exec, nodes[i]); result != CUDA_SUCCESS) {
@@ -187,7 +189,7 @@ bool GraphState::try_release() noexcept {
           Error::from_driver("cuStreamSynchronize", result).context("destroying a graph"));
       sequence = 0;
     }
-    if (Result<void> destroyed = recording_.executable.destroy(); !destroyed) {
+    if (Result<void> destroyed = recording_->executable.destroy(); !destroyed) {
       log(LogLevel::warn, destroyed.error().context("destroying a graph").message());
     }
   }
@@ -197,8 +199,8 @@ bool GraphState::try_release() noexcept {
   }
   // Unpin: back through the drop queue, already behind the stream. The modules stay loaded until
   // this state goes (the device may be closing, and unloads them after its graphs).
-  recording_.pins.clear();
-  recording_.source = capture::CapturedGraph{};
+  recording_->pins.clear();
+  recording_->source = capture::CapturedGraph{};
   return true;
 }
 
@@ -210,11 +212,11 @@ void GraphState::release() noexcept {
     stream_->queue_error(
         Error::from_driver("cuStreamSynchronize", result).context("destroying a graph"));
   }
-  if (Result<void> destroyed = recording_.executable.destroy(); !destroyed) {
+  if (Result<void> destroyed = recording_->executable.destroy(); !destroyed) {
     log(LogLevel::warn, destroyed.error().context("destroying a graph").message());
   }
-  recording_.pins.clear();
-  recording_.source = capture::CapturedGraph{};
+  recording_->pins.clear();
+  recording_->source = capture::CapturedGraph{};
 }
 
 }  // namespace graphcap::detail

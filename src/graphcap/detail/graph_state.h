@@ -29,23 +29,23 @@ struct alignas(64) ReplayBlock {
 
 class GraphState {
  public:
-  GraphState(std::shared_ptr<StreamCore> stream, capture::Recording recording) noexcept;
+  GraphState(std::shared_ptr<StreamCore> stream, std::unique_ptr<capture::Recording> recording) noexcept;
 
   const ReplayBlock& hot() const noexcept { return hot_; }
   StreamCore& stream() const noexcept { return *stream_; }
-  const GraphReport& report() const noexcept { return recording_.report; }
+  const GraphReport& report() const noexcept { return recording_->report; }
   bool released() const noexcept { return hot_.released.load(std::memory_order_acquire); }
 
   // The buffers the recording read, wrote and produced whole (see Graph::replay's slow path).
-  const capture::BufferRoles& buffers() const noexcept { return recording_.buffers; }
-  const std::vector<capture::RecordedNode>& nodes() const noexcept { return recording_.nodes; }
-  const capture::NodeStore& node_store() const noexcept { return recording_.store; }
-  capture::OperationLabel label(std::size_t node) const { return recording_.label(node); }
+  const capture::BufferRoles& buffers() const noexcept { return recording_->buffers; }
+  const std::vector<capture::RecordedNode>& nodes() const noexcept { return recording_->nodes; }
+  const capture::NodeStore& node_store() const noexcept { return recording_->store; }
+  capture::OperationLabel label(std::size_t node) const { return recording_->label(node); }
 
   // The executable replays run (an empty one for a released graph).
-  const capture::Executable& executable() const noexcept { return recording_.executable; }
+  const capture::Executable& executable() const noexcept { return recording_->executable; }
   // The nodes of the graph the executable was instantiated from, when it was kept (param nodes).
-  const std::vector<CUgraphNode>& source_nodes() const noexcept { return recording_.source_nodes; }
+  const std::vector<CUgraphNode>& source_nodes() const noexcept { return recording_->source_nodes; }
 
   // Graph::set: give every node that took `param` the value `bytes` (size bytes) from the next
   // replay on. Errc::invalid_argument when no node took it or the size differs; on a driver
@@ -57,7 +57,7 @@ class GraphState {
   // kept. Returns what was replaced (the old executable when there is a new one, the old pins
   // and keep-alives): the caller releases it once the stream has passed the replays of it.
   // Not to be called concurrently with replay() of the same graph.
-  capture::Recording adopt(capture::Recording&& recording) noexcept;
+  std::unique_ptr<capture::Recording> adopt(std::unique_ptr<capture::Recording> recording) noexcept;
 
   // Wait for in-flight replays (a failed wait is queued on the stream), destroy the executable,
   // unpin. False, doing nothing, when a recording forbids the wait now (defer it then).
@@ -71,7 +71,7 @@ class GraphState {
 
   ReplayBlock hot_;
   std::shared_ptr<StreamCore> stream_;
-  capture::Recording recording_;
+  std::unique_ptr<capture::Recording> recording_;  // never null
   std::mutex mutex_;
 };
 

@@ -202,11 +202,11 @@ TEST_F(WindowTest, TheTrackerHoldsTheRecordingUntilTheDriverCaptureIsClosed) {
   ASSERT_THAT(window_->prepare(CU_STREAM_CAPTURE_MODE_GLOBAL, true, nullptr), IsOk());
   ASSERT_THAT(window_->begin(), IsOk());
   launch_and_record({});
-  Result<Recording> recording = window_->end(false);
+  Result<std::unique_ptr<Recording>> recording = window_->end(false);
   ASSERT_THAT(recording, IsOk());
   EXPECT_TRUE(forbidden_during_end);
   EXPECT_FALSE(tracker_->unsafe_calls_forbidden());
-  EXPECT_EQ(recording->report.node_count, 1u);
+  EXPECT_EQ((*recording)->report.node_count, 1u);
 }
 
 TEST_F(WindowTest, ARecordingPinsItsMemoryAndNamesEachBufferOnceByRole) {
@@ -218,8 +218,10 @@ TEST_F(WindowTest, ARecordingPinsItsMemoryAndNamesEachBufferOnceByRole) {
   const BufferUse second[] = {{&out, Access::read_write}};
   launch_and_record(first);
   launch_and_record(second);
-  Result<Recording> recording = window_->end(true);
-  ASSERT_THAT(recording, IsOk());
+  Result<std::unique_ptr<Recording>> ended = window_->end(true);
+  ASSERT_THAT(ended, IsOk());
+  const Recording* recording = ended->get();
+  ASSERT_NE(recording, nullptr);
   EXPECT_EQ(recording->report.node_count, 2u);
   EXPECT_EQ(recording->pins.size(), 2u) << "one pin per slice, however often it is used";
   EXPECT_EQ(recording->report.pinned_slices, 2u);
@@ -273,7 +275,7 @@ TEST_F(WindowTest, OnlyTheRecordingThreadEndsAGlobalRecordingButAnyThreadAbortsI
   ASSERT_THAT(window_->begin(), IsOk());
   const BufferUse uses[] = {{&out, Access::write_whole}};
   launch_and_record(uses);
-  Result<Recording> ended = Error(Errc::driver, "not run");
+  Result<std::unique_ptr<Recording>> ended = Error(Errc::driver, "not run");
   Result<void> aborted = Error(Errc::driver, "not run");
   std::thread([&] {
     ASSERT_EQ(fake_.cuCtxSetCurrent(context_), CUDA_SUCCESS);  // as Device binds each thread
