@@ -154,10 +154,11 @@ ClosedRecording OpenRecording::close(CloseRequest request) {
     // Side streams' work the origin never waited for: refused by name, before the driver
     // answers with a bare CUDA_ERROR_STREAM_CAPTURE_UNJOINED.
     if (!doomed) unjoined = unjoined_locked();
-    recording.pins = std::exchange(pins_, {});
+    // (The recording is new: its lists are empty, so a swap hands them over.)
+    recording.pins.swap(pins_);
     recording.buffers = std::exchange(roles_, BufferRoles{});
-    recording.keep_alive = std::exchange(keep_alive_, {});
-    recording.param_nodes = std::exchange(param_nodes_, {});
+    recording.keep_alive.swap(keep_alive_);
+    recording.param_nodes.swap(param_nodes_);
     node_hint_ = topology_.size();
     recording.nodes = topology_.take();
     recording.store = topology_.take_store();
@@ -175,37 +176,12 @@ ClosedRecording OpenRecording::close(CloseRequest request) {
   loop_target_.store(nullptr, std::memory_order_release);
   between_cases_.store(false, std::memory_order_release);
 
-  // Which bodies are still valid must be asked before the recording's capture ends.
+  // Which bodies are still valid must be asked before the recording's capture ends; they are
+  // ended after it (out of line: most recordings have none).
   std::vector<bool> active;
-  for (CUstream body : bodies) {
-    Result<bool> valid = graphs_->body_active(body);
-    if (!valid) {
-      // Not known to be valid: left open and abandoned (destroying its stream ends a valid
-      // capture as well).
-      log(LogLevel::warn, std::move(valid).error()
-                              .context("recording " + std::to_string(id_) +
-                                       ": asking whether a conditional body's capture is valid")
-                              .message());
-    }
-    active.push_back(valid && *valid);
-  }
+  if (!bodies.empty()) [[unlikely]] active = bodies_active(bodies);
   Result<CapturedGraph> captured = graphs_->end(stream_);
-  for (std::size_t i = 0; i < bodies.size(); ++i) {
-    if (!active[i]) {
-      // An invalidated body's capture is never ended: on the H200 the process crashed (SIGSEGV)
-      // in whichever of the two cuStreamEndCapture calls came second. Its stream is abandoned
-      // (never used or destroyed again); the next loop gets a new one.
-      abandoned_bodies_.push_back(bodies[i]);
-      log(LogLevel::warn, "recording " + std::to_string(id_) + ": a conditional body's "
-                          "capture was invalidated; its stream is abandoned, not ended (ending it "
-                          "crashes the driver)");
-      continue;
-    }
-    if (Result<void> ended = graphs_->end_body(bodies[i]); !ended && log_enabled(LogLevel::debug)) {
-      log(LogLevel::debug, "recording " + std::to_string(id_) + ": closing a conditional body: " +
-                               ended.error().message());
-    }
-  }
+  if (!bodies.empty()) [[unlikely]] end_bodies(bodies, active);
   // The driver's recording is closed, and with it every side stream's part in it; only now may
   // other threads' unsafe calls go ahead.
   for (Window* side : sides) side->leave();
@@ -213,43 +189,19 @@ ClosedRecording OpenRecording::close(CloseRequest request) {
 
   // The refusal is decided before anything is changed: `into`, the pool, the claims.
   std::optional<Error>& refusal = out.refusal;
-  if (doomed) {
-    // Terminating another thread's recording is answered with 908: that is the expected outcome.
-    const bool expected = request.other_thread && !captured &&
-                          captured.error().driver_code() == CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD;
-    if (!captured && !expected) {  // the refusal carries the original error; don't lose this one
-      log(LogLevel::warn, captured.error().context("closing a refused recording").message());
-    }
-    refusal = Error(Errc::doomed, "end_capture: recording refused: " + doomed->message(),
-                    doomed->driver_code());
-  } else if (unjoined) {
-    if (captured || captured.error().driver_code() != CUDA_ERROR_STREAM_CAPTURE_UNJOINED) {
-      log(LogLevel::warn, "end_capture: the driver did not answer unjoined side-stream work with "
-                          "CUDA_ERROR_STREAM_CAPTURE_UNJOINED as expected");
-    }
-    refusal = *unjoined;
-  } else if (!captured) {
-    refusal = captured.error();
-    if (refusal->driver_code() == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED) {
-      // No graphcap operation saw it: something outside graphcap invalidated the recording.
-      refusal = Error(refusal->code(),
-                      refusal->message() + " (no graphcap operation saw the invalidation; the "
-                      "last one recorded was " +
-                          (recording.nodes.empty() ? std::string("none")
-                                                   : recording.label(recording.nodes.size() - 1)
-                                                         .first_line()) +
-                          "; " + likely_causes(mode_) + driver_account(*graphs_, stream_) + ")",
-                      refusal->driver_code());
-    }
-  } else if (std::optional<Error> outlived = pool_ ? pool_->outlived() : std::nullopt) {
+  std::optional<Error> outlived;
+  if (doomed || unjoined || !captured) [[unlikely]] {
+    refusal = close_refusal(request, captured, doomed, unjoined, recording);
+  } else if (pool_ && (outlived = pool_->outlived())) [[unlikely]] {
     refusal = std::move(outlived);
   } else {
     // On request, the driver's own view of the graph, for CUDA-level detail.
-    if (!driver_dot_dir_.empty()) {
+    if (!driver_dot_dir_.empty()) [[unlikely]] {
       graphs_->dump_dot(*captured, driver_dot_dir_ + "/graphcap-recording-" +
                                        std::to_string(id_) + ".dot");
     }
-    if (Result<void> made = make_executable(*captured, recorded, request.into, recording); !made) {
+    if (Result<void> made = make_executable(*captured, recorded, request.into, recording); !made)
+        [[unlikely]] {
       refusal = made.error();
     }
   }
@@ -257,12 +209,12 @@ ClosedRecording OpenRecording::close(CloseRequest request) {
 
   // The side streams' uses were recorded, not run: a graph's nodes run on the origin's stream (a
   // refused recording's never run), so the uses become the origin's.
-  if (!sides.empty() && self_ != nullptr) {
+  if (!sides.empty() && self_ != nullptr) [[unlikely]] {
     std::vector<const memory::SliceOwner*> side_streams;
     for (const Window* side : sides) side_streams.push_back(side->stream());
     recording.buffers.forget_uses_by(side_streams, *self_, request.sequence);
   }
-  if (refusal) {
+  if (refusal) [[unlikely]] {
     // The buffers the recording would have written hold bytes no operation produced (unless
     // the caller's warm-up produced them: claim_on_refusal false).
     if (claim_on_refusal_) recording.buffers.fail_writes(*refusal);
@@ -293,6 +245,78 @@ ClosedRecording OpenRecording::close(CloseRequest request) {
   }
   unprepare();
   return out;
+}
+
+std::vector<bool> OpenRecording::bodies_active(const std::vector<CUstream>& bodies) const {
+  std::vector<bool> active;
+  for (CUstream body : bodies) {
+    Result<bool> valid = graphs_->body_active(body);
+    if (!valid) {
+      // Not known to be valid: left open and abandoned (destroying its stream ends a valid
+      // capture as well).
+      log(LogLevel::warn, std::move(valid).error()
+                              .context("recording " + std::to_string(id_) +
+                                       ": asking whether a conditional body's capture is valid")
+                              .message());
+    }
+    active.push_back(valid && *valid);
+  }
+  return active;
+}
+
+void OpenRecording::end_bodies(const std::vector<CUstream>& bodies,
+                               const std::vector<bool>& active) {
+  for (std::size_t i = 0; i < bodies.size(); ++i) {
+    if (!active[i]) {
+      // An invalidated body's capture is never ended: on the H200 the process crashed (SIGSEGV)
+      // in whichever of the two cuStreamEndCapture calls came second. Its stream is abandoned
+      // (never used or destroyed again); the next loop gets a new one.
+      abandoned_bodies_.push_back(bodies[i]);
+      log(LogLevel::warn, "recording " + std::to_string(id_) + ": a conditional body's "
+                          "capture was invalidated; its stream is abandoned, not ended (ending it "
+                          "crashes the driver)");
+      continue;
+    }
+    if (Result<void> ended = graphs_->end_body(bodies[i]); !ended && log_enabled(LogLevel::debug)) {
+      log(LogLevel::debug, "recording " + std::to_string(id_) + ": closing a conditional body: " +
+                               ended.error().message());
+    }
+  }
+}
+
+Error OpenRecording::close_refusal(const CloseRequest& request,
+                                   const Result<CapturedGraph>& captured,
+                                   const std::optional<Error>& doomed,
+                                   const std::optional<Error>& unjoined,
+                                   const Recording& recording) const {
+  if (doomed) {
+    // Terminating another thread's recording is answered with 908: that is the expected outcome.
+    const bool expected = request.other_thread && !captured &&
+                          captured.error().driver_code() == CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD;
+    if (!captured && !expected) {  // the refusal carries the original error; don't lose this one
+      log(LogLevel::warn, captured.error().context("closing a refused recording").message());
+    }
+    return Error(Errc::doomed, "end_capture: recording refused: " + doomed->message(),
+                 doomed->driver_code());
+  }
+  if (unjoined) {
+    if (captured || captured.error().driver_code() != CUDA_ERROR_STREAM_CAPTURE_UNJOINED) {
+      log(LogLevel::warn, "end_capture: the driver did not answer unjoined side-stream work with "
+                          "CUDA_ERROR_STREAM_CAPTURE_UNJOINED as expected");
+    }
+    return *unjoined;
+  }
+  const Error& error = captured.error();
+  if (error.driver_code() != CUDA_ERROR_STREAM_CAPTURE_INVALIDATED) return error;
+  // No graphcap operation saw it: something outside graphcap invalidated the recording.
+  return Error(error.code(),
+               error.message() + " (no graphcap operation saw the invalidation; the "
+               "last one recorded was " +
+                   (recording.nodes.empty() ? std::string("none")
+                                            : recording.label(recording.nodes.size() - 1)
+                                                  .first_line()) +
+                   "; " + likely_causes(mode_) + driver_account(*graphs_, stream_) + ")",
+               error.driver_code());
 }
 
 Result<void> OpenRecording::make_executable(CapturedGraph& captured, const GraphReport& recorded,

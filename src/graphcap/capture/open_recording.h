@@ -241,6 +241,13 @@ class OpenRecording {
                                const InstantiateFailure& failure);
 
   void doom_locked(const Error& error);
+  // close()'s rare parts, out of line: the update close runs its code cold, after the driver's
+  // cuGraphExecUpdate has evicted it, so its path is kept to few code lines (issue 24).
+  std::vector<bool> bodies_active(const std::vector<CUstream>& bodies) const;
+  void end_bodies(const std::vector<CUstream>& bodies, const std::vector<bool>& active);
+  Error close_refusal(const CloseRequest& request, const Result<CapturedGraph>& captured,
+                      const std::optional<Error>& doomed, const std::optional<Error>& unjoined,
+                      const Recording& recording) const;
   // record()'s rare parts, out of line so a recorded launch's path stays on few code lines.
   void record_failure_locked(const Operation& op, const Error& failure);
   Result<void> record_param_node_locked(Operation& op, CUstream issued_on);
