@@ -10,11 +10,11 @@ set -euo pipefail
 path="$1"; n="$2"; bench="${3:-build/dev/bench/graphcap-bench}"
 out="$(mktemp -d)/callgrind.out"
 valgrind --tool=callgrind --callgrind-out-file="$out" --collect-atstart=no \
-  --toggle-collect="graphcap::bench::growth_op_${path}(*" "$bench" \
+  --toggle-collect="*graphcap::bench::growth_op_${path}?*" "$bench" \
   --benchmark_filter="^Growth/${path}/${n}/" --benchmark_repetitions=1 > /dev/null 2>&1
 callgrind_annotate --inclusive=yes --threshold=100 "$out" > "$out.inclusive" 2> /dev/null
 calls=$(callgrind_annotate --tree=caller --inclusive=yes "$out" 2> /dev/null |
-  grep "< .*growth_op_${path}(.*x)" | head -1 | sed 's/.*(\([0-9,]*\)x).*/\1/' | tr -d ,)
+  grep "< .*growth_op_${path}[(<].*x)" | head -1 | sed 's/.*(\([0-9,]*\)x).*/\1/' | tr -d ,)
 python3 - "$out.inclusive" "$calls" "$path/$n" <<'PY'
 import re, sys
 total, driver = 0, {}

@@ -32,10 +32,11 @@ std::string dim_text(const Dim3& d) {
 bool dims_within(const LaunchDims& dims, const DeviceLimits& limits) noexcept {
   const Dim3& g = dims.grid;
   const Dim3& b = dims.block;
-  return (g.x != 0) & (g.y != 0) & (g.z != 0) & (b.x != 0) & (b.y != 0) & (b.z != 0) &
-         (b.x <= limits.max_block.x) & (b.y <= limits.max_block.y) &
-         (b.z <= limits.max_block.z) & (g.x <= limits.max_grid.x) & (g.y <= limits.max_grid.y) &
-         (g.z <= limits.max_grid.z) & (dims.shared_bytes <= limits.max_shared_bytes) &
+  // x - 1 < max is 1 <= x <= max in one unsigned compare (0 - 1 wraps to the largest value).
+  return (g.x - 1u < limits.max_grid.x) & (g.y - 1u < limits.max_grid.y) &
+         (g.z - 1u < limits.max_grid.z) & (b.x - 1u < limits.max_block.x) &
+         (b.y - 1u < limits.max_block.y) & (b.z - 1u < limits.max_block.z) &
+         (dims.shared_bytes <= limits.max_shared_bytes) &
          (1ULL * b.x * b.y * b.z <= limits.max_threads_per_block);
 }
 
@@ -341,7 +342,7 @@ Result<void> Device::launch(Stream& s, const Kernel& kernel, LaunchDims dims,
   if (recording) {
     op.keep_alive = capture::KeepAliveRef::of(state);  // a replay needs its module loaded
     launch_label(op.label, state, dims, args);
-  } else if (log_enabled(LogLevel::debug)) {
+  } else if (log_enabled(LogLevel::debug)) [[unlikely]] {
     launch_label(op.label, state, dims, args);
   }
   // A recorded launch that takes params: what Graph::set needs to set its node again (the

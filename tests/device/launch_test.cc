@@ -97,6 +97,26 @@ TEST_F(LaunchTest, DimensionsPastTheDeviceLimitsAreInvalidArgument) {
   EXPECT_THAT(read_u32(b), ElementsAreArray({1u}));
 }
 
+// The bounds are inclusive: a launch at each limit runs (the check compares x - 1 < limit, so
+// an off-by-one there would refuse these).
+TEST_F(LaunchTest, DimensionsAtTheDeviceLimitsAreAccepted) {
+  Buffer b = upload_u32({1});
+  const DeviceLimits& limits = device_->limits();
+  ASSERT_GT(limits.max_threads_per_block, 0u);
+  const std::vector<LaunchDims> at_limit = {
+      {{1, 1, 1}, {limits.max_threads_per_block, 1, 1}, 0},  // as many threads as allowed
+      {{1, 1, 1}, {1, 1, limits.max_block.z}, 0},            // block z at its limit
+      {{1, limits.max_grid.y, 1}, {1, 1, 1}, 0},             // grid y at its limit
+  };
+  std::uint32_t value = 10;
+  for (const LaunchDims& dims : at_limit) {
+    ASSERT_THAT(device_->launch(stream(), fill_, dims,
+                                {Arg::out(b), Arg::value(++value), Arg::value(1u)}),
+                IsOk());
+    EXPECT_THAT(read_u32(b), ElementsAreArray({value}));
+  }
+}
+
 TEST_F(LaunchTest, EmptyBufferOrKernelIsInvalidArgument) {
   Buffer empty;
   EXPECT_THAT(device_->launch(stream(), fill_, dims_for(1),
