@@ -68,8 +68,11 @@ class Device {
   Result<std::vector<std::byte>> read(const Buffer& src, std::size_t offset, std::size_t count,
                                       Stream& s);
 
+  // (Defined here: a call of its own in the library was a second frame on every launch.)
   Result<void> launch(Stream& s, const Kernel& kernel, LaunchDims dims,
-                      std::initializer_list<Arg> args);
+                      std::initializer_list<Arg> args) {
+    return launch(s, kernel, dims, args, LaunchOptions{});
+  }
   // The same with launch attributes (launch_options.h): a programmatic dependent launch, a
   // priority. Issued through cuLaunchKernelEx; the overload above, through cuLaunchKernel.
   Result<void> launch(Stream& s, const Kernel& kernel, LaunchDims dims,

@@ -247,11 +247,6 @@ Result<void> launch_ex(DriverApi& driver, CUfunction function, const LaunchDims&
 }  // namespace
 
 Result<void> Device::launch(Stream& s, const Kernel& kernel, LaunchDims dims,
-                            std::initializer_list<Arg> args) {
-  return launch(s, kernel, dims, args, LaunchOptions{});
-}
-
-Result<void> Device::launch(Stream& s, const Kernel& kernel, LaunchDims dims,
                             std::initializer_list<Arg> args, const LaunchOptions& options) {
   GRAPHCAP_TRY(check_stream(s, "launch"));
   if (!kernel) [[unlikely]] return Error(Errc::invalid_argument, "launch: an empty Kernel");
@@ -332,7 +327,8 @@ Result<void> Device::launch(Stream& s, const Kernel& kernel, LaunchDims dims,
   capture::Operation op;
   op.node = CU_GRAPH_NODE_TYPE_KERNEL;
   op.uses = {uses.data(), use_count};
-  Result<void> done = [&]() -> Result<void> {
+  // (Inlined: a call of its own cost the eager path a second prologue and epilogue.)
+  Result<void> done = [&]() __attribute__((always_inline)) -> Result<void> {
   std::lock_guard lock(stream.mutex());
   const bool recording = stream.window().recording();
   if (condition_recording != 0 && condition_recording != stream.window().recording_id())
@@ -358,7 +354,7 @@ Result<void> Device::launch(Stream& s, const Kernel& kernel, LaunchDims dims,
   op.priority = options.priority.has_value();
   return stream.run(
       op,
-      [&]() -> Result<void> {
+      [&]() __attribute__((always_inline)) -> Result<void> {
         // Above the device's default (48 KiB), dynamic shared memory must be enabled for the
         // function first: once per kernel and size, then one atomic load per launch.
         if (dims.shared_bytes > core_->limits().default_shared_bytes &&

@@ -187,7 +187,7 @@ class StreamCore final : public memory::SliceOwner,
 };
 
 template <class Issue, class What, class UseName>
-Result<void> StreamCore::run(capture::Operation& op, Issue&& issue, What&& what,
+[[gnu::always_inline]] inline Result<void> StreamCore::run(capture::Operation& op, Issue&& issue, What&& what,
                              UseName&& use_name) {
   capture::OpenRecording* const recording = window_.recording_into();
   if (recording != nullptr && window_.between_cases()) [[unlikely]] {
