@@ -248,7 +248,10 @@ Result<void> launch_ex(DriverApi& driver, CUfunction function, const LaunchDims&
 
 Result<void> Device::launch(Stream& s, const Kernel& kernel, LaunchDims dims,
                             std::initializer_list<Arg> args, const LaunchOptions& options) {
-  GRAPHCAP_TRY(check_stream(s, "launch"));
+  // check_stream's usual outcome, here without a call; it says why only when this fails.
+  if (!core_->is_open() || &HandleAccess::core(s).device() != core_.get()) [[unlikely]] {
+    GRAPHCAP_TRY(check_stream(s, "launch"));
+  }
   if (!kernel) [[unlikely]] return Error(Errc::invalid_argument, "launch: an empty Kernel");
   const std::shared_ptr<detail::KernelState>& state = HandleAccess::state(kernel);
   // Names the launch in messages; built only when one is needed (this is the eager hot path).
