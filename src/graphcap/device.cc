@@ -58,7 +58,7 @@ MemoryStats Device::memory_stats(Stream& s) const {
 
 Result<void> Device::check_stream(const Stream& s, const char* operation) const {
   // Every operation's first check: the usual outcome without building a Result on the way.
-  if (core_->is_open() && &HandleAccess::core(s).device() == core_.get()) [[likely]] return {};
+  if (core_->serves(HandleAccess::core(s).device())) [[likely]] return {};
   GRAPHCAP_TRY(core_->check_open(operation));
   if (const DeviceCore& other = HandleAccess::core(s).device(); &other != core_.get()) {
     return Error(Errc::invalid_argument,

@@ -249,7 +249,7 @@ Result<void> launch_ex(DriverApi& driver, CUfunction function, const LaunchDims&
 Result<void> Device::launch(Stream& s, const Kernel& kernel, LaunchDims dims,
                             std::initializer_list<Arg> args, const LaunchOptions& options) {
   // check_stream's usual outcome, here without a call; it says why only when this fails.
-  if (!core_->is_open() || &HandleAccess::core(s).device() != core_.get()) [[unlikely]] {
+  if (!core_->serves(HandleAccess::core(s).device())) [[unlikely]] {
     GRAPHCAP_TRY(check_stream(s, "launch"));
   }
   if (!kernel) [[unlikely]] return Error(Errc::invalid_argument, "launch: an empty Kernel");

@@ -44,6 +44,11 @@ class DeviceCore : public std::enable_shared_from_this<DeviceCore> {
   capture::GraphDriver& graph_driver() noexcept { return graph_driver_; }
   capture::CaptureTracker& tracker() const noexcept { return *tracker_; }
   bool is_open() const noexcept { return open_.load(std::memory_order_acquire); }
+  // Whether this open device serves a stream of `stream_device`: every operation's first check
+  // (Device::check_stream, and Device::launch inline).
+  bool serves(const DeviceCore& stream_device) const noexcept {
+    return &stream_device == this && is_open();
+  }
   std::uint64_t id() const noexcept { return id_; }
   bool unsafe_calls_forbidden() const noexcept { return tracker_->unsafe_calls_forbidden(); }
   // True the first time only: the first kernel of this device whose parameter layout the driver

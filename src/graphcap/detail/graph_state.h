@@ -29,7 +29,8 @@ struct alignas(64) ReplayBlock {
 
 class GraphState {
  public:
-  GraphState(std::shared_ptr<StreamCore> stream, std::unique_ptr<capture::Recording> recording) noexcept;
+  GraphState(std::shared_ptr<StreamCore> stream,
+             std::unique_ptr<capture::Recording> recording) noexcept;
 
   const ReplayBlock& hot() const noexcept { return hot_; }
   StreamCore& stream() const noexcept { return *stream_; }

@@ -186,9 +186,10 @@ class StreamCore final : public memory::SliceOwner,
   std::vector<std::weak_ptr<memory::VirtualRange>> ranges_;  // of this stream's graph pools
 };
 
+// (Always inlined: a call of its own was a second frame on every launch; issue 24.)
 template <class Issue, class What, class UseName>
-[[gnu::always_inline]] inline Result<void> StreamCore::run(capture::Operation& op, Issue&& issue, What&& what,
-                             UseName&& use_name) {
+[[gnu::always_inline]] inline Result<void> StreamCore::run(capture::Operation& op, Issue&& issue,
+                                                           What&& what, UseName&& use_name) {
   capture::OpenRecording* const recording = window_.recording_into();
   if (recording != nullptr && window_.between_cases()) [[unlikely]] {
     // Between begin_switch and its first begin_case no body captures: refused before anything
