@@ -67,4 +67,10 @@ void register_peer_copy_benchmarks(BenchEnv& env, const BenchPlan& plan);
 // graphcap::bench::growth_op_<path>, for callgrind's --toggle-collect.
 void register_growth_benchmarks(BenchEnv& env, const BenchPlan& plan);
 
+// Startup (startup_benchmarks.cc): Startup/<side>/<keys>/<launches>/<threads>, a bucket set of
+// `keys` graphs of `launches` launches brought up (recorded, instantiated, uploaded) by the raw
+// driver serially, on threads whole and in phases, and by GraphCache::record_all; counters ms,
+// ms_per_graph, held_mib (and raw_phases' capture_ms, instantiate_ms, upload_ms).
+void register_startup_benchmarks(BenchEnv& env, const BenchPlan& plan);
+
 }  // namespace graphcap::bench

@@ -5,9 +5,12 @@
 # the GPU), the examples on the real driver, then graphcap-bench alone on the GPU. The
 # fake's own suites run in CI (.ci/run); `all-fake` adds them here too. Logs go to $OUT (at most
 # 8 files come back).
-#   usage: tools/gpu_check.sh [all|tests|bench|all-fake|fidelity] [fidelity programs (default 10000)]
+#   usage: tools/gpu_check.sh [all|tests|bench|all-fake|fidelity|startup] [fidelity programs (default 10000)]
 #   fidelity: graphcap-fidelity alone, once per seed in GRAPHCAP_FIDELITY_SEEDS (default 11), each
-#   seed's traces back as fidelity-traces-<seed>.tgz. GRAPHCAP_SKIP_PEERS=1: no PyTorch/CuPy step;
+#   seed's traces back as fidelity-traces-<seed>.tgz; GRAPHCAP_FIDELITY_CALLS (MIN:MAX, one per seed,
+#   space-separated; default the tool's) and GRAPHCAP_FIDELITY_DEADLINE (seconds a seed, default 300).
+#   startup: the fidelity step, then graphcap-bench's Startup family and PyTorch's startup
+#   (tools/peers/startup_torch.py), alone on the GPU. GRAPHCAP_SKIP_PEERS=1: no PyTorch/CuPy step;
 #   GRAPHCAP_PACK_LOGS=1: every log in one logs.tgz (for the device tool's 8 files).
 set -uo pipefail
 what="${1:-all}"
@@ -33,12 +36,13 @@ targets=(graphcap_tests_cuda graphcap_free_memory_tests_cuda graphcap_fault_swee
          quickstart patterns decode_loop serving_loop cublas_external)
 [[ "$what" == all-fake ]] && targets=(all)
 [[ "$what" == fidelity ]] && targets=(graphcap-fidelity graphcap_test_kernels_fatbin)
+[[ "$what" == startup ]] && targets=(graphcap-fidelity graphcap_test_kernels_fatbin graphcap-bench)
 if ! { cmake --preset gpu && cmake --build --preset gpu --target "${targets[@]}"; } > "$out/build.log" 2>&1; then
   echo "BUILD FAILED"; grep -E "error|Error" "$out/build.log" | head -40; tail -20 "$out/build.log"
   exit 1
 fi
 stamp "build ok"
-[[ "$what" == fidelity ]] && mv "$out/build.log" /tmp/  # at most 8 files come back
+[[ "$what" == fidelity || "$what" == startup ]] && mv "$out/build.log" /tmp/  # at most 8 files come back
 
 rc=0
 if [[ "$what" != bench && -x build/gpu/tools/fidelity/graphcap-fidelity ]]; then
@@ -47,15 +51,21 @@ if [[ "$what" != bench && -x build/gpu/tools/fidelity/graphcap-fidelity ]]; then
   # synchronisation (docs/conformance.md), so it runs before the tests, not beside them.
   fatbin=$(find build/gpu -name '*.fatbin' -path '*test_kernels*' | head -1)
   seeds=(${GRAPHCAP_FIDELITY_SEEDS:-11})
+  calls_ranges=(${GRAPHCAP_FIDELITY_CALLS:-})
+  i=0
   for seed in "${seeds[@]}"; do
+    calls_flag=()
+    [[ -n "${calls_ranges[$i]:-}" ]] && calls_flag=(--calls="${calls_ranges[$i]}")
+    i=$((i + 1))
     suffix=$([[ ${#seeds[@]} -gt 1 ]] && echo "-$seed" || true)
     {
       nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-      echo "programs=$programs seed=$seed jobs=1 fatbin=$fatbin"
+      echo "programs=$programs seed=$seed calls=${calls_flag[*]:-default} jobs=1 fatbin=$fatbin"
       s=$SECONDS
       rm -rf /tmp/fidelity-run
       build/gpu/tools/fidelity/graphcap-fidelity --driver=cuda --seed="$seed" --programs="$programs" \
-        --jobs=1 --shrink=1 --deadline=300 --record=/tmp/fidelity-run \
+        --jobs=1 --shrink=1 --deadline="${GRAPHCAP_FIDELITY_DEADLINE:-300}" "${calls_flag[@]}" \
+        --record=/tmp/fidelity-run \
         --kernels="$fatbin" > "$out/fidelity-summary$suffix.md" 2> "$out/fidelity-stderr$suffix.txt"
       echo "rc=$? wall_s=$((SECONDS - s))"
     } >> "$out/fidelity.txt" 2>&1
@@ -67,6 +77,16 @@ if [[ "$what" != bench && -x build/gpu/tools/fidelity/graphcap-fidelity ]]; then
   grep -hE "^programs|first difference" -A30 "$out"/fidelity-summary*.md | grep -E "^programs|^\| cu" | tail -40
 fi
 [[ "$what" == fidelity ]] && { stamp "rc=$rc"; exit $rc; }
+if [[ "$what" == startup ]]; then
+  build/gpu/bench/graphcap-bench --driver=cuda --benchmark_repetitions=1 \
+    --benchmark_filter="${GRAPHCAP_BENCH_FILTER:-^Startup/}" > "$out/startup.txt" 2>&1 || rc=1
+  stamp "startup bench done"
+  grep -E "^Startup" "$out/startup.txt"
+  python3 tools/peers/startup_torch.py > "$out/startup-torch.md" 2>&1 || rc=1
+  stamp "torch startup done"
+  cat "$out/startup-torch.md"
+  exit $rc
+fi
 
 if [[ "$what" != bench ]]; then
   if [[ "$what" == all-fake ]]; then
