@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# graphcap's own instructions per operation on the fake (issue 24): callgrind of one
+# graphcap's own instructions per operation on the fake: callgrind of one
 # `Growth/<path>/<n>` benchmark, counting only inside graphcap::bench::growth_op_<path>, less the
 # instructions inside the driver's calls (the bench's CountingDriver/ObservingDriver frames, each
 # entry point counted once at its outermost frame), divided by the operation's calls.

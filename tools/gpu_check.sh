@@ -21,10 +21,9 @@ stamp() { echo "[$((SECONDS - started)) s] $*"; }
 
 {
   date -u
-  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
+  nvidia-smi --query-gpu=name,driver_version --format=csv
   nvcc --version | tail -2
   cmake --version | head -1
-  nproc
 } > "$out/env.txt" 2>&1
 cat "$out/env.txt"
 
@@ -104,9 +103,9 @@ if [[ "$what" != tests && -x build/gpu/bench/graphcap-bench ]]; then
     --benchmark_out_format=json > "$out/bench.txt" 2>&1 || rc=1
   stamp "bench done"
   grep -E "_median" "$out/bench.txt" | head -80
-  # The peers in the same session (issue 24): PyTorch's and CuPy's capture and instantiate.
+  # The peers in the same session: PyTorch's and CuPy's capture and instantiate.
   if [[ "${GRAPHCAP_SKIP_PEERS:-0}" != 1 ]]; then
-    python3 tools/peers/peers_capture.py --big > "$out/peers.md" 2>&1 || true
+    python3 bench/peers_capture.py --big > "$out/peers.md" 2>&1 || true
     stamp "peers done"
     cat "$out/peers.md"
   fi
