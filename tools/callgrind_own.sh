@@ -9,7 +9,7 @@
 # "code lines L": the 64-byte lines of graphcap's own code run at least LINES_PER times an
 # operation (env LINES_PER, default 1; e.g. 100 for a pass of 100 launches: the lines every
 # launch runs). What a path costs beside the real driver follows these lines, which each driver
-# call evicts, as much as its instructions (docs/performance.md, "H200, 2026-12-04 (night)").
+# call evicts, as much as its instructions (docs/performance.md, "On the fake: graphcap's own instructions").
 set -euo pipefail
 path="$1"; n="$2"; bench="${3:-build/dev/bench/graphcap-bench}"
 out="$(mktemp -d)/callgrind.out"
