@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
-# graphcap's own instructions per operation on the fake (issue 24): callgrind of one
+# graphcap's own instructions per operation on the fake: callgrind of one
 # `Growth/<path>/<n>` benchmark, counting only inside graphcap::bench::growth_op_<path>, less the
 # instructions inside the driver's calls (the bench's CountingDriver/ObservingDriver frames, each
 # entry point counted once at its outermost frame), divided by the operation's calls.
-#   usage: tools/callgrind_own.sh <path> <n> [graphcap-bench (default build/dev/bench/graphcap-bench)]
+#   usage: tools/callgrind_own.sh <path> <n> [graphcap-bench (default build/bench/bench/graphcap-bench)]
 #   e.g.   tools/callgrind_own.sh update_close 100
 # Needs valgrind and python3; prints "<path>/<n>: total T driver D calls C own/call O", then
 # "code lines L": the 64-byte lines of graphcap's own code run at least LINES_PER times an
 # operation (env LINES_PER, default 1; e.g. 100 for a pass of 100 launches: the lines every
 # launch runs). What a path costs beside the real driver follows these lines, which each driver
-# call evicts, as much as its instructions (docs/performance.md, "H200, 2026-12-04 (night)").
+# call evicts, as much as its instructions (docs/performance.md, "On the fake: graphcap's own instructions").
 set -euo pipefail
-path="$1"; n="$2"; bench="${3:-build/dev/bench/graphcap-bench}"
+path="$1"; n="$2"; bench="${3:-build/bench/bench/graphcap-bench}"
 out="$(mktemp -d)/callgrind.out"
 valgrind --tool=callgrind --dump-instr=yes --callgrind-out-file="$out" --collect-atstart=no \
   --toggle-collect="*graphcap::bench::growth_op_${path}?*" "$bench" \

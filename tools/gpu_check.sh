@@ -10,7 +10,7 @@
 #   seed's traces back as fidelity-traces-<seed>.tgz; GRAPHCAP_FIDELITY_CALLS (MIN:MAX, one per seed,
 #   space-separated; default the tool's) and GRAPHCAP_FIDELITY_DEADLINE (seconds a seed, default 300).
 #   startup: the fidelity step, then graphcap-bench's Startup family and PyTorch's startup
-#   (tools/peers/startup_torch.py), alone on the GPU. GRAPHCAP_SKIP_PEERS=1: no PyTorch/CuPy step;
+#   (bench/startup_torch.py), alone on the GPU. GRAPHCAP_SKIP_PEERS=1: no PyTorch/CuPy step;
 #   GRAPHCAP_PACK_LOGS=1: every log in one logs.tgz (for the device tool's 8 files).
 set -uo pipefail
 what="${1:-all}"
@@ -24,10 +24,9 @@ stamp() { echo "[$((SECONDS - started)) s] $*"; }
 
 {
   date -u
-  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
+  nvidia-smi --query-gpu=name,driver_version --format=csv
   nvcc --version | tail -2
   cmake --version | head -1
-  nproc
 } > "$out/env.txt" 2>&1
 cat "$out/env.txt"
 
@@ -82,7 +81,7 @@ if [[ "$what" == startup ]]; then
     --benchmark_filter="${GRAPHCAP_BENCH_FILTER:-^Startup/}" > "$out/startup.txt" 2>&1 || rc=1
   stamp "startup bench done"
   grep -E "^Startup" "$out/startup.txt"
-  python3 tools/peers/startup_torch.py > "$out/startup-torch.md" 2>&1 || rc=1
+  python3 bench/startup_torch.py > "$out/startup-torch.md" 2>&1 || rc=1
   stamp "torch startup done"
   cat "$out/startup-torch.md"
   exit $rc
@@ -124,9 +123,9 @@ if [[ "$what" != tests && -x build/gpu/bench/graphcap-bench ]]; then
     --benchmark_out_format=json > "$out/bench.txt" 2>&1 || rc=1
   stamp "bench done"
   grep -E "_median" "$out/bench.txt" | head -80
-  # The peers in the same session (issue 24): PyTorch's and CuPy's capture and instantiate.
+  # The peers in the same session: PyTorch's and CuPy's capture and instantiate.
   if [[ "${GRAPHCAP_SKIP_PEERS:-0}" != 1 ]]; then
-    python3 tools/peers/peers_capture.py --big > "$out/peers.md" 2>&1 || true
+    python3 bench/peers_capture.py --big > "$out/peers.md" 2>&1 || true
     stamp "peers done"
     cat "$out/peers.md"
   fi

@@ -2,7 +2,8 @@
 // (docs/cuda-driver-facts.md, "IF, IF/ELSE and SWITCH nodes"): a handle on the capturing graph, the
 // node after the stream's dependencies (cuGraphAddNode), the stream moved after it, and each body
 // captured on a second stream (RELAXED) into one of the node's body graphs. Each test is a row
-// measured on the H200 by tools/probes/branch_probe.cu (its case in brackets), held on both drivers.
+// measured on the H200 by docs/measurements/probes/branch_probe.cu (its case in brackets), held
+// on both drivers.
 #include <cstdint>
 #include <cstring>
 #include <functional>

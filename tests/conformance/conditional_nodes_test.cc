@@ -3,7 +3,8 @@
 // graph and dependencies, cuGraphConditionalHandleCreate a handle on it, cuGraphAddNode the WHILE
 // node and its body graph, cuStreamUpdateCaptureDependencies moves the stream after the node, and
 // cuStreamBeginCaptureToGraph captures the body on a second stream. Each test is a row measured
-// on the H200 (tools/probes/conditional_probe.cu first, then these tests on both drivers).
+// on the H200 (docs/measurements/probes/conditional_probe.cu first, then these tests on both
+// drivers).
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -467,7 +468,8 @@ TEST_F(ConditionalNodes, AHandleNoNodeUsesMakesInstantiateFail) {
 
 TEST_F(ConditionalNodes, AnUnsafeCallInvalidatesTheBodyAndTheOuterCapture) {
   if (test_driver().fake() == nullptr) {
-    GTEST_SKIP() << "measured with tools/probes/conditional_probe.cu (P7, P17-P22) instead: once "
+    GTEST_SKIP() << "measured with docs/measurements/probes/conditional_probe.cu (P7, P17-P22) "
+                    "instead: once "
                     "a body's capture is invalidated, ending either capture second, or "
                     "destroying the body's stream, crashed the H200's driver (580.159.04)";
   }

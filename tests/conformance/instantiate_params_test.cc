@@ -1,8 +1,8 @@
 // cuGraphInstantiateWithParams (docs/cuda-driver-facts.md, "cuGraphInstantiateWithParams"): the
 // same checks as cuGraphInstantiateWithFlags, and what failed: result_out and the node
 // (hErrNode_out, possibly a node of a conditional body). Each test is a row measured on the H200
-// by tools/probes/instantiate_params_probe.cu (its case in brackets); result_out and hErrNode_out
-// are preset to values the driver never writes, so a test sees that they were written.
+// by docs/measurements/probes/instantiate_params_probe.cu (its case in brackets); result_out and
+// hErrNode_out are preset to values the driver never writes, so a test sees that they were written.
 #include <cstdint>
 #include <cstring>
 #include <vector>

@@ -1,7 +1,8 @@
 // cuLaunchKernelEx's attributes graphcap uses (docs/cuda-driver-facts.md, "Programmatic dependent
 // launch and priorities"): PROGRAMMATIC_STREAM_SERIALIZATION, which stream capture turns into a
 // programmatic edge from a kernel predecessor, and PRIORITY, which captured nodes carry. Each
-// test is a row measured on the H200 by tools/probes/pdl_probe.cu (its case in brackets).
+// test is a row measured on the H200 by docs/measurements/probes/pdl_probe.cu (its case in
+// brackets).
 #include <cstdint>
 #include <cstring>
 #include <optional>

@@ -1,6 +1,6 @@
 # cmake -DROOT=<repository> -P check_links.cmake
 #
-# Every relative link in README.md and docs/*.md resolves: the file (or directory) exists, and a
+# Every relative link in README.md, docs/*.md and docs/measurements/*.md resolves: the file (or directory) exists, and a
 # #anchor names a heading of it (GitHub's anchors: the heading lowercased, punctuation dropped,
 # spaces as hyphens, -1, -2... for repeats). Links into code blocks and to other sites are not
 # checked. Fails listing every broken link.
@@ -43,7 +43,7 @@ function(heading_anchors file out)
   set(${out} "${anchors}" PARENT_SCOPE)
 endfunction()
 
-file(GLOB documents "${ROOT}/README.md" "${ROOT}/docs/*.md")
+file(GLOB documents "${ROOT}/README.md" "${ROOT}/docs/*.md" "${ROOT}/docs/measurements/*.md")
 set(broken "")
 set(checked 0)
 foreach(document IN LISTS documents)

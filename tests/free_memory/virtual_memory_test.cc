@@ -1,9 +1,9 @@
 // Facts file, "Virtual memory management (issue 25 §1)": the H200's answers to the VMM calls a
-// graph pool makes (cases V00-V11 of tools/probes/vmm_probe.cu): the attribute and the 2 MiB
-// granularity; reserve sizes, alignments and limits; physical memory taken at create and given
-// back at the release of its last reference; whole handles mapped at offset 0 only, access and
-// unmap over whole mappings; one range mapped from several allocations works across the seam for
-// kernels and copies, and growing or shrinking it at the end leaves earlier graphs replaying
+// graph pool makes (cases V00-V11 of docs/measurements/probes/vmm_probe.cu): the attribute and the
+// 2 MiB granularity; reserve sizes, alignments and limits; physical memory taken at create and
+// given back at the release of its last reference; whole handles mapped at offset 0 only, access
+// and unmap over whole mappings; one range mapped from several allocations works across the seam
+// for kernels and copies, and growing or shrinking it at the end leaves earlier graphs replaying
 // correctly; every VMM call is allowed inside a capture in every mode.
 #include <cstdint>
 #include <thread>

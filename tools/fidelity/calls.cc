@@ -376,8 +376,8 @@ void check_condition_launch(Harness& h, const std::string& stream, const KernelA
 // Whether a kernel may be launched programmatically (PROGRAMMATIC_STREAM_SERIALIZATION) in a
 // defined program: it may begin before its kernel predecessor ends, so it must touch nothing
 // before cudaGridDependencySynchronize, which after it means the predecessor is complete: only
-// pdl_add_one with wait != 0 (docs/cuda-driver-facts.md, P03: one that does not wait reads stale
-// data).
+// pdl_add_one with wait != 0 (docs/cuda-driver-facts.md, "Programmatic dependent launch and
+// priorities": one that does not wait reads stale data).
 bool programmatic_safe(const Symbol& function, const KernelArgs& k) {
   return function.kernel == "pdl_add_one" && k.values[1] != 0;
 }

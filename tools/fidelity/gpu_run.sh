@@ -15,7 +15,7 @@ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGRAPHCAP_BUIL
   cmake --build "$build" --target graphcap-fidelity >> "$out/$name-build.txt" 2>&1 || exit 1
 nvcc -std=c++20 -fatbin -gencode=arch=compute_90,code=sm_90 -gencode=arch=compute_90,code=compute_90 \
   -I"$root/src" -I"$root/fake_driver" -o "$build/test_kernels.fatbin" "$root/tests/kernels/test_kernels.cu" >> "$out/$name-build.txt" 2>&1 || exit 1
-{ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; date -u +%FT%TZ; } \
+{ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; date -u +%FT%TZ; } \
   > "$out/$name-gpu.txt" 2>&1
 start=$SECONDS
 "$build/tools/fidelity/graphcap-fidelity" --driver=cuda --seed="$seed" --programs="$programs" \

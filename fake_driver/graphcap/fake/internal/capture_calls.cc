@@ -350,9 +350,9 @@ CUresult FakeState::cuStreamEndCapture(CUstream handle, CUgraph* graph_out) {
   }
   if (capture->status != CU_STREAM_CAPTURE_STATUS_ACTIVE) {
     if (capture->into_body) {
-      // Measured on the H200 (tools/probes/conditional_probe.cu, P7, P17-P19): once a body's
-      // capture is invalidated, the process crashed in whichever of cuStreamEndCapture of the
-      // body and of the graph holding it came second. The fake answers, and says so instead.
+      // Measured on the H200 (docs/measurements/probes/conditional_probe.cu, P7, P17-P19): once a
+      // body's capture is invalidated, the process crashed in whichever of cuStreamEndCapture of
+      // the body and of the graph holding it came second. The fake answers, and says so instead.
       violation("cuStreamEndCapture of an invalidated capture into a conditional body: the "
                 "H200's driver crashed (SIGSEGV) when this and the end of the enclosing capture "
                 "both ran; end only the enclosing capture and abandon this stream");

@@ -261,9 +261,9 @@ CUresult FakeState::cuGraphInstantiateWithFlags(CUgraphExec* exec, CUgraph handl
   return instantiate(exec, handle, flags, nullptr, false, &report);
 }
 
-// Measured on the H200 (tools/probes/instantiate_params_probe.cu, I01-I06): the same checks as
-// cuGraphInstantiateWithFlags, and result_out and hErrNode_out written on every call that has
-// params (CUDA_GRAPH_INSTANTIATE_ERROR and NULL unless a rule says otherwise).
+// Measured on the H200 (docs/measurements/probes/instantiate_params_probe.cu, I01-I06): the same
+// checks as cuGraphInstantiateWithFlags, and result_out and hErrNode_out written on every call that
+// has params (CUDA_GRAPH_INSTANTIATE_ERROR and NULL unless a rule says otherwise).
 CUresult FakeState::cuGraphInstantiateWithParams(CUgraphExec* exec, CUgraph handle,
                                                  CUDA_GRAPH_INSTANTIATE_PARAMS* params) {
   if (params == nullptr) {

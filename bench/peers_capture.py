@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Peers of graphcap's capture, measured beside graphcap-bench in one GPU session (issue 24).
+"""Peers of graphcap's capture, measured beside graphcap-bench in one GPU session (docs/performance.md, "Peers").
 
 For N in 10, 100, 1000 (and 10000 with --big): a pass of N one-kernel launches on a 1024-float
 buffer, captured into a CUDA graph and instantiated by PyTorch (torch.cuda.CUDAGraph:

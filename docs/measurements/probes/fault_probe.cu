@@ -4,7 +4,7 @@
 // release + retain of the primary context, or a second context gets work running again.
 // Driver API only (kernels are PTX loaded with cuModuleLoadData), so a reset strands no runtime state.
 // Every case runs in a process of its own: a fault leaves the context unusable.
-//   nvcc -O2 -arch=sm_90 -o fault_probe tools/probes/fault_probe.cu -lcuda
+//   nvcc -O2 -arch=sm_90 -o fault_probe docs/measurements/probes/fault_probe.cu -lcuda
 //   ./fault_probe          (every case, one child process each)   ./fault_probe F06   (one case)
 #include "probe_common.h"
 

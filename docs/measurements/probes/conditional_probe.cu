@@ -1,7 +1,7 @@
 // Measures what the driver does with WHILE conditional nodes inserted during stream capture, the way
 // graphcap inserts them (docs/cuda-driver-facts.md, "Conditional nodes"). Not part of the build: run
 // on a GPU machine with
-//   nvcc -std=c++17 -arch=sm_90 -o /tmp/cond_probe tools/probes/conditional_probe.cu -lcuda
+//   nvcc -std=c++17 -arch=sm_90 -o /tmp/cond_probe docs/measurements/probes/conditional_probe.cu -lcuda
 //   for i in $(seq 0 9); do /tmp/cond_probe $i; done   (no argument: all in one process)
 // Each probe prints the driver's codes and the values read back; probes clean up after themselves.
 #include <cuda.h>

@@ -1,4 +1,4 @@
-// What every driver probe under tools/probes/ shares: one output line per case, each case run in a
+// What every driver probe under docs/measurements/probes/ shares: one output line per case, each case run in a
 // child process of its own with a timeout (a fault kills a context, a crash kills a process: either
 // loses only its own case), and small helpers for launches, timing and memory figures.
 //

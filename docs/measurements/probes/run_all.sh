@@ -4,7 +4,7 @@
 #   env.txt        date, GPU, driver, compile results
 #   <probe>.txt    the probe's lines (one per case)
 #   timings.txt    seconds per case (each case is a child process)
-# Usage: bash tools/probes/run_all.sh [probe ...]     (default: all, in the order below)
+# Usage: bash docs/measurements/probes/run_all.sh [probe ...]     (default: all, in the order below)
 set -u
 export PATH="$PATH:/usr/local/cuda/bin"
 cd "$(dirname "$0")"
@@ -22,7 +22,7 @@ fi
 
 {
   echo "date (UTC): $(date -u '+%Y-%m-%d %H:%M:%S')"
-  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1
+  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1
   nvcc --version | tail -1
 } >"$out/env.txt"
 

@@ -2,7 +2,7 @@
 // returns and what CUDA_GRAPH_INSTANTIATE_PARAMS::result_out and hErrNode_out say (which node, of
 // which type); the flag combinations; and whether CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD with
 // hUploadStream uploads (first-launch cost), timed against instantiate + cuGraphUpload.
-//   nvcc -O2 -arch=sm_90 -o instantiate_params_probe tools/probes/instantiate_params_probe.cu -lcuda
+//   nvcc -O2 -arch=sm_90 -o instantiate_params_probe docs/measurements/probes/instantiate_params_probe.cu -lcuda
 //   ./instantiate_params_probe          (every case)   ./instantiate_params_probe I03   (one case)
 #include "probe_common.h"
 

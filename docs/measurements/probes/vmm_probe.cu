@@ -4,7 +4,7 @@
 // physical allocations; memory figures around each step; what a kernel touching an unmapped, an
 // inaccessible or a read-only part does; unmapping under a queued kernel; and every VMM call during
 // an open stream capture in each mode and from another thread.
-//   nvcc -O2 -arch=sm_90 -o vmm_probe tools/probes/vmm_probe.cu -lcuda
+//   nvcc -O2 -arch=sm_90 -o vmm_probe docs/measurements/probes/vmm_probe.cu -lcuda
 //   ./vmm_probe          (every case, one child process each)   ./vmm_probe V05   (one case)
 #include "probe_common.h"
 

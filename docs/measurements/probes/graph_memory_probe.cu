@@ -5,7 +5,7 @@
 // each graph; whether destroying them gives the memory back (at once, after cuCtxSynchronize, 200 ms
 // later) and whether a second batch reuses what the driver kept. Each (type, size) runs in a fresh
 // process, so what one case leaves with the driver does not hide the next case's memory.
-//   nvcc -O2 -arch=sm_90 -o graph_memory_probe tools/probes/graph_memory_probe.cu -lcuda
+//   nvcc -O2 -arch=sm_90 -o graph_memory_probe docs/measurements/probes/graph_memory_probe.cu -lcuda
 //   ./graph_memory_probe          (every case)   ./graph_memory_probe M.kernel.1000   (one case)
 #include "probe_common.h"
 

@@ -4,7 +4,7 @@
 // replayed and eager with and without programmatic serialization, what a programmatic launch that
 // never waits (no cudaGridDependencySynchronize) reads, CU_LAUNCH_ATTRIBUTE_PRIORITY on captured
 // launches (does the node carry it; USE_NODE_PRIORITY), and CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT.
-//   nvcc -O2 -arch=sm_90 -o pdl_probe tools/probes/pdl_probe.cu -lcuda
+//   nvcc -O2 -arch=sm_90 -o pdl_probe docs/measurements/probes/pdl_probe.cu -lcuda
 //   ./pdl_probe          (every case, one child process each)   ./pdl_probe P03   (one case)
 #include "probe_common.h"
 

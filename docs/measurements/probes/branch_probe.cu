@@ -6,7 +6,7 @@
 // body runs for each value, defaults with and without CU_GRAPH_COND_ASSIGN_DEFAULT, SWITCH values
 // past the last case, SWITCH sizes, empty bodies, nesting and its depth limit, exec update, and the
 // replay cost of a taken and a skipped branch.
-//   nvcc -O2 -arch=sm_90 -o branch_probe tools/probes/branch_probe.cu -lcuda
+//   nvcc -O2 -arch=sm_90 -o branch_probe docs/measurements/probes/branch_probe.cu -lcuda
 //   ./branch_probe          (every case, one child process each)   ./branch_probe B03   (one case)
 #include "probe_common.h"
 
