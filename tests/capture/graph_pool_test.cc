@@ -5,6 +5,7 @@
 // allocations (GraphPoolOptions::virtual_memory false); the safety rules are the same on both.
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <future>
 #include <string>
 #include <thread>
@@ -674,6 +675,120 @@ TEST_P(GraphPoolTest, ALentBufferDroppedAfterItsWindowGivesThePoolsMemoryBackWit
   EXPECT_EQ(pool->bytes_held(), 0u) << "given back when the recording ended";
 }
 
+// ---- A recording's allocations are its own memory -----------------------------------------
+
+// Each allocation of a recording is memory of its own for the recording's whole life: in the
+// replay, what orders the uses of two intermediates is the graph's edges, not the order the
+// recording allocated them in, and graphcap does not look for a path of edges that would make
+// sharing safe. The plain layout used to lend an earlier graph's intermediate again once the
+// recording dropped the buffer it had lent it to.
+class GraphPoolDistinctTest : public GraphPoolTest {
+ protected:
+  static constexpr std::uint32_t kN = 4 * kWordsPerRow;
+  static constexpr std::size_t kBytes = kN * sizeof(std::uint32_t);
+
+  void SetUp() override {
+    GraphPoolTest::SetUp();
+    if (HasFatalFailure()) return;
+    Result<GraphPool> pool = make_pool();
+    ASSERT_THAT(pool, IsOk());
+    pool_ = std::move(*pool);
+    // An earlier graph of the pool whose intermediate fits both of the recording's (what the
+    // plain layout lends).
+    big_ = make_step(8);
+    Result<Graph> earlier = record(big_, &pool_);
+    ASSERT_THAT(earlier, IsOk());
+    earlier_ = std::move(*earlier);
+    out1_ = upload_u32(std::vector<std::uint32_t>(kN, 0));
+    out2_ = upload_u32(std::vector<std::uint32_t>(kN, 0));
+  }
+
+  // Warm-up and recording of `step`, which sets the two intermediates' addresses.
+  Result<Graph> record_step(const std::function<void()>& step) {
+    CaptureOptions options;
+    options.pool = &pool_;
+    EXPECT_THAT(device_->prepare_capture(stream(), options), IsOk());
+    step();
+    EXPECT_THAT(device_->begin_capture(stream()), IsOk());
+    step();
+    return device_->end_capture(stream());
+  }
+
+  // The replay writes out1 = 1 + 1 (through the first intermediate) and out2 = 5 + 1 (through
+  // the second); the earlier graph still computes beside it.
+  void expect_replays_right(Graph& graph) {
+    ASSERT_THAT(device_->write(out1_, to_bytes(std::vector<std::uint32_t>(kN, 0)), stream()),
+                IsOk());
+    ASSERT_THAT(device_->write(out2_, to_bytes(std::vector<std::uint32_t>(kN, 0)), stream()),
+                IsOk());
+    ASSERT_THAT(graph.replay(), IsOk());
+    EXPECT_THAT(read_u32(out1_), Each(2u));
+    EXPECT_THAT(read_u32(out2_), Each(6u));
+    ASSERT_THAT(earlier_.replay(), IsOk());
+    EXPECT_THAT(read_u32(big_.out), ElementsAreArray(iota_u32(big_.n, 8 * 1000 + 2)));
+  }
+
+  GraphPool pool_;
+  Step big_;
+  Graph earlier_;
+  Buffer out1_, out2_;
+  CUdeviceptr first_ = 0, second_ = 0;
+};
+
+// A side stream forked into the recording reads the first intermediate; the origin drops it,
+// allocates the second and writes it, with no edge between that write and the side's read.
+TEST_P(GraphPoolDistinctTest, TwoIntermediatesOfAForkedRecordingAreDistinctMemory) {
+  Stream* side = add_stream();
+  ASSERT_NE(side, nullptr);
+  Event fork = new_event();
+  Event join = new_event();
+  auto step = [&] {
+    Result<Buffer> first = device_->alloc(kBytes, stream());
+    ASSERT_THAT(first, IsOk());
+    first_ = first->native_handle();
+    ASSERT_THAT(fill(*first, 1, kN), IsOk());
+    ASSERT_THAT(device_->record(fork, stream()), IsOk());
+    ASSERT_THAT(device_->wait(*side, fork), IsOk());
+    ASSERT_THAT(add_one(*first, out1_, kN, *side), IsOk());
+    *first = Buffer{};  // dropped while the side stream's read of it is unordered with what follows
+    Result<Buffer> second = device_->alloc(kBytes, stream());
+    ASSERT_THAT(second, IsOk());
+    second_ = second->native_handle();
+    ASSERT_THAT(fill(*second, 5, kN), IsOk());
+    ASSERT_THAT(add_one(*second, out2_, kN), IsOk());
+    ASSERT_THAT(device_->record(join, *side), IsOk());
+    ASSERT_THAT(device_->wait(stream(), join), IsOk());
+  };
+  Result<Graph> graph = record_step(step);
+  ASSERT_THAT(graph, IsOk());
+  EXPECT_NE(first_, second_) << "the second intermediate was lent the first one's memory";
+  EXPECT_FALSE(first_ < second_ + kBytes && second_ < first_ + kBytes) << "they overlap";
+  expect_replays_right(*graph);
+}
+
+// The same on one stream: stream order would make sharing safe here (every use of the first
+// comes before the second's allocation), but the rule is the same: distinct memory.
+TEST_P(GraphPoolDistinctTest, TwoIntermediatesOfOneStreamsRecordingAreDistinctMemory) {
+  auto step = [&] {
+    Result<Buffer> first = device_->alloc(kBytes, stream());
+    ASSERT_THAT(first, IsOk());
+    first_ = first->native_handle();
+    ASSERT_THAT(fill(*first, 1, kN), IsOk());
+    ASSERT_THAT(add_one(*first, out1_, kN), IsOk());
+    *first = Buffer{};
+    Result<Buffer> second = device_->alloc(kBytes, stream());
+    ASSERT_THAT(second, IsOk());
+    second_ = second->native_handle();
+    ASSERT_THAT(fill(*second, 5, kN), IsOk());
+    ASSERT_THAT(add_one(*second, out2_, kN), IsOk());
+  };
+  Result<Graph> graph = record_step(step);
+  ASSERT_THAT(graph, IsOk());
+  EXPECT_NE(first_, second_);
+  EXPECT_FALSE(first_ < second_ + kBytes && second_ < first_ + kBytes) << "they overlap";
+  expect_replays_right(*graph);
+}
+
 TEST_P(GraphPoolTest, AGraphsReportSaysTheDeviceMemoryItAccountsFor) {
   Step step = make_step(4);
   Result<GraphPool> pool = make_pool();
@@ -693,13 +808,14 @@ TEST_P(GraphPoolTest, AGraphsReportSaysTheDeviceMemoryItAccountsFor) {
   EXPECT_EQ(memory.device_bytes(), memory.own_bytes + memory.pool_bytes + memory.driver_bytes);
 }
 
+std::string layout_name(const ::testing::TestParamInfo<Layout>& param_info) {
+  return param_info.param == Layout::virtual_memory ? "VirtualMemory" : "Plain";
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts, GraphPoolDistinctTest,
+                         ::testing::Values(Layout::virtual_memory, Layout::plain), layout_name);
 INSTANTIATE_TEST_SUITE_P(Layouts, GraphPoolTest,
-                         ::testing::Values(Layout::virtual_memory, Layout::plain),
-                         [](const ::testing::TestParamInfo<Layout>& param_info) {
-                           return std::string(param_info.param == Layout::virtual_memory
-                                                  ? "VirtualMemory"
-                                                  : "Plain");
-                         });
+                         ::testing::Values(Layout::virtual_memory, Layout::plain), layout_name);
 
 }  // namespace
 }  // namespace graphcap::testing
