@@ -80,8 +80,10 @@ Result<void> VirtualRange::grow_to(std::size_t bytes) {
   // One physical allocation per granule: only a whole handle can be unmapped and released
   // (V04), so a piece as large as the growth would stay mapped while any graph used its first
   // granule, and a pool whose largest graph went first could never shrink to its smaller ones.
+  // Room for the pieces first: nothing below allocates host memory once a piece exists.
   std::vector<Piece> grown;
   grown.reserve(size / granularity_);
+  pieces_.reserve(pieces_.size() + size / granularity_);
   // Undoes this growth: nothing more is held than before it.
   auto undo = [&](const char* why) {
     for (auto piece = grown.rbegin(); piece != grown.rend(); ++piece) {
@@ -100,12 +102,13 @@ Result<void> VirtualRange::grow_to(std::size_t bytes) {
     }
     if (CUresult result = driver_->cuMemMap(piece.at, piece.size, 0, piece.handle, 0);
         result != CUDA_SUCCESS) {
-      if (CUresult undone = driver_->cuMemRelease(piece.handle); undone != CUDA_SUCCESS) {
+      const CUresult undone = driver_->cuMemRelease(piece.handle);
+      undo("undoing a growth whose next piece could not be mapped");
+      if (undone != CUDA_SUCCESS) {
         log(LogLevel::warn, Error::from_driver("cuMemRelease", undone)
                                 .context(what + ": releasing the piece that could not be mapped")
                                 .message());
       }
-      undo("undoing a growth whose next piece could not be mapped");
       return Error::from_driver("cuMemMap", result).context(what);
     }
     grown.push_back(piece);
