@@ -23,12 +23,14 @@
 // "Graph memory").
 //
 // What the budget can and can't count on getting back: evicting a graph gives back its own
-// buffers at once and, once no graph uses the tail, the pool's memory beyond its remaining graphs
-// (virtual memory); the driver's bytes for the executable stay with the driver (measured on the
-// H200: nothing comes back when an executable is destroyed; later executables reuse it), so
-// eviction frees them for the cache's later graphs, not for other allocations. Whatever a run does (a refused recording, a
-// step that throws), when it returns or unwinds its stream is not capturing. Not thread-safe: one
-// cache per stream, used by the thread that issues that stream's work.
+// buffers at once and, on virtual memory, the pool's memory beyond what its remaining graphs use,
+// to the granule, whatever order the keys were recorded in (on plain allocations, only the
+// intermediates no remaining graph uses: graph_pool.h); the driver's bytes for the executable
+// stay with the driver (measured on the H200: nothing comes back when an executable is destroyed;
+// later executables reuse it), so eviction frees them for the cache's later graphs, not for
+// other allocations. Whatever a run does (a refused recording, a step that throws), when it
+// returns or unwinds its stream is not capturing. Not thread-safe: one cache per stream, used by
+// the thread that issues that stream's work.
 //
 // Params and the cache combine: a launch recorded with Arg::param(p) takes p's value at the
 // recording; to change it for the next replays, patch every cached graph that took it (a graph

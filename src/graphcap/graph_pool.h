@@ -4,18 +4,27 @@
 // sharing safe. An intermediate is a buffer allocated inside a pool's recording and dropped
 // before end_capture (the warm-up's allocations are never the pool's: they plan what the
 // recording takes). Buffers alive after a recording are never shared: a buffer lent from the pool
-// that outlives its recording makes end_capture refuse it (Errc::graph_state).
+// that outlives its recording makes end_capture refuse it (Errc::graph_state). Within one
+// recording nothing is shared: each allocation is its own memory for the recording's whole life,
+// even when the one before it was dropped (the replay orders their uses by the graph's edges, not
+// by when the recording allocated them).
 //
 // Where the device supports CUDA's virtual memory management (and GraphPoolOptions asks for it,
 // as it does by default), a pool reserves one range of addresses and lays every recording's
 // intermediates out in it from the base, in the order the recording allocates them: every graph
 // of the pool uses the same bytes from the base, so the pool holds what its largest graph needs
 // (rounded up to the driver's 2 MiB granularity), whatever order the graphs are recorded in.
-// begin_capture maps what the warm-up's allocations need at the end of what is mapped (no
-// address any graph holds moves; the recording itself never maps); the tail no graph uses any
-// more is unmapped and given back as graphs go. Elsewhere a pool lends earlier graphs' whole
-// intermediates to later recordings that fit in them: graphs recorded largest first share, others
-// hold their own. stats() says which. A shared handle: copies name one pool.
+// begin_capture maps what the warm-up's allocations need at the end of what is mapped, one
+// physical allocation a granule (no address any graph holds moves; the recording itself never
+// maps). As graphs go (destroyed, evicted from a GraphCache) the granules no remaining graph uses
+// are unmapped and given back once the stream has passed their last use: the pool holds the
+// largest remaining graph's need rounded up to the granule, in every order of recording and going.
+// Elsewhere (plain allocations) a later recording borrows the smallest earlier intermediate that
+// holds each of its own, whole: graphs recorded largest first share, others hold their own. An
+// intermediate is held while any graph uses it and goes back to the stream's pool with the last
+// one; that is all the plain layout promises: recorded largest first, the smaller graphs use the
+// largest one's intermediates, so it going gives nothing back while they remain. stats() says
+// which layout. A shared handle: copies name one pool.
 #pragma once
 
 #include <cstddef>
@@ -47,8 +56,8 @@ struct GraphPoolStats {
   std::size_t reserved_bytes = 0;  // addresses reserved
   std::uintptr_t base = 0;         // the first of them (a buffer at or past it is the pool's)
   std::size_t used_bytes = 0;    // from the base to the end of the farthest intermediate in use
-  std::size_t growths = 0;       // pieces mapped, ever
-  std::size_t shrinks = 0;       // pieces unmapped and given back, ever
+  std::size_t growths = 0;       // times the pool mapped more, ever
+  std::size_t shrinks = 0;       // times it unmapped its tail and gave it back, ever
 };
 
 class GraphPool {
@@ -59,8 +68,8 @@ class GraphPool {
   // Bytes of device memory the pool's graphs share now: the range's mapped memory, or (on plain
   // allocations) each shared intermediate slice once.
   std::size_t bytes_held() const noexcept;
-  // How many pieces of memory that is: physical allocations mapped into the range, or shared
-  // intermediate slices.
+  // How many pieces of memory that is: physical allocations mapped into the range (one a
+  // granule), or shared intermediate slices.
   std::size_t intermediates() const noexcept;
   GraphPoolStats stats() const noexcept;
 

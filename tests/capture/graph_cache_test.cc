@@ -339,6 +339,60 @@ TEST_F(GraphCacheTest, StatsCountASharedPoolsMemoryOnce) {
   EXPECT_LT(cache.stats().bytes, own + driver + per_graph_pool) << "the pool counted once";
 }
 
+// Evicting a graph gives back the pool's memory beyond what the remaining graphs use, whatever
+// order the keys came in. Recorded largest first (a 5 MiB intermediate, then 1 MiB ones, on the
+// H200's 2 MiB granule), the pool used to keep the large key's memory after its eviction, so the
+// byte budget then evicted a small key it had room for.
+TEST_F(GraphCacheTest, EvictingTheLargestKeyGivesBackThePoolsMemoryBeyondTheRest) {
+  Result<GraphPool> vmm = device_->create_graph_pool(stream());
+  ASSERT_THAT(vmm, IsOk());
+  const std::size_t g = vmm->stats().granularity;
+  ASSERT_GT(g, 0u) << "the fake and the H200 support virtual memory management";
+  const std::size_t large = 2 * g + g / 2;
+  const std::size_t small = g / 2;
+  // Key k's step: state += 1 through an intermediate of bytes[k].
+  const std::size_t bytes[] = {large, small, small};
+  auto sized_step = [&](int key) -> Result<void> {
+    ++executions_;
+    Result<Buffer> scratch = device_->alloc(bytes[key], stream());
+    if (!scratch) return scratch.error();
+    if (Result<void> ok = add_one(state_, *scratch, kN); !ok) return ok;
+    return device_->launch(stream(), copy_, dims_for(kN),
+                           {Arg::in(*scratch), Arg::out(state_), Arg::value(kN)});
+  };
+  // A small key's own and driver bytes (the pool's are the cache's, counted once).
+  std::size_t per_graph = 0;
+  {
+    GraphCache<int> probe(*device_, stream());
+    ASSERT_THAT(probe.run(1, [&] { return sized_step(1); }), IsOk());
+    const GraphMemory& memory = probe.graph(1)->report().memory;
+    per_graph = memory.own_bytes + memory.driver_bytes;
+  }
+  GraphCacheOptions options;
+  // Room for the two small keys and the one granule their intermediates share; not for the
+  // large key's three granules beside them.
+  options.byte_budget = g + 2 * per_graph + g / 2;
+  GraphCache<int> cache(*device_, stream(), options);
+  ASSERT_THAT(cache.run(0, [&] { return sized_step(0); }), IsOk());
+  EXPECT_EQ(cache.stats().evictions, 0u) << "over the budget alone, and kept: nothing to evict";
+  ASSERT_THAT(cache.run(1, [&] { return sized_step(1); }), IsOk());
+  EXPECT_EQ(cache.stats().evictions, 1u);
+  EXPECT_FALSE(cache.contains(0));
+  ASSERT_NE(cache.pool(), nullptr);
+  EXPECT_EQ(cache.pool()->bytes_held(), g) << "the large key's granules beyond the first went";
+  ASSERT_THAT(cache.run(2, [&] { return sized_step(2); }), IsOk());
+  EXPECT_EQ(cache.stats().evictions, 1u) << "the budget has room for both small keys";
+  EXPECT_TRUE(cache.contains(1));
+  EXPECT_TRUE(cache.contains(2));
+  EXPECT_EQ(cache.pool()->bytes_held(), g);
+  EXPECT_LE(cache.stats().bytes, options.byte_budget);
+  // Both replay, each run one execution of the step: the probe's, three first runs, two hits.
+  ASSERT_THAT(cache.run(1, [&] { return sized_step(1); }), IsOk());
+  ASSERT_THAT(cache.run(2, [&] { return sized_step(2); }), IsOk());
+  EXPECT_EQ(cache.stats().hits, 2u);
+  EXPECT_THAT(state(), ElementsAreArray(all(1 + 3 + 2)));
+}
+
 // Issue 25 §3: record_all runs every key once (recording it) and reports the footprint; on the
 // fake that is the plan for the GPU. Buckets recorded smallest first still share on virtual
 // memory: the pool holds the largest one's intermediate.

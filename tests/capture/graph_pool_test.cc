@@ -5,6 +5,7 @@
 // allocations (GraphPoolOptions::virtual_memory false); the safety rules are the same on both.
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <future>
 #include <string>
 #include <thread>
@@ -73,6 +74,35 @@ class GraphPoolTest : public DeviceFixture, public ::testing::WithParamInterface
     EXPECT_THAT(device_->begin_capture(stream()), IsOk());
     pass(step);
     return device_->end_capture(stream());
+  }
+
+  // A step whose one intermediate is `bytes`, filled with `value`, its last 64 bytes copied into
+  // `out`: a replay that wrote `value` there had its intermediate mapped to its end.
+  struct Sized {
+    std::size_t bytes;
+    std::uint8_t value;
+    Buffer out;
+  };
+  void sized_pass(const Sized& sized) {
+    Result<Buffer> tmp = device_->alloc(sized.bytes, stream());
+    ASSERT_THAT(tmp, IsOk());
+    ASSERT_THAT(device_->fill(*tmp, sized.value, stream()), IsOk());
+    ASSERT_THAT(device_->copy(sized.out, 0, *tmp, sized.bytes - 64, 64, stream()), IsOk());
+  }
+  Result<Graph> record_sized(Sized& sized, GraphPool& pool) {
+    if (!sized.out) sized.out = upload_u32(std::vector<std::uint32_t>(16, 0));
+    CaptureOptions options;
+    options.pool = &pool;
+    EXPECT_THAT(device_->prepare_capture(stream(), options), IsOk());
+    sized_pass(sized);
+    EXPECT_THAT(device_->begin_capture(stream()), IsOk());
+    sized_pass(sized);
+    return device_->end_capture(stream());
+  }
+  void expect_out(const Sized& sized) {
+    Result<std::vector<std::byte>> read = device_->read(sized.out, stream());
+    ASSERT_THAT(read, IsOk());
+    EXPECT_THAT(*read, Each(std::byte{sized.value})) << sized.bytes;
   }
 };
 
@@ -566,39 +596,12 @@ TEST_P(GraphPoolTest, ThePoolGrowsAtItsEndAndGivesBackTheTailNoGraphUses) {
   ASSERT_THAT(pool, IsOk());
   if (!pool->stats().virtual_memory) GTEST_SKIP() << "a pool on plain allocations holds slices";
   const std::size_t granularity = pool->stats().granularity;
-  struct Sized {
-    std::size_t bytes;
-    std::uint8_t value;
-    Buffer out;
-  };
-  // An intermediate of `bytes` filled with `value`, its last 64 bytes copied into `out`.
-  auto step = [&](Sized& sized) {
-    Result<Buffer> tmp = device_->alloc(sized.bytes, stream());
-    ASSERT_THAT(tmp, IsOk());
-    ASSERT_THAT(device_->fill(*tmp, sized.value, stream()), IsOk());
-    ASSERT_THAT(device_->copy(sized.out, 0, *tmp, sized.bytes - 64, 64, stream()), IsOk());
-  };
-  auto record_sized = [&](Sized& sized) -> Result<Graph> {
-    CaptureOptions options;
-    options.pool = &*pool;
-    EXPECT_THAT(device_->prepare_capture(stream(), options), IsOk());
-    step(sized);
-    EXPECT_THAT(device_->begin_capture(stream()), IsOk());
-    step(sized);
-    return device_->end_capture(stream());
-  };
-  auto expect_out = [&](const Sized& sized) {
-    Result<std::vector<std::byte>> read = device_->read(sized.out, stream());
-    ASSERT_THAT(read, IsOk());
-    EXPECT_THAT(*read, Each(std::byte{sized.value})) << sized.bytes;
-  };
   std::vector<Sized> sizes = {{granularity / 2, 1, {}},
                               {granularity + granularity / 2, 2, {}},
                               {2 * granularity + granularity / 2, 3, {}}};
   std::vector<Graph> graphs;
   for (Sized& sized : sizes) {
-    sized.out = upload_u32(std::vector<std::uint32_t>(16, 0));
-    Result<Graph> graph = record_sized(sized);
+    Result<Graph> graph = record_sized(sized, *pool);
     ASSERT_THAT(graph, IsOk());
     graphs.push_back(std::move(*graph));
     EXPECT_EQ(pool->bytes_held(), granules(sized.bytes, granularity)) << "grown at its end";
@@ -617,7 +620,7 @@ TEST_P(GraphPoolTest, ThePoolGrowsAtItsEndAndGivesBackTheTailNoGraphUses) {
   expect_out(sizes[0]);
   // Grown again, and the smallest graph still replays beside the new one.
   sizes[2].value = 9;
-  Result<Graph> again = record_sized(sizes[2]);
+  Result<Graph> again = record_sized(sizes[2], *pool);
   ASSERT_THAT(again, IsOk());
   EXPECT_EQ(pool->bytes_held(), 3 * granularity);
   ASSERT_THAT(again->replay(), IsOk());
@@ -627,6 +630,93 @@ TEST_P(GraphPoolTest, ThePoolGrowsAtItsEndAndGivesBackTheTailNoGraphUses) {
   ASSERT_THAT(again->destroy(), IsOk());
   ASSERT_THAT(graphs[0].destroy(), IsOk());
   EXPECT_EQ(pool->bytes_held(), 0u);
+}
+
+// Graphs that go give back what no remaining graph uses, in every recording order and every
+// order of going. On virtual memory the pool holds the largest remaining graph's intermediates
+// rounded up to the granule (every graph lays its intermediates out from the base). It used to
+// map each growth as one physical allocation, which can only go whole: recorded largest first,
+// the pool held the largest graph's memory for as long as any smaller graph used its first
+// granule. On plain allocations a graph borrows the smallest earlier intermediate that holds its
+// own, and the pool holds each intermediate until the last graph using it goes.
+TEST_P(GraphPoolTest, GoingGraphsGiveBackWhatNoRemainingGraphUsesInEveryOrder) {
+  Result<GraphPool> pool_on_vmm = device_->create_graph_pool(stream());
+  ASSERT_THAT(pool_on_vmm, IsOk());
+  const std::size_t g = pool_on_vmm->stats().granularity;
+  ASSERT_GT(g, 0u) << "the fake and the H200 support virtual memory management";
+  const std::size_t large = 2 * g + g / 2, middle = g + g / 2, small = g / 2;
+  struct Order {
+    const char* name;
+    std::vector<std::size_t> recorded;
+  };
+  const Order orders[] = {{"largest first", {large, middle, small}},
+                          {"smallest first", {small, middle, large}},
+                          {"middle first", {middle, large, small}},
+                          {"middle, smallest, largest", {middle, small, large}}};
+  for (const Order& order : orders) {
+    for (const bool reverse : {false, true}) {
+      SCOPED_TRACE(std::string(order.name) + (reverse ? ", last recorded goes first"
+                                                      : ", first recorded goes first"));
+      Result<GraphPool> pool = make_pool();
+      ASSERT_THAT(pool, IsOk());
+      const bool vmm = pool->stats().virtual_memory;
+      std::vector<Sized> sizes;
+      std::vector<Graph> graphs;
+      for (std::size_t bytes : order.recorded) {
+        sizes.push_back({bytes, static_cast<std::uint8_t>(sizes.size() + 1), {}});
+        Result<Graph> graph = record_sized(sizes.back(), *pool);
+        ASSERT_THAT(graph, IsOk());
+        graphs.push_back(std::move(*graph));
+      }
+      // Plain allocations: the intermediate each graph uses (its own, or the smallest earlier
+      // one that holds it), as an index into `order.recorded`.
+      std::vector<std::size_t> uses;
+      for (std::size_t i = 0; i < order.recorded.size(); ++i) {
+        std::size_t best = i;
+        for (std::size_t j = 0; j < i; ++j) {
+          if (uses[j] == j && order.recorded[j] >= order.recorded[i] &&
+              (best == i || order.recorded[j] < order.recorded[best])) {
+            best = j;
+          }
+        }
+        uses.push_back(best);
+      }
+      std::vector<bool> live(graphs.size(), true);
+      auto expected_held = [&] {
+        std::size_t need = 0;
+        std::vector<bool> used(graphs.size(), false);
+        for (std::size_t i = 0; i < graphs.size(); ++i) {
+          if (!live[i]) continue;
+          need = std::max(need, order.recorded[i]);
+          used[uses[i]] = true;
+        }
+        if (vmm) return granules(need, g);
+        std::size_t held = 0;
+        for (std::size_t i = 0; i < graphs.size(); ++i) held += used[i] ? order.recorded[i] : 0;
+        return held;
+      };
+      EXPECT_EQ(pool->bytes_held(), expected_held()) << "all recorded";
+      for (std::size_t step = 0; step < graphs.size(); ++step) {
+        const std::size_t going = reverse ? graphs.size() - 1 - step : step;
+        ASSERT_THAT(graphs[going].destroy(), IsOk());
+        live[going] = false;
+        // Given back once the stream is past the graph's last use.
+        ASSERT_THAT(device_->sync(stream()), IsOk());
+        EXPECT_EQ(pool->bytes_held(), expected_held()) << order.recorded[going] << " went";
+        for (std::size_t i = 0; i < graphs.size(); ++i) {
+          if (!live[i]) continue;
+          ASSERT_THAT(device_->write(sizes[i].out, to_bytes(std::vector<std::uint32_t>(16, 0)),
+                                     stream()),
+                      IsOk());
+          ASSERT_THAT(graphs[i].replay(), IsOk());
+        }
+        for (std::size_t i = 0; i < graphs.size(); ++i) {
+          if (live[i]) expect_out(sizes[i]);
+        }
+      }
+      EXPECT_EQ(pool->bytes_held(), 0u);
+    }
+  }
 }
 
 // The device memory a pool graph accounts for (GraphReport::memory): its own buffers, its share
@@ -674,6 +764,120 @@ TEST_P(GraphPoolTest, ALentBufferDroppedAfterItsWindowGivesThePoolsMemoryBackWit
   EXPECT_EQ(pool->bytes_held(), 0u) << "given back when the recording ended";
 }
 
+// ---- A recording's allocations are its own memory -----------------------------------------
+
+// Each allocation of a recording is memory of its own for the recording's whole life: in the
+// replay, what orders the uses of two intermediates is the graph's edges, not the order the
+// recording allocated them in, and graphcap does not look for a path of edges that would make
+// sharing safe. The plain layout used to lend an earlier graph's intermediate again once the
+// recording dropped the buffer it had lent it to.
+class GraphPoolDistinctTest : public GraphPoolTest {
+ protected:
+  static constexpr std::uint32_t kN = 4 * kWordsPerRow;
+  static constexpr std::size_t kBytes = kN * sizeof(std::uint32_t);
+
+  void SetUp() override {
+    GraphPoolTest::SetUp();
+    if (HasFatalFailure()) return;
+    Result<GraphPool> pool = make_pool();
+    ASSERT_THAT(pool, IsOk());
+    pool_ = std::move(*pool);
+    // An earlier graph of the pool whose intermediate fits both of the recording's (what the
+    // plain layout lends).
+    big_ = make_step(8);
+    Result<Graph> earlier = record(big_, &pool_);
+    ASSERT_THAT(earlier, IsOk());
+    earlier_ = std::move(*earlier);
+    out1_ = upload_u32(std::vector<std::uint32_t>(kN, 0));
+    out2_ = upload_u32(std::vector<std::uint32_t>(kN, 0));
+  }
+
+  // Warm-up and recording of `step`, which sets the two intermediates' addresses.
+  Result<Graph> record_step(const std::function<void()>& step) {
+    CaptureOptions options;
+    options.pool = &pool_;
+    EXPECT_THAT(device_->prepare_capture(stream(), options), IsOk());
+    step();
+    EXPECT_THAT(device_->begin_capture(stream()), IsOk());
+    step();
+    return device_->end_capture(stream());
+  }
+
+  // The replay writes out1 = 1 + 1 (through the first intermediate) and out2 = 5 + 1 (through
+  // the second); the earlier graph still computes beside it.
+  void expect_replays_right(Graph& graph) {
+    ASSERT_THAT(device_->write(out1_, to_bytes(std::vector<std::uint32_t>(kN, 0)), stream()),
+                IsOk());
+    ASSERT_THAT(device_->write(out2_, to_bytes(std::vector<std::uint32_t>(kN, 0)), stream()),
+                IsOk());
+    ASSERT_THAT(graph.replay(), IsOk());
+    EXPECT_THAT(read_u32(out1_), Each(2u));
+    EXPECT_THAT(read_u32(out2_), Each(6u));
+    ASSERT_THAT(earlier_.replay(), IsOk());
+    EXPECT_THAT(read_u32(big_.out), ElementsAreArray(iota_u32(big_.n, 8 * 1000 + 2)));
+  }
+
+  GraphPool pool_;
+  Step big_;
+  Graph earlier_;
+  Buffer out1_, out2_;
+  CUdeviceptr first_ = 0, second_ = 0;
+};
+
+// A side stream forked into the recording reads the first intermediate; the origin drops it,
+// allocates the second and writes it, with no edge between that write and the side's read.
+TEST_P(GraphPoolDistinctTest, TwoIntermediatesOfAForkedRecordingAreDistinctMemory) {
+  Stream* side = add_stream();
+  ASSERT_NE(side, nullptr);
+  Event fork = new_event();
+  Event join = new_event();
+  auto step = [&] {
+    Result<Buffer> first = device_->alloc(kBytes, stream());
+    ASSERT_THAT(first, IsOk());
+    first_ = first->native_handle();
+    ASSERT_THAT(fill(*first, 1, kN), IsOk());
+    ASSERT_THAT(device_->record(fork, stream()), IsOk());
+    ASSERT_THAT(device_->wait(*side, fork), IsOk());
+    ASSERT_THAT(add_one(*first, out1_, kN, *side), IsOk());
+    *first = Buffer{};  // dropped while the side stream's read of it is unordered with what follows
+    Result<Buffer> second = device_->alloc(kBytes, stream());
+    ASSERT_THAT(second, IsOk());
+    second_ = second->native_handle();
+    ASSERT_THAT(fill(*second, 5, kN), IsOk());
+    ASSERT_THAT(add_one(*second, out2_, kN), IsOk());
+    ASSERT_THAT(device_->record(join, *side), IsOk());
+    ASSERT_THAT(device_->wait(stream(), join), IsOk());
+  };
+  Result<Graph> graph = record_step(step);
+  ASSERT_THAT(graph, IsOk());
+  EXPECT_NE(first_, second_) << "the second intermediate was lent the first one's memory";
+  EXPECT_FALSE(first_ < second_ + kBytes && second_ < first_ + kBytes) << "they overlap";
+  expect_replays_right(*graph);
+}
+
+// The same on one stream: stream order would make sharing safe here (every use of the first
+// comes before the second's allocation), but the rule is the same: distinct memory.
+TEST_P(GraphPoolDistinctTest, TwoIntermediatesOfOneStreamsRecordingAreDistinctMemory) {
+  auto step = [&] {
+    Result<Buffer> first = device_->alloc(kBytes, stream());
+    ASSERT_THAT(first, IsOk());
+    first_ = first->native_handle();
+    ASSERT_THAT(fill(*first, 1, kN), IsOk());
+    ASSERT_THAT(add_one(*first, out1_, kN), IsOk());
+    *first = Buffer{};
+    Result<Buffer> second = device_->alloc(kBytes, stream());
+    ASSERT_THAT(second, IsOk());
+    second_ = second->native_handle();
+    ASSERT_THAT(fill(*second, 5, kN), IsOk());
+    ASSERT_THAT(add_one(*second, out2_, kN), IsOk());
+  };
+  Result<Graph> graph = record_step(step);
+  ASSERT_THAT(graph, IsOk());
+  EXPECT_NE(first_, second_);
+  EXPECT_FALSE(first_ < second_ + kBytes && second_ < first_ + kBytes) << "they overlap";
+  expect_replays_right(*graph);
+}
+
 TEST_P(GraphPoolTest, AGraphsReportSaysTheDeviceMemoryItAccountsFor) {
   Step step = make_step(4);
   Result<GraphPool> pool = make_pool();
@@ -693,13 +897,14 @@ TEST_P(GraphPoolTest, AGraphsReportSaysTheDeviceMemoryItAccountsFor) {
   EXPECT_EQ(memory.device_bytes(), memory.own_bytes + memory.pool_bytes + memory.driver_bytes);
 }
 
+std::string layout_name(const ::testing::TestParamInfo<Layout>& param_info) {
+  return param_info.param == Layout::virtual_memory ? "VirtualMemory" : "Plain";
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts, GraphPoolDistinctTest,
+                         ::testing::Values(Layout::virtual_memory, Layout::plain), layout_name);
 INSTANTIATE_TEST_SUITE_P(Layouts, GraphPoolTest,
-                         ::testing::Values(Layout::virtual_memory, Layout::plain),
-                         [](const ::testing::TestParamInfo<Layout>& param_info) {
-                           return std::string(param_info.param == Layout::virtual_memory
-                                                  ? "VirtualMemory"
-                                                  : "Plain");
-                         });
+                         ::testing::Values(Layout::virtual_memory, Layout::plain), layout_name);
 
 }  // namespace
 }  // namespace graphcap::testing

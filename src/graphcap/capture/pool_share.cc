@@ -9,13 +9,14 @@ namespace graphcap::capture {
 
 // ---- PoolShare: plain allocations -------------------------------------------------------------
 
-std::shared_ptr<memory::Allocation> PoolShare::take(std::size_t bytes) {
+std::shared_ptr<memory::Allocation> PoolShare::take(
+    std::size_t bytes, const std::vector<std::shared_ptr<memory::Allocation>>& lent) {
   std::lock_guard lock(mutex_);
   std::shared_ptr<memory::Allocation> best;
   for (Entry& entry : entries_) {
     if (entry.capacity < bytes || !entry.borrower.expired()) continue;
     std::shared_ptr<memory::Allocation> memory = entry.memory.lock();
-    if (!memory) continue;
+    if (!memory || std::find(lent.begin(), lent.end(), memory) != lent.end()) continue;
     if (!best || entry.capacity < best->slice().capacity) best = std::move(memory);
   }
   return best;
@@ -154,9 +155,10 @@ std::shared_ptr<memory::BufferState> PoolWindow::lend(
   std::shared_ptr<memory::BufferState> buffer;
   if (virtual_memory()) {
     buffer = lend_view(bytes, owner);
-  } else if (std::shared_ptr<memory::Allocation> memory = share_->take(bytes)) {
+  } else if (std::shared_ptr<memory::Allocation> memory = share_->take(bytes, lent_memory_)) {
     buffer = std::make_shared<memory::BufferState>(memory, bytes);
     share_->borrowed(memory.get(), buffer);
+    lent_memory_.push_back(std::move(memory));
   }
   if (!buffer) return nullptr;
   std::erase_if(lent_, [](const auto& weak) { return weak.expired(); });

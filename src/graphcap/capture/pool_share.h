@@ -8,10 +8,13 @@
 //    them, so every graph of the pool uses the same bytes from the base and the pool holds the
 //    largest graph's intermediates, whatever order the graphs are recorded in. The warm-up plans
 //    the layout; begin_capture maps what the plan needs (never the recording: the pool may not
-//    grow inside it); the tail no graph uses any more is given back when graphs go.
+//    grow inside it), one physical allocation a granule, so the granules no graph uses any more
+//    can be given back when graphs go, whatever order they came and go in.
 //  - on plain allocations: the intermediates of earlier graphs, lent whole to a later recording
 //    that fits in one (so graphs share when recorded largest first). The memory is held weakly
 //    (the graphs' pins own it; it goes back to the stream's pool with the last graph using it).
+// Neither lends one recording the same memory twice: an allocation of a recording is its own
+// memory for the recording's whole life (PoolWindow::lent_memory_ says why).
 //
 // PoolWindow: one capture window of a pool, prepare_capture to its close: what it allocated (an
 // intermediate is memory allocated inside the window and nothing else) and what the pool lent it.
@@ -66,8 +69,10 @@ class PoolShare {
     std::size_t capacity = 0;
     std::weak_ptr<memory::BufferState> borrower;  // the live buffer using it, of any window
   };
-  // The smallest shared intermediate of at least `bytes` that no live buffer uses, or nullptr.
-  std::shared_ptr<memory::Allocation> take(std::size_t bytes);
+  // The smallest shared intermediate of at least `bytes` that no live buffer uses and that is
+  // not in `lent` (what the asking window lent already), or nullptr.
+  std::shared_ptr<memory::Allocation> take(
+      std::size_t bytes, const std::vector<std::shared_ptr<memory::Allocation>>& lent);
   void borrowed(const memory::Allocation* memory, const std::shared_ptr<memory::BufferState>& by);
   std::size_t adopt(const std::vector<std::shared_ptr<memory::Allocation>>& pins,
                     const std::vector<const memory::Allocation*>& allocated);
@@ -128,6 +133,12 @@ class PoolWindow {
 
   std::shared_ptr<PoolShare> share_;
   std::vector<std::weak_ptr<memory::BufferState>> lent_;
+  // Plain allocations: every shared intermediate lent to this window, kept to its close. Each
+  // allocation of a recording is its own memory for the recording's whole life: a buffer
+  // dropped inside the recording still has its uses in the graph, which run in the order of the
+  // graph's edges, not in the order the recording allocated (a side stream forked into it may
+  // still read the first buffer while the origin writes the next one).
+  std::vector<std::shared_ptr<memory::Allocation>> lent_memory_;
   std::vector<const memory::Allocation*> allocated_;  // identities, for adopt only
   // Virtual memory: the warm-up's allocations in order (their exact sizes), the end of their
   // layout, and where the recording lays out next.

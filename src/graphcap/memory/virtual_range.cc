@@ -74,35 +74,56 @@ Result<void> VirtualRange::grow_to(std::size_t bytes) {
                      std::to_string(reserved_) + " reserved addresses is full (create the pool "
                      "with a larger GraphPoolOptions::reserve_bytes)");
   }
-  Piece piece;
-  piece.at = base_ + mapped_;
-  piece.size = want - mapped_;
-  const std::string what = "growing a graph pool by " + std::to_string(piece.size) + " bytes";
-  const CUmemAllocationProp prop = device_memory(device_);
-  if (CUresult result = driver_->cuMemCreate(&piece.handle, piece.size, &prop, 0);
-      result != CUDA_SUCCESS) {
-    return Error::from_driver("cuMemCreate", result).context(what);
-  }
-  if (CUresult result = driver_->cuMemMap(piece.at, piece.size, 0, piece.handle, 0);
-      result != CUDA_SUCCESS) {
-    if (CUresult undone = driver_->cuMemRelease(piece.handle); undone != CUDA_SUCCESS) {
-      log(LogLevel::warn, Error::from_driver("cuMemRelease", undone)
-                              .context(what + ": releasing the piece that could not be mapped")
-                              .message());
+  const CUdeviceptr from = base_ + mapped_;
+  const std::size_t size = want - mapped_;
+  const std::string what = "growing a graph pool by " + std::to_string(size) + " bytes";
+  // One physical allocation per granule: only a whole handle can be unmapped and released
+  // (V04), so a piece as large as the growth would stay mapped while any graph used its first
+  // granule, and a pool whose largest graph went first could never shrink to its smaller ones.
+  // Room for the pieces first: nothing below allocates host memory once a piece exists.
+  std::vector<Piece> grown;
+  grown.reserve(size / granularity_);
+  pieces_.reserve(pieces_.size() + size / granularity_);
+  // Undoes this growth: nothing more is held than before it.
+  auto undo = [&](const char* why) {
+    for (auto piece = grown.rbegin(); piece != grown.rend(); ++piece) {
+      (void)give_back(*piece, why, true);
     }
-    return Error::from_driver("cuMemMap", result).context(what);
+  };
+  const CUmemAllocationProp prop = device_memory(device_);
+  for (CUdeviceptr at = from; at < base_ + want; at += granularity_) {
+    Piece piece;
+    piece.at = at;
+    piece.size = granularity_;
+    if (CUresult result = driver_->cuMemCreate(&piece.handle, piece.size, &prop, 0);
+        result != CUDA_SUCCESS) {
+      undo("undoing a growth whose next piece could not be created");
+      return Error::from_driver("cuMemCreate", result).context(what);
+    }
+    if (CUresult result = driver_->cuMemMap(piece.at, piece.size, 0, piece.handle, 0);
+        result != CUDA_SUCCESS) {
+      const CUresult undone = driver_->cuMemRelease(piece.handle);
+      undo("undoing a growth whose next piece could not be mapped");
+      if (undone != CUDA_SUCCESS) {
+        log(LogLevel::warn, Error::from_driver("cuMemRelease", undone)
+                                .context(what + ": releasing the piece that could not be mapped")
+                                .message());
+      }
+      return Error::from_driver("cuMemMap", result).context(what);
+    }
+    grown.push_back(piece);
   }
+  // Access over the whole growth in one call (several mappings in one call: V04, V05).
   CUmemAccessDesc access{};
   access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
   access.location.id = device_;
   access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-  if (CUresult result = driver_->cuMemSetAccess(piece.at, piece.size, &access, 1);
-      result != CUDA_SUCCESS) {
-    (void)give_back(piece, "undoing a growth whose access could not be set", true);
+  if (CUresult result = driver_->cuMemSetAccess(from, size, &access, 1); result != CUDA_SUCCESS) {
+    undo("undoing a growth whose access could not be set");
     return Error::from_driver("cuMemSetAccess", result).context(what);
   }
-  pieces_.push_back(piece);
-  mapped_ += piece.size;
+  pieces_.insert(pieces_.end(), grown.begin(), grown.end());
+  mapped_ = want;
   ++growths_;
   return {};
 }
@@ -157,13 +178,15 @@ std::size_t VirtualRange::used_locked() const noexcept {
 void VirtualRange::shrink_locked() noexcept {
   if (closed_) return;
   const std::size_t keep = round_up(std::max(used_locked(), hold_), granularity_);
+  bool shrank = false;
   while (!pieces_.empty() && pieces_.back().at - base_ >= keep) {
     // A piece that can't be unmapped stays, whole, to be tried again on the next shrink.
-    if (!give_back(pieces_.back(), "giving back a graph pool's tail no graph uses", false)) return;
+    if (!give_back(pieces_.back(), "giving back a graph pool's tail no graph uses", false)) break;
     mapped_ -= pieces_.back().size;
     pieces_.pop_back();
-    ++shrinks_;
+    shrank = true;
   }
+  if (shrank) ++shrinks_;
 }
 
 bool VirtualRange::give_back(const Piece& piece, const char* why, bool release_if_mapped) noexcept {

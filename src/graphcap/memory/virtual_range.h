@@ -1,9 +1,11 @@
 // VirtualRange: one reserved range of device addresses with physical memory mapped at its start
 // (CUDA's virtual memory management: cuMemAddressReserve, cuMemCreate, cuMemMap, cuMemSetAccess):
 // what a graph pool lays every graph's intermediates out in, each graph from the base. It grows by
-// mapping one new piece at the end of what is mapped, so no address in it ever moves, and it
-// shrinks by unmapping and releasing whole pieces from the end once no view (no graph, no buffer)
-// uses them and no window holds them. The H200's rules (docs/cuda-driver-facts.md, "Virtual
+// mapping new pieces at the end of what is mapped, so no address in it ever moves, and it shrinks
+// by unmapping and releasing pieces from the end once no view (no graph, no buffer) uses them and
+// no window holds them. Each piece is one granule (its own physical allocation: the driver
+// unmaps and releases whole handles only), so what stays mapped is always what the views use,
+// rounded up to the granule, whatever order the views came and went in. The H200's rules (docs/cuda-driver-facts.md, "Virtual
 // memory management"): reservations cost no memory, physical memory is taken at cuMemCreate and
 // given back at once by the unmap and release, whole handles are mapped at offset 0, access is
 // set per mapping, and none of these calls waits for the device or is refused during a capture.
@@ -48,9 +50,10 @@ class VirtualRange final : public SliceHome, public std::enable_shared_from_this
   std::size_t granularity() const noexcept { return granularity_; }
   std::size_t reserved() const noexcept { return reserved_; }
 
-  // Map physical memory until at least `bytes` from the base are mapped: one piece, rounded up to
-  // the granularity, at the end of what is mapped (cuMemCreate, cuMemMap, cuMemSetAccess); on a
-  // failure of any step the piece is undone. Errc::out_of_memory beyond the reservation.
+  // Map physical memory until at least `bytes` from the base are mapped: a piece a granule at the
+  // end of what is mapped (cuMemCreate and cuMemMap each), then access over all of them at once
+  // (cuMemSetAccess); on a failure of any step the whole growth is undone. Errc::out_of_memory
+  // beyond the reservation.
   Result<void> grow_to(std::size_t bytes);
   // While a window lays out up to `bytes` from the base, that much stays mapped even where no view
   // uses it yet (0 lets it go; the tail no view uses is then given back).
@@ -70,9 +73,9 @@ class VirtualRange final : public SliceHome, public std::enable_shared_from_this
     std::size_t mapped = 0;   // physical memory mapped (the pool's device memory)
     std::size_t used = 0;     // from the base to the end of the farthest live view
     std::size_t held = 0;     // what a window holds mapped (hold)
-    std::size_t pieces = 0;   // physical allocations mapped
-    std::size_t growths = 0;  // pieces mapped, ever
-    std::size_t shrinks = 0;  // pieces unmapped and released, ever
+    std::size_t pieces = 0;   // physical allocations mapped (one a granule)
+    std::size_t growths = 0;  // times it grew (grow_to mapping anything), ever
+    std::size_t shrinks = 0;  // times its tail was unmapped and released, ever
   };
   Stats stats() const;
 
@@ -104,7 +107,7 @@ class VirtualRange final : public SliceHome, public std::enable_shared_from_this
   std::size_t reserved_;
   std::size_t granularity_;
   mutable std::mutex mutex_;
-  std::vector<Piece> pieces_;                 // in address order, from the base
+  std::vector<Piece> pieces_;                 // one a granule, in address order, from the base
   std::size_t mapped_ = 0;
   std::map<std::size_t, std::size_t> views_;  // live views by their end offset: how many end there
   std::size_t hold_ = 0;

@@ -1,8 +1,11 @@
 // VirtualRange on the fake driver (src/graphcap/memory/virtual_range.h): growth at the end of what
-// is mapped, undone step by step when a step fails; views that keep their part mapped and come
-// back through a drop queue; the tail given back when no view uses it and no window holds it; the
-// device's memory exactly what is mapped; close giving everything back.
+// is mapped, a granule a piece, undone whole when a step fails; views that keep their part mapped
+// and come back through a drop queue; the tail given back, to the granule, when no view uses it
+// and no window holds it; the device's memory exactly what is mapped; close giving everything
+// back.
 #include <graphcap/memory/virtual_range.h>
+
+#include <string>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -76,14 +79,15 @@ class VirtualRangeTest : public fake::unit::FakeDriverTest {
   std::size_t free_before_ = 0;
 };
 
-TEST_F(VirtualRangeTest, GrowsByOnePieceAtTheEndAndKeepsEveryAddress) {
+TEST_F(VirtualRangeTest, GrowsAtTheEndAPieceAGranuleAndKeepsEveryAddress) {
   ASSERT_THAT(range_->grow_to(100), IsOk());
   EXPECT_EQ(range_->stats().mapped, kG) << "whole granules";
   EXPECT_EQ(held(), kG);
   std::shared_ptr<Allocation> first = range_->view(owner_, 0, 4096);
   ASSERT_THAT(range_->grow_to(3 * kG + 1), IsOk());
   EXPECT_EQ(range_->stats().mapped, 4 * kG);
-  EXPECT_EQ(range_->stats().pieces, 2u) << "one new piece of 3 granules";
+  EXPECT_EQ(range_->stats().pieces, 4u) << "three new pieces, a granule each";
+  EXPECT_EQ(fake_.live_handles().memory_handles, 4u);
   EXPECT_EQ(first->slice().device_ptr(), range_->base()) << "nothing moved";
   // The bytes across the seam of the two pieces are one range to the device.
   std::vector<std::byte> bytes(2 * 4096, std::byte{7});
@@ -106,6 +110,42 @@ TEST_F(VirtualRangeTest, AFailedGrowthHoldsNothingMore) {
     EXPECT_EQ(live.mappings, 0u);
   }
   ASSERT_THAT(range_->grow_to(kG), IsOk()) << "and the next growth works";
+}
+
+// Every step of a growth of several granules can fail: what the growth made before it is undone.
+TEST_F(VirtualRangeTest, AGrowthOfSeveralGranulesThatFailsPartWayHoldsNothingMore) {
+  ASSERT_THAT(range_->grow_to(kG), IsOk());
+  for (const char* entry : {"cuMemCreate", "cuMemMap"}) {
+    for (int nth = 1; nth <= 3; ++nth) {
+      SCOPED_TRACE(std::string(entry) + " #" + std::to_string(nth));
+      fake_.fail_call(entry, CUDA_ERROR_OUT_OF_MEMORY, nth);
+      EXPECT_THAT(range_->grow_to(4 * kG), StatusIs(Errc::out_of_memory,
+                                                    CUDA_ERROR_OUT_OF_MEMORY, HasSubstr(entry)));
+      EXPECT_EQ(range_->stats().mapped, kG);
+      EXPECT_EQ(held(), kG);
+      const fake::LiveHandles live = fake_.live_handles();
+      EXPECT_EQ(live.memory_handles, 1u);
+      EXPECT_EQ(live.mappings, 1u);
+    }
+  }
+  ASSERT_THAT(range_->grow_to(4 * kG), IsOk()) << "and the next growth works";
+  EXPECT_EQ(held(), 4 * kG);
+}
+
+// The largest view first, then a smaller one, and the largest goes: what the smaller one does
+// not use is given back to the granule (a growth mapped as one piece could only go whole).
+TEST_F(VirtualRangeTest, TheTailBeyondTheRemainingViewsGoesBackToTheGranuleInAnyOrder) {
+  ASSERT_THAT(range_->grow_to(2 * kG + kG / 2), IsOk());
+  std::shared_ptr<Allocation> large = range_->view(owner_, 0, 2 * kG + kG / 2);
+  ASSERT_THAT(range_->grow_to(kG / 2), IsOk());
+  std::shared_ptr<Allocation> small = range_->view(owner_, 0, kG / 2);
+  EXPECT_EQ(range_->stats().mapped, 3 * kG);
+  large.reset();  // its last use is behind the queue: back at once
+  EXPECT_EQ(range_->stats().mapped, kG);
+  EXPECT_EQ(held(), kG);
+  EXPECT_EQ(range_->stats().shrinks, 1u) << "one shrink gave back both granules";
+  small.reset();
+  EXPECT_EQ(held(), 0u);
 }
 
 TEST_F(VirtualRangeTest, TheTailGoesBackOnceNoViewUsesItAndNoWindowHoldsIt) {
