@@ -9,6 +9,7 @@
 #include <initializer_list>
 #include <memory>
 #include <mutex>
+#include <source_location>
 #include <span>
 #include <type_traits>
 #include <vector>
@@ -55,13 +56,15 @@ class Device {
 
   // Pooled device memory, owned by stream `s` (its uses are ordered on it).
   Result<Buffer> alloc(std::size_t bytes, Stream& s);
-  Result<Buffer> upload(std::span<const std::byte> bytes, Stream& s);
+  Result<Buffer> upload(std::span<const std::byte> bytes, Stream& s,
+                        std::source_location where = std::source_location::current());
   // Copies `bytes` to the start of `dst` through pinned staging memory. A full write clears a
   // failure the buffer carries (once it runs: a recorded write produces the bytes on replay).
-  Result<void> write(const Buffer& dst, std::span<const std::byte> bytes, Stream& s);
+  Result<void> write(const Buffer& dst, std::span<const std::byte> bytes, Stream& s,
+                     std::source_location where = std::source_location::current());
   // The same at byte `offset` of `dst`; the range must lie inside it (Errc::invalid_argument).
   Result<void> write(const Buffer& dst, std::size_t offset, std::span<const std::byte> bytes,
-                     Stream& s);
+                     Stream& s, std::source_location where = std::source_location::current());
   // Waits for the stream; surfaces the error the buffer carries or the stream has queued.
   Result<std::vector<std::byte>> read(const Buffer& src, Stream& s);
   // `count` bytes from byte `offset` of `src`; the range must lie inside it.
@@ -69,14 +72,19 @@ class Device {
                                       Stream& s);
 
   // (Defined here: a call of its own in the library was a second frame on every launch.)
+  // `where`, like every operation's that can enter a recording (its last parameter, left to its
+  // default): the caller's line, which the recorded operation keeps and refusals, Graph::dot()
+  // and Graph::replay_checked name ("file:line"). An eager launch only passes it on.
   Result<void> launch(Stream& s, const Kernel& kernel, LaunchDims dims,
-                      std::initializer_list<Arg> args) {
-    return launch(s, kernel, dims, args, LaunchOptions{});
+                      std::initializer_list<Arg> args,
+                      std::source_location where = std::source_location::current()) {
+    return launch(s, kernel, dims, args, LaunchOptions{}, where);
   }
   // The same with launch attributes (launch_options.h): a programmatic dependent launch, a
   // priority. Issued through cuLaunchKernelEx; the overload above, through cuLaunchKernel.
   Result<void> launch(Stream& s, const Kernel& kernel, LaunchDims dims,
-                      std::initializer_list<Arg> args, const LaunchOptions& options);
+                      std::initializer_list<Arg> args, const LaunchOptions& options,
+                      std::source_location where = std::source_location::current());
 
   // Work graphcap does not issue itself (cuBLAS, NCCL, a raw cuLaunchKernel on s.handle()):
   // declare the buffers it reads and writes *before* issuing it on s.handle(), and keep them
@@ -85,10 +93,12 @@ class Device {
   // recording (a buffer dropped after it is not reused while the graph may write it), claimed if
   // the recording is refused, and an Arg::out is produced by it (its failure cleared when eager).
   // Only buffers: an Arg::value is Errc::invalid_argument.
-  Result<void> record_external(Stream& s, std::initializer_list<Arg> args);
+  Result<void> record_external(Stream& s, std::initializer_list<Arg> args,
+                              std::source_location where = std::source_location::current());
   // The external work failed, or could not be issued: what it writes carries `failure` (and an
   // open recording is doomed by it, as by a failed launch). Returns `failure`, with context.
-  Result<void> record_external(Stream& s, std::initializer_list<Arg> args, const Error& failure);
+  Result<void> record_external(Stream& s, std::initializer_list<Arg> args, const Error& failure,
+                              std::source_location where = std::source_location::current());
 
   // Several devices (device_peer.cc): one Device per GPU, all on one DriverApi, usable together
   // from one or several threads (each call makes its device's context current). Objects of one
@@ -110,7 +120,8 @@ class Device {
   // recorded write is claimed (a refused recording marks it) and its memory pinned; an eager copy
   // or fill of the whole destination clears a failure it carried, a recorded one does not.
   // The whole of `src` into the start of `dst` (src.size() <= dst.size()).
-  Result<void> copy(const Buffer& dst, const Buffer& src, Stream& s);
+  Result<void> copy(const Buffer& dst, const Buffer& src, Stream& s,
+                    std::source_location where = std::source_location::current());
   // `bytes` from byte `src_offset` of `src` to byte `dst_offset` of `dst`. Overlapping ranges of
   // one buffer are Errc::invalid_argument (CUDA's copies may not overlap).
   // A peer copy: `src`, `dst` or both may be buffers of other devices when this device has peer
@@ -120,17 +131,21 @@ class Device {
   // streams: the other device's buffer must be ordered onto `s` first (record an event on its
   // stream, wait for it on `s`) and is handed back to its stream after an eager copy.
   Result<void> copy(const Buffer& dst, std::size_t dst_offset, const Buffer& src,
-                    std::size_t src_offset, std::size_t bytes, Stream& s);
+                    std::size_t src_offset, std::size_t bytes, Stream& s,
+                    std::source_location where = std::source_location::current());
   // Every byte of `dst` (cuMemsetD8Async).
-  Result<void> fill(const Buffer& dst, std::uint8_t byte, Stream& s);
+  Result<void> fill(const Buffer& dst, std::uint8_t byte, Stream& s,
+                    std::source_location where = std::source_location::current());
   // `count` bytes from byte `offset` of `dst`.
   Result<void> fill(const Buffer& dst, std::size_t offset, std::size_t count, std::uint8_t byte,
-                    Stream& s);
+                    Stream& s, std::source_location where = std::source_location::current());
   // Every 32-bit word of `dst` (cuMemsetD32Async); its size must be a multiple of 4.
-  Result<void> fill(const Buffer& dst, std::uint32_t word, Stream& s);
+  Result<void> fill(const Buffer& dst, std::uint32_t word, Stream& s,
+                    std::source_location where = std::source_location::current());
   // A plain int literal would be ambiguous between a byte and a word: say which
   // (std::uint8_t{0} or std::uint32_t{0}).
-  Result<void> fill(const Buffer& dst, int value, Stream& s) = delete;
+  Result<void> fill(const Buffer& dst, int value, Stream& s,
+                    std::source_location where = std::source_location::current()) = delete;
 
   // Events (device_events.cc). record() marks everything enqueued on `s` so far; wait() makes
   // later work on `s` wait for the last record of `e`. Outside a recording this orders eager
@@ -138,8 +153,10 @@ class Device {
   // "Buffers on several streams"). Inside one, waiting on an event recorded in the recording
   // forks a stream into it or joins it back.
   Result<Event> create_event();
-  Result<void> record(Event& e, Stream& s);
-  Result<void> wait(Stream& s, const Event& e);
+  Result<void> record(Event& e, Stream& s,
+                      std::source_location where = std::source_location::current());
+  Result<void> wait(Stream& s, const Event& e,
+                    std::source_location where = std::source_location::current());
   // Waits for the stream; surfaces queued errors (e.g. of a replay), once. When the wait itself
   // fails too, the queued error is returned and the wait's failure is named in its message.
   Result<void> sync(Stream& s);
@@ -230,8 +247,10 @@ class Device {
   // it. A body whose capture the driver invalidated dooms the recording: end_while says why and
   // end_capture refuses it. Memory nodes in a body (external work) are refused by the driver's
   // instantiate at end_capture, naming the node.
-  Result<Loop> begin_while(Stream& s, bool first = true);
-  Result<void> end_while(Stream& s, Loop& loop);
+  Result<Loop> begin_while(Stream& s, bool first = true,
+                           std::source_location where = std::source_location::current());
+  Result<void> end_while(Stream& s, Loop& loop,
+                         std::source_location where = std::source_location::current());
 
   // Device-side branches (device_branches.cc; docs/capture-lifecycle.md, "Device-side loops and
   // branches"), under the same rules as loops (inside a recording of `s`, begun by `s`, on its
@@ -243,20 +262,27 @@ class Device {
   // begun where it was made (or in a body nested there) before that body (or the recording)
   // closes: closing it otherwise is refused (CUDA refuses to instantiate a graph holding a
   // handle no node uses).
-  Result<Condition> condition(Stream& s, unsigned first = 0);
+  Result<Condition> condition(Stream& s, unsigned first = 0,
+                              std::source_location where = std::source_location::current());
   // An IF node: what `s` records until begin_else (or end_if) is its body, run by a replay when
   // the condition is not 0; what it records from begin_else to end_if is its ELSE body, run when
   // it is 0. (The node always has its ELSE body, empty without begin_else.)
-  Result<void> begin_if(Stream& s, Condition& c);
-  Result<void> begin_else(Stream& s, Condition& c);
-  Result<void> end_if(Stream& s, Condition& c);
+  Result<void> begin_if(Stream& s, Condition& c,
+                        std::source_location where = std::source_location::current());
+  Result<void> begin_else(Stream& s, Condition& c,
+                          std::source_location where = std::source_location::current());
+  Result<void> end_if(Stream& s, Condition& c,
+                      std::source_location where = std::source_location::current());
   // A SWITCH node of `cases` bodies (at least 1: Errc::invalid_argument): a replay runs case
   // value (none when the value is past the last case). begin_case opens case `index`'s body
   // (closing the one open); cases never begun are empty. Between begin_switch and the first
   // begin_case, operations on `s` are refused (graph_state): no body records them.
-  Result<void> begin_switch(Stream& s, Condition& c, unsigned cases);
-  Result<void> begin_case(Stream& s, Condition& c, unsigned index);
-  Result<void> end_switch(Stream& s, Condition& c);
+  Result<void> begin_switch(Stream& s, Condition& c, unsigned cases,
+                            std::source_location where = std::source_location::current());
+  Result<void> begin_case(Stream& s, Condition& c, unsigned index,
+                          std::source_location where = std::source_location::current());
+  Result<void> end_switch(Stream& s, Condition& c,
+                          std::source_location where = std::source_location::current());
   // Misuse is Errc::graph_state and changes nothing: outside a recording, on a side stream, an
   // empty Condition or one of another recording, a condition that steers a branch already or
   // that no kernel recorded since took (every replay would branch alike), begin_else without an
@@ -294,7 +320,8 @@ class Device {
                                  bool writes) const;
   Result<void> check_external(const Buffer& buffer, Stream& s, bool writes) const;
   Result<void> fill_with(const Buffer& dst, std::size_t offset, std::size_t bytes,
-                         unsigned element_size, std::uint32_t value, Stream& s);
+                         unsigned element_size, std::uint32_t value, Stream& s,
+                         std::source_location where);
 
   std::shared_ptr<detail::DeviceCore> core_;
   mutable std::mutex streams_mutex_;

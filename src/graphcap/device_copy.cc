@@ -68,9 +68,23 @@ std::string copy_direction(const Buffer& src, const Buffer& dst, const detail::D
   return from.name() + " to " + to.name();
 }
 
+// A buffer the operation uses, in its label: its address (what Graph::replay_checked issues it
+// again with), size and label (what messages name it by).
+void add_buffer(capture::OperationLabel& label, std::uint32_t index, const Buffer& buffer,
+                Arg::Access access) {
+  capture::OperationLabel::BufferArg arg;
+  arg.index = index;
+  arg.access = static_cast<std::uint8_t>(access);
+  arg.bytes = buffer.size();
+  arg.address = buffer.device_ptr();
+  arg.label = HandleAccess::state(buffer)->label();
+  label.add_buffer_arg(arg);
+}
+
 }  // namespace
 
-Result<void> Device::copy(const Buffer& dst, const Buffer& src, Stream& s) {
+Result<void> Device::copy(const Buffer& dst, const Buffer& src, Stream& s,
+                          std::source_location where) {
   if (!src) return Error(Errc::invalid_argument, "copy: the source is an empty Buffer");
   if (!dst) return Error(Errc::invalid_argument, "copy: the destination is an empty Buffer");
   if (src.size() > dst.size()) {
@@ -79,11 +93,12 @@ Result<void> Device::copy(const Buffer& dst, const Buffer& src, Stream& s) {
                      " bytes don't fit in the destination's " + std::to_string(dst.size()) +
                      " (copy a range with copy(dst, dst_offset, src, src_offset, bytes, s))");
   }
-  return copy(dst, 0, src, 0, src.size(), s);
+  return copy(dst, 0, src, 0, src.size(), s, where);
 }
 
 Result<void> Device::copy(const Buffer& dst, std::size_t dst_offset, const Buffer& src,
-                          std::size_t src_offset, std::size_t bytes, Stream& s) {
+                          std::size_t src_offset, std::size_t bytes, Stream& s,
+                          std::source_location where) {
   GRAPHCAP_TRY(check_stream(s, "copy"));
   // check_copy_buffer: a buffer of another device is a peer copy (needs peer access).
   if (Result<void> ok = check_copy_buffer(src, s, "the source", false); !ok) {
@@ -121,6 +136,10 @@ Result<void> Device::copy(const Buffer& dst, std::size_t dst_offset, const Buffe
     if (stream.window().recording() || log_enabled(LogLevel::debug)) {
       op.label = capture::OperationLabel(&copy_label);
       op.label.numbers = {bytes, src_offset, src.size(), dst_offset, dst.size()};
+      op.label.where = where;
+      op.label.reissue = capture::OperationLabel::Reissue::copy;
+      add_buffer(op.label, 0, src, Arg::Access::in);
+      add_buffer(op.label, 1, dst, Arg::Access::out);
       if (std::string direction = copy_direction(src, dst, *core_);
           direction != "device to device") {
         op.label.name = std::make_shared<const std::string>(std::move(direction));
@@ -137,30 +156,32 @@ Result<void> Device::copy(const Buffer& dst, std::size_t dst_offset, const Buffe
           }
           return {};
         },
-        [] { return std::string("copy"); },
+        [&where] { return "copy" + capture::located(where); },
         [](std::size_t use) { return std::string(use == 0 ? "the source" : "the destination"); });
   }();
   stream.return_borrowed(op);
   return done;
 }
 
-Result<void> Device::fill(const Buffer& dst, std::uint8_t byte, Stream& s) {
+Result<void> Device::fill(const Buffer& dst, std::uint8_t byte, Stream& s,
+                          std::source_location where) {
   if (!dst) return Error(Errc::invalid_argument, "fill: the destination is an empty Buffer");
-  return fill(dst, 0, dst.size(), byte, s);
+  return fill(dst, 0, dst.size(), byte, s, where);
 }
 
 Result<void> Device::fill(const Buffer& dst, std::size_t offset, std::size_t count,
-                          std::uint8_t byte, Stream& s) {
+                          std::uint8_t byte, Stream& s, std::source_location where) {
   GRAPHCAP_TRY(check_stream(s, "fill"));
   if (Result<void> ok = check_buffer(dst, s, "the destination", true); !ok) {
     return ok.error().context("fill");
   }
   GRAPHCAP_TRY(check_span(dst, offset, count, "fill", "the destination"));
   if (count == 0) return {};
-  return fill_with(dst, offset, count, 1, byte, s);
+  return fill_with(dst, offset, count, 1, byte, s, where);
 }
 
-Result<void> Device::fill(const Buffer& dst, std::uint32_t word, Stream& s) {
+Result<void> Device::fill(const Buffer& dst, std::uint32_t word, Stream& s,
+                          std::source_location where) {
   GRAPHCAP_TRY(check_stream(s, "fill"));
   if (Result<void> ok = check_buffer(dst, s, "the destination", true); !ok) {
     return ok.error().context("fill");
@@ -170,11 +191,12 @@ Result<void> Device::fill(const Buffer& dst, std::uint32_t word, Stream& s) {
                  "fill: a 32-bit fill needs a destination of whole, 4-byte aligned words; this "
                  "buffer has " + std::to_string(dst.size()) + " bytes (fill bytes instead)");
   }
-  return fill_with(dst, 0, dst.size(), 4, word, s);
+  return fill_with(dst, 0, dst.size(), 4, word, s, where);
 }
 
 Result<void> Device::fill_with(const Buffer& dst, std::size_t offset, std::size_t bytes,
-                               unsigned element_size, std::uint32_t value, Stream& s) {
+                               unsigned element_size, std::uint32_t value, Stream& s,
+                               std::source_location where) {
   GRAPHCAP_TRY(core_->bind_thread());
   StreamCore& stream = HandleAccess::core(s);
   const bool whole = offset == 0 && bytes == dst.size();
@@ -188,6 +210,9 @@ Result<void> Device::fill_with(const Buffer& dst, std::size_t offset, std::size_
     if (stream.window().recording() || log_enabled(LogLevel::debug)) {
       op.label = capture::OperationLabel(&fill_label);
       op.label.numbers = {bytes, element_size, value, offset, dst.size()};
+      op.label.where = where;
+      op.label.reissue = capture::OperationLabel::Reissue::fill;
+      add_buffer(op.label, 0, dst, Arg::Access::out);
     }
     return stream.run(
         op,
@@ -206,7 +231,7 @@ Result<void> Device::fill_with(const Buffer& dst, std::size_t offset, std::size_
           }
           return {};
         },
-        [] { return std::string("fill"); },
+        [&where] { return "fill" + capture::located(where); },
         [](std::size_t) { return std::string("the destination"); });
   }();
   stream.return_borrowed(op);

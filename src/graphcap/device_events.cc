@@ -2,6 +2,7 @@
 // "Buffers on several streams" and "Several streams in one recording").
 #include <string>
 
+#include <graphcap/detail/call_site.h>
 #include <graphcap/detail/device_core.h>
 #include <graphcap/detail/event_state.h>
 #include <graphcap/detail/stream_core.h>
@@ -53,22 +54,26 @@ Result<EventState*> check_event(const Event& e, const detail::DeviceCore& device
 
 }  // namespace
 
-Result<void> Device::record(Event& e, Stream& s) {
-  GRAPHCAP_TRY(check_stream(s, "record"));
-  GRAPHCAP_ASSIGN_OR_RETURN(EventState* event, check_event(e, *core_, "record"));
-  GRAPHCAP_TRY(core_->bind_thread());
-  StreamCore& stream = HandleAccess::core(s);
-  std::lock_guard lock(stream.mutex());
-  return stream.record_event(*event);
+Result<void> Device::record(Event& e, Stream& s, std::source_location where) {
+  return detail::at_call([&]() -> Result<void> {
+    GRAPHCAP_TRY(check_stream(s, "record"));
+    GRAPHCAP_ASSIGN_OR_RETURN(EventState* event, check_event(e, *core_, "record"));
+    GRAPHCAP_TRY(core_->bind_thread());
+    StreamCore& stream = HandleAccess::core(s);
+    std::lock_guard lock(stream.mutex());
+    return stream.record_event(*event);
+  }(), where);
 }
 
-Result<void> Device::wait(Stream& s, const Event& e) {
-  GRAPHCAP_TRY(check_stream(s, "wait"));
-  GRAPHCAP_ASSIGN_OR_RETURN(EventState* event, check_event(e, *core_, "wait", true));
-  GRAPHCAP_TRY(core_->bind_thread());
-  StreamCore& stream = HandleAccess::core(s);
-  std::lock_guard lock(stream.mutex());
-  return stream.wait_event(*event, &event->device() != core_.get());
+Result<void> Device::wait(Stream& s, const Event& e, std::source_location where) {
+  return detail::at_call([&]() -> Result<void> {
+    GRAPHCAP_TRY(check_stream(s, "wait"));
+    GRAPHCAP_ASSIGN_OR_RETURN(EventState* event, check_event(e, *core_, "wait", true));
+    GRAPHCAP_TRY(core_->bind_thread());
+    StreamCore& stream = HandleAccess::core(s);
+    std::lock_guard lock(stream.mutex());
+    return stream.wait_event(*event, &event->device() != core_.get());
+  }(), where);
 }
 
 }  // namespace graphcap

@@ -63,7 +63,8 @@ Result<void> Device::check_external(const Buffer& buffer, Stream& s, bool writes
   return check_buffer(buffer, s, "it", writes);
 }
 
-Result<void> Device::record_external(Stream& s, std::initializer_list<Arg> args) {
+Result<void> Device::record_external(Stream& s, std::initializer_list<Arg> args,
+                                     std::source_location where) {
   GRAPHCAP_TRY(check_stream(s, "record_external"));
   std::array<capture::BufferUse, kMaxExternalArgs> uses;
   Result<std::size_t> count =
@@ -76,14 +77,15 @@ Result<void> Device::record_external(Stream& s, std::initializer_list<Arg> args)
   op.node = CU_GRAPH_NODE_TYPE_EMPTY;
   op.uses = {uses.data(), *count};
   op.external = true;
+  op.label.where = where;
   return stream.run(
       op, []() -> Result<void> { return {}; },  // the caller issues the work, right after
-      [] { return std::string("record_external"); },
+      [&where] { return "record_external" + capture::located(where); },
       [](std::size_t i) { return "buffer " + std::to_string(i); });
 }
 
 Result<void> Device::record_external(Stream& s, std::initializer_list<Arg> args,
-                                     const Error& failure) {
+                                     const Error& failure, std::source_location where) {
   GRAPHCAP_TRY(check_stream(s, "record_external"));
   std::array<capture::BufferUse, kMaxExternalArgs> uses;
   Result<std::size_t> count =
@@ -101,9 +103,10 @@ Result<void> Device::record_external(Stream& s, std::initializer_list<Arg> args,
   op.node = CU_GRAPH_NODE_TYPE_EMPTY;
   op.uses = {uses.data(), writes};
   op.external = true;
+  op.label.where = where;
   return stream.run(
       op, [&]() -> Result<void> { return failure; },
-      [] { return std::string("external work"); },
+      [&where] { return "external work" + capture::located(where); },
       [](std::size_t i) { return "buffer " + std::to_string(i); });
 }
 

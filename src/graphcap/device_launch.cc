@@ -154,12 +154,18 @@ std::string render_launch(const capture::OperationLabel& label) {
 // The record of a launch its label is rendered from, written into the operation's (empty) label
 // in place: no text is built here, and no label is moved (the hot path of a recorded launch).
 // Out of line: an eager launch makes none.
+// It also keeps what Graph::replay_checked issues the launch again with: the function, and each
+// argument as passed (a buffer's address; a value's bytes).
 [[gnu::noinline]] void launch_label(capture::OperationLabel& label,
                   const std::shared_ptr<detail::KernelState>& state,
-                  const LaunchDims& dims, std::initializer_list<Arg> args) {
+                  const LaunchDims& dims, std::initializer_list<Arg> args,
+                  const std::source_location& where) {
   label.set_render(&render_launch);
   label.name = std::shared_ptr<const std::string>(state, &state->name());
   label.dims = dims;
+  label.where = where;
+  label.reissue = capture::OperationLabel::Reissue::launch;
+  label.numbers[0] = reinterpret_cast<std::uintptr_t>(state->function());
   std::uint32_t index = 0;
   for (const Arg& arg : args) {
     capture::OperationLabel::BufferArg shown;
@@ -167,10 +173,15 @@ std::string render_launch(const capture::OperationLabel& label) {
     shown.access = static_cast<std::uint8_t>(arg.access());
     if (const Buffer* buffer = arg.buffer()) {
       shown.bytes = buffer->size();
+      shown.address = buffer->device_ptr();
       shown.label = HandleAccess::state(*buffer)->label();  // null unless labelled: one atomic
     } else {
       shown.value_size = static_cast<std::uint8_t>(arg.size());
       std::memcpy(&shown.bytes, arg.bytes(), std::min(arg.size(), sizeof shown.bytes));
+      if (arg.size() > sizeof shown.bytes) [[unlikely]] {
+        shown.label = std::make_shared<const std::string>(
+            reinterpret_cast<const char*>(arg.bytes()), arg.size());
+      }
     }
     label.add_buffer_arg(shown);
   }
@@ -247,7 +258,8 @@ Result<void> launch_ex(DriverApi& driver, CUfunction function, const LaunchDims&
 }  // namespace
 
 Result<void> Device::launch(Stream& s, const Kernel& kernel, LaunchDims dims,
-                            std::initializer_list<Arg> args, const LaunchOptions& options) {
+                            std::initializer_list<Arg> args, const LaunchOptions& options,
+                            std::source_location where) {
   // check_stream's usual outcome, here without a call; it says why only when this fails.
   if (!core_->serves(HandleAccess::core(s).device())) [[unlikely]] {
     GRAPHCAP_TRY(check_stream(s, "launch"));
@@ -255,7 +267,7 @@ Result<void> Device::launch(Stream& s, const Kernel& kernel, LaunchDims dims,
   if (!kernel) [[unlikely]] return Error(Errc::invalid_argument, "launch: an empty Kernel");
   const std::shared_ptr<detail::KernelState>& state = HandleAccess::state(kernel);
   // Names the launch in messages; built only when one is needed (this is the eager hot path).
-  auto what = [&state] { return "launch of " + state->name(); };
+  auto what = [&state, &where] { return "launch of " + state->name() + capture::located(where); };
   if (&state->module()->device() != core_.get()) [[unlikely]] {
     return Error(Errc::invalid_argument, what() + ": the kernel's module belongs to " +
                                              core_->another_device(state->module()->device()));
@@ -340,9 +352,9 @@ Result<void> Device::launch(Stream& s, const Kernel& kernel, LaunchDims dims,
   }
   if (recording) {
     op.keep_alive = capture::KeepAliveRef::of(state);  // a replay needs its module loaded
-    launch_label(op.label, state, dims, args);
+    launch_label(op.label, state, dims, args, where);
   } else if (log_enabled(LogLevel::debug)) [[unlikely]] {
-    launch_label(op.label, state, dims, args);
+    launch_label(op.label, state, dims, args, where);
   }
   // A recorded launch that takes params: what Graph::set needs to set its node again (the
   // recording names the node as it records the launch). Made only for such a launch: most take

@@ -26,7 +26,8 @@ Result<void> check_range(const Buffer& buffer, std::size_t offset, std::size_t c
   return {};
 }
 
-// A recorded write's label: "write of N bytes from the host".
+// A recorded write's label: "write of N bytes from the host"; numbers: bytes, the staging
+// memory's host address, the offset in the destination.
 std::string write_label(const capture::OperationLabel& label) {
   return "write of " + std::to_string(label.numbers[0]) + " bytes from the host";
 }
@@ -47,18 +48,20 @@ Result<Buffer> Device::alloc(std::size_t bytes, Stream& s) {
   return HandleAccess::buffer(std::move(*state));
 }
 
-Result<Buffer> Device::upload(std::span<const std::byte> bytes, Stream& s) {
+Result<Buffer> Device::upload(std::span<const std::byte> bytes, Stream& s,
+                             std::source_location where) {
   GRAPHCAP_ASSIGN_OR_RETURN(Buffer buffer, alloc(bytes.size(), s));
-  GRAPHCAP_TRY(write(buffer, bytes, s));
+  GRAPHCAP_TRY(write(buffer, bytes, s, where));
   return buffer;
 }
 
-Result<void> Device::write(const Buffer& dst, std::span<const std::byte> bytes, Stream& s) {
-  return write(dst, 0, bytes, s);
+Result<void> Device::write(const Buffer& dst, std::span<const std::byte> bytes, Stream& s,
+                           std::source_location where) {
+  return write(dst, 0, bytes, s, where);
 }
 
 Result<void> Device::write(const Buffer& dst, std::size_t offset, std::span<const std::byte> bytes,
-                           Stream& s) {
+                           Stream& s, std::source_location where) {
   GRAPHCAP_TRY(check_stream(s, "write"));
   if (Result<void> ok = check_buffer(dst, s, "the destination", true); !ok) return ok.error().context("write");
   GRAPHCAP_TRY(check_range(dst, offset, bytes.size(), "write"));
@@ -74,6 +77,15 @@ Result<void> Device::write(const Buffer& dst, std::size_t offset, std::span<cons
   if (stream.window().recording() || log_enabled(LogLevel::debug)) {
     op.label = capture::OperationLabel(&write_label);
     op.label.numbers[0] = bytes.size();
+    op.label.numbers[2] = offset;
+    op.label.where = where;
+    op.label.reissue = capture::OperationLabel::Reissue::host_write;
+    capture::OperationLabel::BufferArg arg;
+    arg.access = static_cast<std::uint8_t>(Arg::Access::out);
+    arg.bytes = dst.size();
+    arg.address = dst.device_ptr();
+    arg.label = HandleAccess::state(dst)->label();
+    op.label.add_buffer_arg(arg);
   }
   Result<void> done = [&] {
   std::lock_guard lock(stream.mutex());
@@ -86,6 +98,7 @@ Result<void> Device::write(const Buffer& dst, std::size_t offset, std::span<cons
         op.staging = std::move(*staging);
         void* host = op.staging->slice().host_ptr();
         std::memcpy(host, bytes.data(), bytes.size());
+        op.label.numbers[1] = reinterpret_cast<std::uintptr_t>(host);  // the graph pins it
         if (CUresult result = core_->driver().cuMemcpyHtoDAsync(dst.device_ptr() + offset, host,
                                                                 bytes.size(), stream.target());
             result != CUDA_SUCCESS) {
@@ -93,7 +106,8 @@ Result<void> Device::write(const Buffer& dst, std::size_t offset, std::span<cons
         }
         return {};
       },
-      [] { return std::string("write"); }, [](std::size_t) { return std::string("the destination"); });
+      [&where] { return "write" + capture::located(where); },
+      [](std::size_t) { return std::string("the destination"); });
   }();
   stream.return_borrowed(op);
   return done;

@@ -1,7 +1,8 @@
 // Graph::dot() labels (issue 22): a kernel node names its kernel, each buffer with its access,
 // size and label (Buffer::set_label), each value with its value, each param with the value it
-// had when recorded. The same on every driver: graphcap renders its own record of the recording.
+// had when recorded, and the line that recorded it. The same on every driver: graphcap renders its own record of the recording.
 #include <cstdint>
+#include <source_location>
 #include <string>
 
 #include <gmock/gmock.h>
@@ -27,7 +28,9 @@ TEST_F(GraphDotLabelsTest, KernelNodesNameBufferLabelsValuesAndParams) {
   EXPECT_EQ(copy.label(), "kv_cache");
   EXPECT_EQ(out.label(), "");
   Param<std::uint32_t> scale = device_->param<std::uint32_t>(3);
+  std::uint_least32_t line = 0;
   Result<Graph> graph = device_->record(stream(), [&] {
+    line = std::source_location::current().line() + 1;
     return device_->launch(stream(), axpy_, dims_for(64),
                            {Arg::in(kv), Arg::in(bias), Arg::out(out), Arg::param(scale),
                             Arg::value(std::uint32_t{64})});
@@ -40,7 +43,9 @@ TEST_F(GraphDotLabelsTest, KernelNodesNameBufferLabelsValuesAndParams) {
                              "arg 1: in 256 B\\n"
                              "arg 2: out 256 B\\n"
                              "arg 3: param 4 B = 3 (0x3) when recorded\\n"
-                             "arg 4: value 4 B = 64 (0x40)\""));
+                             "arg 4: value 4 B = 64 (0x40)\\n"
+                             "at " + std::string(std::source_location::current().file_name()) +
+                             ":" + std::to_string(line) + "\""));
   kv.set_label("");
   EXPECT_EQ(kv.label(), "");
   EXPECT_EQ(Buffer{}.label(), "");

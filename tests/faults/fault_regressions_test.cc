@@ -66,7 +66,7 @@ TEST_F(RegressionTest, WriteWhoseStagingFailsMarksItsDestination) {
               StatusIs(Errc::out_of_memory, CUDA_ERROR_OUT_OF_MEMORY, HasSubstr("cuMemAllocHost")));
   // The write that should have produced b's bytes failed: b carries that, not whatever it held.
   EXPECT_THAT(device_->read(*b, stream()),
-              StatusIs(Errc::out_of_memory, CUDA_ERROR_OUT_OF_MEMORY, HasSubstr("write: staging memory")));
+              StatusIs(Errc::out_of_memory, CUDA_ERROR_OUT_OF_MEMORY, AllOf(HasSubstr("write at "), HasSubstr(": staging memory"))));
   ASSERT_THAT(device_->write(*b, to_bytes(iota_u32(64)), stream()), IsOk());
   EXPECT_EQ(read_u32(*b), iota_u32(64));
 }
@@ -77,11 +77,11 @@ TEST_F(RegressionTest, RecordedWriteWhoseStagingFailsClaimsItsDestination) {
   ASSERT_THAT(device_->begin_capture(stream()), IsOk());
   // The warm-up staged nothing of this size: the recording can't stage it and is refused.
   EXPECT_THAT(device_->write(x, to_bytes(iota_u32(16, 100)), stream()),
-              StatusIs(Errc::out_of_memory, CUDA_SUCCESS, HasSubstr("write: staging memory")));
+              StatusIs(Errc::out_of_memory, CUDA_SUCCESS, AllOf(HasSubstr("write at "), HasSubstr(": staging memory"))));
   EXPECT_THAT(device_->end_capture(stream()), StatusIs(Errc::doomed));
   // x's bytes are not what the user's recording said they would be: it carries the refusal.
   EXPECT_THAT(device_->read(x, stream()), StatusIs(Errc::doomed, CUDA_SUCCESS,
-                                                   HasSubstr("write: staging memory")));
+                                                   AllOf(HasSubstr("write at "), HasSubstr(": staging memory"))));
 }
 
 TEST_F(RegressionTest, RecordedOutLaunchKeepsTheFailureUntilSomethingRuns) {

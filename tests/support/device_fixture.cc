@@ -20,6 +20,24 @@ std::vector<std::uint32_t> to_u32(const std::vector<std::byte>& bytes) {
   return values;
 }
 
+std::string without_call_sites(std::string dot) {
+  const std::string line = "\\nat ";  // as DOT escapes a label's line break
+  for (std::size_t end = dot.find("\"]"); end != std::string::npos; end = dot.find("\"]", end + 2)) {
+    const std::size_t at = dot.rfind(line, end);
+    if (at == std::string::npos) continue;
+    const std::string site = dot.substr(at + line.size(), end - at - line.size());
+    const std::size_t colon = site.rfind(':');
+    if (site.find("\\n") != std::string::npos || colon == std::string::npos ||
+        colon + 1 == site.size() ||
+        site.find_first_not_of("0123456789", colon + 1) != std::string::npos) {
+      continue;
+    }
+    dot.erase(at, end - at);
+    end = at;
+  }
+  return dot;
+}
+
 LaunchDims dims_for(std::size_t elements) {
   LaunchDims dims;
   dims.block.x = 256;

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -22,6 +23,9 @@ std::vector<std::uint32_t> to_u32(const std::vector<std::byte>& bytes);
 LaunchDims dims_for(std::size_t elements);
 // 0, 1, 2, ... n-1, plus `offset`.
 std::vector<std::uint32_t> iota_u32(std::size_t n, std::uint32_t offset = 0);
+// Graph::dot() text without the "at <file>:<line>" line that ends each operation's label (where
+// it was called: often this support's own lines, which an exact expectation should not pin).
+std::string without_call_sites(std::string dot);
 
 class DeviceFixture : public ::testing::Test {
  protected:

@@ -47,6 +47,42 @@ std::string driver_account(GraphDriver& graphs, CUstream stream) {
   return account.empty() ? account : "; the driver's account: " + account;
 }
 
+// The recorded nodes of the graph itself (not of a conditional body), in recording order: the
+// order cuGraphGetNodes lists a captured graph's nodes in, when no external work added any.
+std::vector<std::size_t> top_level_nodes(const Recording& recording) {
+  std::vector<std::size_t> top;
+  for (std::size_t i = 0; i < recording.nodes.size(); ++i) {
+    if (recording.nodes[i].loop == 0) top.push_back(i);
+  }
+  return top;
+}
+
+// "; graphcap's node i: <its label's first line>" for the driver's node `position` of the graph,
+// nothing when graphcap's record can't say which (external work added nodes it did not record).
+std::string graphcap_node(const Recording& recording, std::size_t position, bool external_work) {
+  const std::vector<std::size_t> top = top_level_nodes(recording);
+  if (external_work || position >= top.size()) return {};
+  const std::size_t node = top[position];
+  const RecordedNode& recorded = recording.nodes[node];
+  return "; graphcap's node " + std::to_string(node) + ": " +
+         (recorded.label.empty() ? std::string(node_type_name(recorded.type))
+                                 : recording.label(node).first_line());
+}
+
+// A refused census (memory nodes: only external work makes them) names the recording's external
+// work, where it was declared.
+Error with_external_sites(const Error& error, const Recording& recording) {
+  std::string sites;
+  for (std::size_t i = 0; i < recording.nodes.size(); ++i) {
+    if (recording.nodes[i].type != CU_GRAPH_NODE_TYPE_EMPTY) continue;
+    sites += std::string(sites.empty() ? "" : ", ") + "node " + std::to_string(i) + " (" +
+             recording.label(i).first_line() + ")";
+  }
+  if (sites.empty()) return error;
+  return Error(error.code(), error.message() + " (the recording's external work: " + sites + ")",
+               error.driver_code());
+}
+
 template <class T>
 void dedupe(std::vector<std::shared_ptr<T>>& list) {
   std::sort(list.begin(), list.end());
@@ -386,10 +422,18 @@ Result<void> OpenRecording::make_executable(CapturedGraph& captured, const Graph
         return {};
       }
       update_report = std::move(report);
+      if (update_report.update_error_node) {
+        // Named in graphcap's terms too, before the "; re-instantiated" that ends the refusal.
+        std::string& why = update_report.update_refusal;
+        const std::string named =
+            graphcap_node(recording, *update_report.update_error_node, recorded.external_work);
+        const std::size_t end = why.rfind("; re-instantiated");
+        why.insert(end == std::string::npos ? why.size() : end, named);
+      }
     }
   }
   Result<GraphReport> inspected = graphs_->inspect(captured, recorded);
-  if (!inspected) return inspected.error();
+  if (!inspected) return with_external_sites(inspected.error(), recording);
   GraphReport& report = *inspected;
   report.node_priorities = recorded.node_priorities;
   report.programmatic_edges = recorded.programmatic_edges;
@@ -482,7 +526,9 @@ Result<void> OpenRecording::record(Operation& op, int stream, const Error* failu
   node.type = op.node;
   // (Not a conditional expression: that would move the label into a temporary first.)
   if (op.external && op.label.empty()) {
-    topology_.set_label(node, OperationLabel::of_text("external work (record_external)"));
+    OperationLabel external = OperationLabel::of_text("external work (record_external)");
+    external.where = op.label.where;
+    topology_.set_label(node, std::move(external));
   } else {
     topology_.set_label(node, std::move(op.label));
   }
@@ -530,6 +576,7 @@ Result<void> OpenRecording::record_param_node_locked(Operation& op, CUstream iss
     return error;
   }
   op.params->node = *node;
+  op.params->recorded = topology_.size();  // record() adds its node next
   param_nodes_.push_back(std::move(*op.params));
   return {};
 }
@@ -611,6 +658,13 @@ namespace {
 
 std::atomic<std::uint64_t> next_frame_id{1};  // loops' and conditions' ids, unique in the process
 
+// " (begun at file:line)" for a conditional node (" (made at file:line)" for a condition), empty
+// when unknown.
+std::string located_begun(const std::source_location& where, const char* verb = "begun") {
+  const std::string site = call_site(where);
+  return site.empty() ? site : std::string(" (") + verb + " at " + site + ")";
+}
+
 }  // namespace
 
 OpenRecording::Frame* OpenRecording::find_frame_locked(std::uint64_t id) {
@@ -635,12 +689,15 @@ bool OpenRecording::body_open_locked(std::uint64_t frame, unsigned body) const {
 }
 
 std::string OpenRecording::frame_name(const Frame& frame) const {
+  // Where it was begun, when the topology holds its node (it does while the frame is open).
+  const std::string begun = located_begun(frame.where);
   switch (frame.kind) {
-    case FrameKind::loop: return "the while loop at node " + std::to_string(frame.node);
-    case FrameKind::if_else: return "the IF at node " + std::to_string(frame.node);
-    case FrameKind::switch_cases: return "the SWITCH at node " + std::to_string(frame.node);
+    case FrameKind::loop: return "the while loop at node " + std::to_string(frame.node) + begun;
+    case FrameKind::if_else: return "the IF at node " + std::to_string(frame.node) + begun;
+    case FrameKind::switch_cases:
+      return "the SWITCH at node " + std::to_string(frame.node) + begun;
   }
-  return "the conditional node at node " + std::to_string(frame.node);
+  return "the conditional node at node " + std::to_string(frame.node) + begun;
 }
 
 std::optional<Error> OpenRecording::unused_condition_locked(std::uint64_t frame, unsigned body,
@@ -652,8 +709,8 @@ std::optional<Error> OpenRecording::unused_condition_locked(std::uint64_t frame,
     // (CUDA_GRAPH_INSTANTIATE_CONDITIONAL_HANDLE_UNUSED, docs/cuda-driver-facts.md I02).
     return Error(Errc::graph_state,
                  operation + ": the condition made after node " +
-                     std::to_string(condition.after_node) + " (first " +
-                     std::to_string(condition.first) + ") " +
+                     std::to_string(condition.after_node) + located_begun(condition.where, "made") +
+                     " (first " + std::to_string(condition.first) + ") " +
                      (frame == 0 ? "in the graph" : "in this body") +
                      " steers no branch: begin_if or begin_switch with it first (CUDA refuses a "
                      "graph holding a conditional handle no node uses: "
@@ -758,7 +815,8 @@ std::optional<Error> OpenRecording::switch_body(std::optional<unsigned> next,
   return failure;
 }
 
-std::size_t OpenRecording::add_conditional_locked(std::uint64_t frame, std::string label) {
+std::size_t OpenRecording::add_conditional_locked(std::uint64_t frame, std::string label,
+                                                  std::source_location where) {
   // Recorded where the stream's work goes now (the graph, or the enclosing body), depending on
   // what the stream recorded last; later work there depends on it.
   Frame* enclosing = frames_.empty() ? nullptr : &frames_.back();
@@ -770,7 +828,9 @@ std::size_t OpenRecording::add_conditional_locked(std::uint64_t frame, std::stri
   }
   RecordedNode& node = topology_.add(enclosing != nullptr ? enclosing->lane : stream_index_);
   node.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
-  topology_.set_label(node, OperationLabel::of_text(std::move(label)));
+  OperationLabel text = OperationLabel::of_text(std::move(label));
+  text.where = where;
+  topology_.set_label(node, std::move(text));
   node.stream = stream_index_;
   node.loop = enclosing != nullptr ? enclosing->id : 0;
   node.branch_body = enclosing != nullptr ? enclosing->body : 0;
@@ -793,7 +853,8 @@ Result<std::size_t> OpenRecording::next_loop_depth() const {
   return frames_.size();
 }
 
-Result<OpenRecording::LoopInfo> OpenRecording::begin_loop(CUstream body_stream, unsigned first) {
+Result<OpenRecording::LoopInfo> OpenRecording::begin_loop(CUstream body_stream, unsigned first,
+                                                          std::source_location where) {
   Result<std::size_t> depth = next_loop_depth();
   if (!depth) return std::move(depth).error().context("begin_while");
   const CUstream outer = loop_target() != nullptr ? loop_target() : stream_;
@@ -825,11 +886,13 @@ Result<OpenRecording::LoopInfo> OpenRecording::begin_loop(CUstream body_stream, 
   frame.handle = *handle;
   frame.first = first;
   frame.lane = -1 - static_cast<int>(*depth);
+  frame.where = where;
   {
     std::lock_guard book(book_);
     frame.node = add_conditional_locked(
         frame.id, "while loop " + std::to_string(frame.id) + " (first " + std::to_string(first) +
-                      ")");
+                      ")",
+        where);
     body_graphs_.push_back(BodyGraph{frame.id, 0, frame.bodies[0], frame.node});
     frames_.push_back(frame);
     retarget_locked();
@@ -885,8 +948,10 @@ bool OpenRecording::loop_open(std::uint64_t id) const {
   return std::any_of(frames_.begin(), frames_.end(), [&](const Frame& f) { return f.id == id; });
 }
 
-Result<OpenRecording::ConditionInfo> OpenRecording::make_condition(unsigned first) {
+Result<OpenRecording::ConditionInfo> OpenRecording::make_condition(unsigned first,
+                                                                   std::source_location where) {
   ConditionState condition;
+  condition.where = where;
   {
     std::lock_guard book(book_);
     if (!frames_.empty() && !frames_.back().body_open) {
@@ -914,7 +979,8 @@ Result<OpenRecording::ConditionInfo> OpenRecording::make_condition(unsigned firs
 }
 
 Result<void> OpenRecording::begin_branch(CUstream body_stream, BranchKind kind,
-                                         std::uint64_t id, unsigned cases) {
+                                         std::uint64_t id, unsigned cases,
+                                         std::source_location where) {
   const bool is_if = kind == BranchKind::if_else;
   const std::string operation = is_if ? "begin_if" : "begin_switch";
   Result<std::size_t> depth = next_loop_depth();
@@ -979,10 +1045,12 @@ Result<void> OpenRecording::begin_branch(CUstream body_stream, BranchKind kind,
   frame.handle = handle;
   frame.first = first;
   frame.lane = -1 - static_cast<int>(*depth);
+  frame.where = where;
   frame.node = add_conditional_locked(
       id, is_if ? "if (condition " + std::to_string(id) + ", first " + std::to_string(first) + ")"
                 : "switch of " + std::to_string(cases) + " cases (condition " +
-                      std::to_string(id) + ", first " + std::to_string(first) + ")");
+                      std::to_string(id) + ", first " + std::to_string(first) + ")",
+      where);
   for (unsigned b = 0; b < size; ++b) {
     body_graphs_.push_back(BodyGraph{id, b, frame.bodies[b], frame.node});
   }

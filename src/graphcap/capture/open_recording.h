@@ -18,6 +18,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <source_location>
 #include <string>
 #include <thread>
 #include <vector>
@@ -140,7 +141,8 @@ class OpenRecording {
   Result<std::size_t> next_loop_depth() const;
   // Insert a WHILE node whose condition is `first` at the start of every replay; what the
   // origin stream records from now on is its body, captured on `body_stream`.
-  Result<LoopInfo> begin_loop(CUstream body_stream, unsigned first);
+  // (`where`: the public call's line, for the node's label and the messages naming it.)
+  Result<LoopInfo> begin_loop(CUstream body_stream, unsigned first, std::source_location where);
   // Close the innermost frame, which must be loop `id`; graph_state otherwise, for a loop whose
   // condition starts true and no recorded kernel takes (it could never end), and for a condition
   // made in its body that steers no branch: nothing changed.
@@ -150,13 +152,13 @@ class OpenRecording {
   // A conditional handle on the graph the origin records into now (the graph, or the body open
   // now), starting every replay at `first`, for an IF or a SWITCH to steer by. Nothing changes on
   // a refusal or a failure.
-  Result<ConditionInfo> make_condition(unsigned first);
+  Result<ConditionInfo> make_condition(unsigned first, std::source_location where);
   // Insert the IF node (with its ELSE body; IF's body open from now on) or the SWITCH node of
   // `cases` bodies (no body open until begin_case) steered by `condition`, on `body_stream`.
   // Refused unless the condition is this recording's, steers no branch yet, was made in a body
   // open now, and a kernel recorded since took it.
   Result<void> begin_branch(CUstream body_stream, BranchKind kind, std::uint64_t condition,
-                            unsigned cases);
+                            unsigned cases, std::source_location where);
   // Close the IF body of the innermost frame (condition's IF) and open its ELSE body.
   Result<void> begin_else(std::uint64_t condition);
   // Close the open case of the innermost frame (condition's SWITCH), if any, and open `index`.
@@ -199,6 +201,7 @@ class OpenRecording {
     int lane = 0;                  // the body's lane in the topology (below any stream index)
     std::size_t node = 0;          // the conditional node
     std::size_t body_nodes = 0;    // nodes recorded into the open body
+    std::source_location where{};  // the call that began it
   };
   // A condition made by make_condition: where, and what has been done with it.
   struct ConditionState {
@@ -210,6 +213,7 @@ class OpenRecording {
     std::size_t after_node = 0;  // how many nodes were recorded when it was made
     bool taken = false;          // a kernel recorded since takes it (Arg::condition)
     bool used = false;           // a branch steers by it
+    std::source_location where{};  // Device::condition's caller
   };
   // A body graph of the recording, to name a node of it in an instantiate refusal.
   struct BodyGraph {
@@ -234,7 +238,8 @@ class OpenRecording {
   std::optional<Error> switch_body(std::optional<unsigned> next, const std::string& operation);
   void retarget_locked() noexcept;
   // The conditional node of a new frame `frame` (labelled `label`) in the topology: its index.
-  std::size_t add_conditional_locked(std::uint64_t frame, std::string label);
+  std::size_t add_conditional_locked(std::uint64_t frame, std::string label,
+                                     std::source_location where);
   std::string frame_name(const Frame& frame) const;
   // Names the node the driver named in a refused instantiate, in graphcap's terms.
   std::string name_failed_node(CapturedGraph& captured, const Recording& recording,

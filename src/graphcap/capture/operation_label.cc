@@ -1,17 +1,49 @@
 #include <graphcap/capture/operation_label.h>
 
 #include <iterator>
+#include <string>
 
 namespace graphcap::capture {
 
+std::string call_site(const std::source_location& where) {
+  if (where.line() == 0) return {};
+  return std::string(where.file_name()) + ":" + std::to_string(where.line());
+}
+
+std::string located(const std::source_location& where) {
+  if (where.line() == 0) return {};
+  return " at " + call_site(where);
+}
+
+Error called_at(const Error& error, const std::source_location& where) {
+  if (where.line() == 0) return error;
+  return Error(error.code(), error.message() + " (at " + call_site(where) + ")",
+               error.driver_code());
+}
+
+namespace {
+
+std::string rendered(const OperationLabel& label, OperationLabel::Render render,
+                     const std::string& text) {
+  return render != nullptr ? render(label) : text;
+}
+
+}  // namespace
+
 std::string OperationLabel::text() const {
-  if (render_ != nullptr) return render_(*this);
-  return text_;
+  std::string all = rendered(*this, render_, text_);
+  if (const std::string site = call_site(where); !site.empty() && !all.empty()) {
+    all += "\nat " + site;
+  }
+  return all;
 }
 
 std::string OperationLabel::first_line() const {
-  std::string all = text();
+  std::string all = rendered(*this, render_, text_);
   if (const std::size_t end = all.find('\n'); end != std::string::npos) all.resize(end);
+  if (const std::string site = call_site(where); !site.empty() && !all.empty()) {
+    all += " at " + site;
+  }
   return all;
 }
 

@@ -1,6 +1,7 @@
 // OperationLabel: what a recorded operation is, for diagnostics (Graph::dot(), the debug log,
-// refusal messages). Recording keeps only a compact record of it (the kernel's name by shared
-// reference, the launch shape, one entry per buffer argument, a few numbers) and no text: the
+// refusal messages, Graph::replay_checked). Recording keeps only a compact record of it (the
+// kernel's name by shared reference, the launch shape, one entry per buffer argument, a few
+// numbers, the call's source location as the compiler's handle) and no text: the
 // text is rendered only when something asks for it, by the operation's own formatter (`render`,
 // defined next to the operation in device_launch.cc, device_copy.cc, ...). Building the text on
 // every recorded launch was a third of graphcap's capture overhead (docs/performance.md).
@@ -11,14 +12,25 @@
 #include <cstdint>
 #include <memory>
 #include <new>
+#include <source_location>
 #include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include <graphcap/driver/launch_dims.h>
+#include <graphcap/error.h>
 
 namespace graphcap::capture {
+
+// "file:line" of a call (the file as the compiler names it); empty when unknown (line 0).
+std::string call_site(const std::source_location& where);
+// " at file:line", for a message naming an operation ("launch of add_one at model.cc:42"); empty
+// when unknown.
+std::string located(const std::source_location& where);
+// `error` of the call at `where`, its message ending " (at file:line)": for refusals the
+// operation's own messages don't place. Cold: only on a failure.
+[[gnu::cold]] Error called_at(const Error& error, const std::source_location& where);
 
 class OperationLabel {
  public:
@@ -27,10 +39,22 @@ class OperationLabel {
   // (values and params too, despite the name: no text is built when recording them).
   struct BufferArg {
     std::uint64_t bytes = 0;  // a buffer's size; a value's first (up to 8) bytes
+    std::uint64_t address = 0;  // a buffer's device address, as the operation passed it
     std::uint32_t index = 0;
     std::uint8_t access = 0;
-    std::uint8_t value_size = 0;               // a value's size (0 for a buffer)
-    std::shared_ptr<const std::string> label;  // a buffer's label, if it has one
+    std::uint8_t value_size = 0;  // a value's size (0 for a buffer)
+    // A buffer's label, if it has one; a value of more than 8 bytes: all its bytes (rare: what
+    // Graph::replay_checked passes again, as recorded).
+    std::shared_ptr<const std::string> label;
+  };
+  // How Graph::replay_checked issues the operation again, eagerly, from this record (none: it
+  // can't: external work, a conditional node).
+  enum class Reissue : std::uint8_t {
+    none,
+    launch,      // cuLaunchKernel: function in numbers[0], dims, every argument in order
+    copy,        // cuMemcpyDtoDAsync: copy_label's numbers, arguments 0 (source), 1 (destination)
+    fill,        // cuMemsetD8/D32Async: fill_label's numbers, argument 0 (destination)
+    host_write,  // cuMemcpyHtoDAsync: bytes, staging host address, offset; argument 0
   };
   using Render = std::string (*)(const OperationLabel&);
 
@@ -46,6 +70,8 @@ class OperationLabel {
       : name(other.name),
         dims(other.dims),
         numbers(other.numbers),
+        where(other.where),
+        reissue(other.reissue),
         render_(other.render_),
         text_(other.text_),
         more_args_(other.more_args_) {
@@ -87,15 +113,21 @@ class OperationLabel {
 
   bool empty() const noexcept { return render_ == nullptr && text_.empty(); }
   // The full text, one line per fact (e.g. "kernel add_one\ngrid (1, 1, 1) block (256, 1, 1)
-  // \narg 0: in 256 B"); empty for an empty label.
+  // \narg 0: in 256 B\nat model.cc:42", the last line where it was called, when known); empty
+  // for an empty label.
   std::string text() const;
-  // Its first line (e.g. "kernel add_one"): what messages name the operation by.
+  // Its first line and where it was called (e.g. "kernel add_one at model.cc:42"): what messages
+  // name the operation by.
   std::string first_line() const;
 
   // What the renderer reads (set by the operation that makes the label).
   std::shared_ptr<const std::string> name;  // e.g. the kernel's name (kept alive with the label)
   LaunchDims dims{};
   std::array<std::uint64_t, 5> numbers{};  // e.g. a copy's bytes, offsets and sizes
+  // The public call that made the operation (its last, defaulted parameter): a handle to the
+  // compiler's static record, copied, formatted only when rendered (line 0: unknown).
+  std::source_location where{};
+  Reissue reissue = Reissue::none;
 
   void add_buffer_arg(const BufferArg& arg);
   // Moves every buffer argument to the end of `out`; the label keeps none.
@@ -127,6 +159,8 @@ class OperationLabel {
     name = std::move(other.name);
     dims = other.dims;
     numbers = other.numbers;
+    where = other.where;
+    reissue = other.reissue;
     render_ = std::exchange(other.render_, nullptr);
     text_ = std::move(other.text_);
     other.text_.clear();

@@ -18,7 +18,11 @@ const std::string* keep_name(std::shared_ptr<const std::string>&& name, NodeStor
 }  // namespace
 
 RecordedLabel::RecordedLabel(OperationLabel&& label, NodeStore& store)
-    : render_(label.renderer()), dims_(label.dims), numbers_(label.numbers) {
+    : render_(label.renderer()),
+      dims_(label.dims),
+      numbers_(label.numbers),
+      where_(label.where),
+      reissue_(label.reissue) {
   if (render_ != nullptr) {
     if (label.name) name_ = keep_name(std::move(label.name), store);
     first_arg_ = static_cast<std::uint32_t>(store.args.size());
@@ -31,9 +35,13 @@ RecordedLabel::RecordedLabel(OperationLabel&& label, NodeStore& store)
 
 OperationLabel RecordedLabel::expand(const NodeStore& store) const {
   if (render_ == nullptr) {
-    return name_ == nullptr ? OperationLabel() : OperationLabel::of_text(*name_);
+    OperationLabel label = name_ == nullptr ? OperationLabel() : OperationLabel::of_text(*name_);
+    label.where = where_;
+    return label;
   }
   OperationLabel label(render_);
+  label.where = where_;
+  label.reissue = reissue_;
   // Borrowed (no owner): the store keeps the name while the recording lives.
   if (name_ != nullptr) {
     label.name = std::shared_ptr<const std::string>(std::shared_ptr<const void>(), name_);

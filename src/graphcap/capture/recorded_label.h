@@ -12,6 +12,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <source_location>
 #include <string>
 #include <vector>
 
@@ -37,8 +38,10 @@ class RecordedLabel {
   OperationLabel::Render render_ = nullptr;  // nullptr: a text label (name_ is the text)
   LaunchDims dims_{};
   std::array<std::uint64_t, 5> numbers_{};
+  std::source_location where_{};
   std::uint32_t first_arg_ = 0;
   std::uint32_t arg_count_ = 0;
+  OperationLabel::Reissue reissue_ = OperationLabel::Reissue::none;
 };
 
 }  // namespace graphcap::capture

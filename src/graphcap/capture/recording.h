@@ -51,6 +51,9 @@ struct ParamNode {
   std::vector<std::size_t> offsets;   // per argument
   std::vector<std::size_t> sizes;     // per argument
   std::vector<Binding> bindings;
+  // Its index among the recording's nodes (Recording::nodes): Graph::replay_checked launches it
+  // with these bytes, the values Graph::set gave the graph.
+  std::size_t recorded = ~std::size_t{0};
 };
 
 // One stream operation: the node it adds when recorded, the buffers it uses, the staging

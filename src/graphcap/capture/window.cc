@@ -228,9 +228,10 @@ Result<std::size_t> Window::check_loop_begin(const char* operation) {
   return depth;
 }
 
-Result<OpenRecording::LoopInfo> Window::begin_loop(CUstream body_stream, unsigned first) {
+Result<OpenRecording::LoopInfo> Window::begin_loop(CUstream body_stream, unsigned first,
+                                                   std::source_location where) {
   if (Result<std::size_t> depth = check_loop_begin(); !depth) return depth.error();
-  return recording_.begin_loop(body_stream, first);
+  return recording_.begin_loop(body_stream, first, where);
 }
 
 Result<void> Window::end_loop(std::uint64_t id) {
@@ -240,21 +241,23 @@ Result<void> Window::end_loop(std::uint64_t id) {
   return recording_.end_loop(id);
 }
 
-Result<OpenRecording::ConditionInfo> Window::make_condition(unsigned first) {
+Result<OpenRecording::ConditionInfo> Window::make_condition(unsigned first,
+                                                            std::source_location where) {
   if (Result<void> ok = check_loop_call("condition", "a condition is made inside a recording "
                                                      "(begin_capture first)");
       !ok) {
     return ok.error();
   }
-  return recording_.make_condition(first);
+  return recording_.make_condition(first, where);
 }
 
 Result<void> Window::begin_branch(CUstream body_stream, OpenRecording::BranchKind kind,
-                                  std::uint64_t condition, unsigned cases) {
+                                  std::uint64_t condition, unsigned cases,
+                                  std::source_location where) {
   const char* operation =
       kind == OpenRecording::BranchKind::if_else ? "begin_if" : "begin_switch";
   if (Result<std::size_t> depth = check_loop_begin(operation); !depth) return depth.error();
-  return recording_.begin_branch(body_stream, kind, condition, cases);
+  return recording_.begin_branch(body_stream, kind, condition, cases, where);
 }
 
 Result<void> Window::begin_else(std::uint64_t condition) {

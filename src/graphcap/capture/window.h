@@ -14,6 +14,7 @@
 #include <atomic>
 #include <cstdint>
 #include <optional>
+#include <source_location>
 #include <vector>
 
 #include <graphcap/capture/capture_state.h>
@@ -112,12 +113,13 @@ class Window {
   // them; docs/capture-lifecycle.md, "Device-side loops and branches") ----------------------
   // The depth a new conditional node would have, once `operation` may run here.
   Result<std::size_t> check_loop_begin(const char* operation = "begin_while");
-  Result<OpenRecording::LoopInfo> begin_loop(CUstream body_stream, unsigned first);
+  Result<OpenRecording::LoopInfo> begin_loop(CUstream body_stream, unsigned first,
+                                             std::source_location where);
   Result<void> end_loop(std::uint64_t id);
   bool loop_open(std::uint64_t id) const { return recording_.loop_open(id); }
-  Result<OpenRecording::ConditionInfo> make_condition(unsigned first);
+  Result<OpenRecording::ConditionInfo> make_condition(unsigned first, std::source_location where);
   Result<void> begin_branch(CUstream body_stream, OpenRecording::BranchKind kind,
-                            std::uint64_t condition, unsigned cases);
+                            std::uint64_t condition, unsigned cases, std::source_location where);
   Result<void> begin_else(std::uint64_t condition);
   Result<void> begin_case(std::uint64_t condition, unsigned index);
   Result<void> end_branch(OpenRecording::BranchKind kind, std::uint64_t condition);
