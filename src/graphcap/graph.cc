@@ -88,6 +88,14 @@ Result<void> Graph::replay() {
   return {};
 }
 
+Result<void> Graph::replay_checked() {
+  if (state_ == nullptr) {
+    return Error(Errc::graph_state,
+                 "replay_checked: an empty graph (default-constructed, moved-from or destroyed)");
+  }
+  return state_->replay_checked();
+}
+
 CUgraphExec Graph::native_handle() const noexcept {
   return state_ && !state_->released() ? state_->hot().exec : nullptr;
 }

@@ -39,6 +39,26 @@ class Graph {
   // when a buffer the graph reads carries a failure (the replay is skipped, its outputs carry it).
   Result<void> replay();
 
+  // The replay as a diagnosis, as CUDA_LAUNCH_BLOCKING is for eager work (docs/debugging.md):
+  // the recording's operations are issued again one by one, eagerly, on the graph's stream, in
+  // the order they were recorded (a topological order of the graph), each with the values a
+  // replay would use now (the arguments as recorded, params as Graph::set gave them) and each
+  // followed by a wait for the stream. The first that fails is the error: "replay_checked: node
+  // <i> of <n> failed: <kernel name, copy, fill or write> at <file:line> (<its launch shape and
+  // buffers>): <the driver's error>", with the driver's code and, on a checking driver (the
+  // fake), its account of the fault; what the graph writes then carries it, as after a failed
+  // replay. Nothing else changes: no node of the executable, no param, no buffer's state beyond
+  // what a replay does. Work enqueued on the stream before it is waited for first (a fault there
+  // is named as before the graph's first node).
+  // Refused before anything runs (Errc::graph_state): a graph holding a conditional node (WHILE,
+  // IF, SWITCH: a kernel decides on the device which bodies run, which graphcap can't know) or
+  // external work (record_external: graphcap did not issue it); an empty or destroyed graph; a
+  // stream that is recording, or a recording that forbids waiting now. As replay(), a buffer the
+  // graph reads carrying a failure skips it (Errc::failed_buffer). Slow by design (a wait per
+  // node): for finding a fault, not for serving. Not concurrently with set() or a re-recording
+  // into the graph.
+  Result<void> replay_checked();
+
   // Wait for in-flight replays, destroy the executable, unpin. A failed wait means the stream
   // already faulted: the graph is destroyed anyway and the error queued on the stream. An empty
   // or destroyed graph is a no-op.

@@ -53,6 +53,10 @@ class GraphState {
   // failure the nodes already set are set back, so the graph is unchanged.
   Result<void> set_param(const void* param, const void* bytes, std::size_t size);
 
+  // Graph::replay_checked (checked_replay.cc): the recording's operations issued again one by
+  // one, each followed by a wait; the first that fails is the error, naming it.
+  Result<void> replay_checked();
+
   // A re-recording closed into this graph (Device::end_capture(s, into)) replaces the current
   // recording. When it holds no executable, the current one took it in place (exec update) and is
   // kept. Returns what was replaced (the old executable when there is a new one, the old pins
