@@ -11,6 +11,7 @@
 #include <graphcap/driver/error_names.h>
 
 #include <array>
+#include <cstdio>
 #include <cstring>
 #include <optional>
 #include <span>
@@ -28,9 +29,27 @@ using Reissue = OperationLabel::Reissue;
 constexpr std::size_t kMaxArgs = 64;
 constexpr std::size_t kMaxArgBytes = 64;
 
+// "; arg 2 launched with 1040 (0x410)" for each argument of a param node bound to a param: the
+// value Graph::set gave the graph (the label shows the one recorded).
+std::string launched_values(const capture::ParamNode& node) {
+  std::string text;
+  for (const capture::ParamNode::Binding& binding : node.bindings) {
+    const std::size_t size = node.sizes[binding.arg];
+    if (size > sizeof(std::uint64_t)) continue;
+    std::uint64_t value = 0;
+    std::memcpy(&value, node.bytes.data() + node.offsets[binding.arg], size);
+    char hex[24];
+    std::snprintf(hex, sizeof hex, "0x%llx", static_cast<unsigned long long>(value));
+    text += "; arg " + std::to_string(binding.arg) + " launched with " + std::to_string(value) +
+            " (" + hex + ")";
+  }
+  return text;
+}
+
 // The node as a message names it: its label's lines on one line ("kernel fill at model.cc:42
 // (grid (1, 1, 1) block (256, 1, 1); arg 0: out 256 B "kv")").
-std::string described(const capture::RecordedNode& node, const OperationLabel& label) {
+std::string described(const capture::RecordedNode& node, const OperationLabel& label,
+                      const capture::ParamNode* params) {
   if (node.label.empty()) return node_type_name(node.type);
   OperationLabel bare = label;  // its text without the "at file:line" line first_line has
   bare.where = {};
@@ -41,6 +60,7 @@ std::string described(const capture::RecordedNode& node, const OperationLabel& l
   for (std::size_t at = facts.find('\n'); at != std::string::npos; at = facts.find('\n', at)) {
     facts.replace(at, 1, "; ");
   }
+  if (params != nullptr) facts += launched_values(*params);
   return label.first_line() + " (" + facts + ")";
 }
 
@@ -194,7 +214,8 @@ Result<void> GraphState::replay_checked() {
     if (failed) {
       Error error(failed->code(),
                   "replay_checked: node " + std::to_string(i) + " of " + std::to_string(count) +
-                      " failed: " + described(recording.nodes[i], label) + ": " + failed->message(),
+                      " failed: " + described(recording.nodes[i], label, params[i]) + ": " +
+                      failed->message(),
                   failed->driver_code());
       recording.buffers.fail_writes(error);  // what they hold now no replay produced
       return error;
