@@ -266,6 +266,8 @@ struct ModelRecording {
   std::map<int, std::size_t> last_node;
   std::set<int> params;
   std::vector<int> maybe_lent;
+  // Per buffer it used: the usage without its uses (what a refusal leaves).
+  std::map<int, BufferUsage> before;
 };
 
 struct ModelGraph {
@@ -509,7 +511,8 @@ class Sequence {
   // Device::check_buffer: may stream `s` use buffer `b` now (writing it when `writes`)?
   bool may_use(int s, int b, bool writes) const {
     const ModelBuffer& buffer = buffers_[static_cast<std::size_t>(b)];
-    if (!ordered_for_use(streams_[s], s, buffer, writes, in_recording(s) ? recording_.id : 0)) {
+    if (!ordered_for_use(streams_[s], s, buffer, writes, in_recording(s) ? recording_.id : 0,
+                         completed_)) {
       return false;
     }
     // An eager use of a buffer whose owner is in the recording could not be handed back.
@@ -524,8 +527,15 @@ class Sequence {
     return std::nullopt;
   }
   void stamp(int s, int b, bool writes, std::uint64_t seq) {
+    if (in_recording(s)) {
+      recording_.before.try_emplace(b, static_cast<const BufferUsage&>(buf(b)));
+    } else if (auto before = recording_.before.find(b); before != recording_.before.end()) {
+      graphcap::testing::stamp(before->second, s, writes, seq);  // not the recording's use
+    }
     graphcap::testing::stamp(buf(b), s, writes, seq);
   }
+  // A host sync of stream `s` completed.
+  void completed(int s) { complete(completed_, streams_[s], s); }
   void merge(int s, int other, std::uint64_t seq, bool recorded = false) {
     graphcap::testing::merge(streams_[s], s, other, seq, recorded ? recording_.id : 0);
   }
@@ -819,6 +829,8 @@ class Sequence {
     if (stamps) {
       const std::uint64_t seq = ++streams_[s].seq;
       if (buffer.owner == s) stamp(s, b, false, seq);
+      // Then it waited for its stream (a queued error is reported after the wait).
+      if (read || (!degraded_ && expected && read.error().code() == *expected)) completed(s);
     }
     if (read) compare(b, *read, "read");
     if (read && !recording_open()) deferred_ = false;
@@ -872,6 +884,9 @@ class Sequence {
     if (!recording_open() && (synced || synced.error().code() != Errc::graph_state)) {
       deferred_ = false;
     }
+    if (!recording_open() && (synced || (!degraded_ && expected && synced.error().code() == *expected))) {
+      completed(s);
+    }
     check_all();
     return synced;
   }
@@ -892,7 +907,7 @@ class Sequence {
     event.recorded = true;
     event.stream = s;
     event.seq = streams_[s].seq;
-    event.clock = streams_[s].clock;
+    event.clock = current_clock(streams_[s], in_recording(s) ? recording_.id : 0);
     event.recording = in_recording(s) ? recording_.id : 0;
     event.nodes = in_recording(s) ? recording_.frontier[s] : std::vector<std::size_t>{};
     check_all();
@@ -1180,6 +1195,13 @@ class Sequence {
     for (int b : used) {
       ModelBuffer& buffer = buf(b);
       if (!buffer.live) continue;
+      if (refusal) {
+        // Its uses never ran: the buffer has the users it had without them.
+        if (auto before = rec.before.find(b); before != rec.before.end()) {
+          static_cast<BufferUsage&>(buffer) = before->second;
+        }
+        continue;
+      }
       for (int side : sides) buffer.readers.erase(side);
       if (std::find(sides.begin(), sides.end(), buffer.writer) != sides.end()) {
         buffer.writer = origin;
@@ -2302,7 +2324,7 @@ class Sequence {
       // After a fault the model's order may be wrong: finish everything before going on, so no
       // work the model issues can race another stream's on a GPU.
       for (int s = 0; s < kStreams; ++s) {
-        (void)device_->sync(stream(s));
+        if (device_->sync(stream(s))) completed(s);
         streams_[s].queued.reset();
       }
     }
@@ -2328,6 +2350,8 @@ class Sequence {
         continue;
       }
       compare(static_cast<int>(b), *read, "check");
+      // The checking stream, ordered after every stream's work so far, waited for it.
+      for (int s = 0; s < kStreams; ++s) completed(s);
     }
     if (!deferred_ && !degraded_) check_pools();
   }
@@ -2538,6 +2562,7 @@ class Sequence {
   Kernel add_one_, fill_, copy_;
   ModelStream streams_[kStreams];
   Stream* checker_ = nullptr;
+  Clock completed_{};  // what completed host syncs saw finish (every stream is ordered after)
   std::array<ModelEvent, kEvents> events_;
   std::array<Event, kStreams> check_events_;
   std::array<GraphPool, kStreams> pools_;

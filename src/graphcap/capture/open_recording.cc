@@ -207,14 +207,18 @@ ClosedRecording OpenRecording::close(CloseRequest request) {
   }
   log_close(recorded, refusal);
 
-  // The side streams' uses were recorded, not run: a graph's nodes run on the origin's stream (a
-  // refused recording's never run), so the uses become the origin's.
-  if (!sides.empty() && self_ != nullptr) [[unlikely]] {
-    std::vector<const memory::SliceOwner*> side_streams;
-    for (const Window* side : sides) side_streams.push_back(side->stream());
-    recording.buffers.forget_uses_by(side_streams, *self_, request.sequence);
-  }
+  // The recording's uses were recorded, not run: a refused recording's never run, so each
+  // buffer is left with the users it had without them; a graph's nodes run on the origin's
+  // stream, so its side streams' uses become the origin's.
+  std::vector<const memory::SliceOwner*> side_streams;
+  for (const Window* side : sides) side_streams.push_back(side->stream());
+  auto close_uses = [&] {
+    if (self_ != nullptr) {
+      recording.buffers.recording_closed(id_, !refusal, side_streams, *self_, request.sequence);
+    }
+  };
   if (refusal) [[unlikely]] {
+    close_uses();
     // The buffers the recording would have written hold bytes no operation produced (unless
     // the caller's warm-up produced them: claim_on_refusal false).
     if (claim_on_refusal_) recording.buffers.fail_writes(*refusal);
@@ -223,6 +227,7 @@ ClosedRecording OpenRecording::close(CloseRequest request) {
     dedupe(recording.pins);
     dedupe(recording.keep_alive);
     recording.buffers.dedupe();
+    close_uses();
     recording.report.pinned_slices = recording.pins.size();
     GraphMemory& memory = recording.report.memory;
     std::size_t device_pinned = 0;

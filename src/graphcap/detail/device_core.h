@@ -13,6 +13,7 @@
 #include <graphcap/capture/capture_tracker.h>
 #include <graphcap/capture/cuda_graph_driver.h>
 #include <graphcap/detail/bound_device.h>
+#include <graphcap/detail/stream_order.h>
 #include <graphcap/device_limits.h>
 #include <graphcap/device_options.h>
 #include <graphcap/driver/driver_api.h>
@@ -96,6 +97,10 @@ class DeviceCore : public std::enable_shared_from_this<DeviceCore> {
   // then does collect_deferred poll every stream's queue.
   std::atomic<bool>& drops_waiting() noexcept { return drops_waiting_; }
 
+  // What the host has seen finish on this device's streams (their completed syncs): every
+  // stream is ordered after it (docs/capture-lifecycle.md, "Buffers on several streams").
+  CompletedOrder& completed_order() noexcept { return completed_order_; }
+
   // Release everything, each handle once. Idempotent.
   void close() noexcept;
 
@@ -133,6 +138,7 @@ class DeviceCore : public std::enable_shared_from_this<DeviceCore> {
   // the context, past this device's close until the last of those graphs lets go.
   std::vector<std::weak_ptr<memory::Allocation>> pinned_elsewhere_;
   std::atomic<int> kept_after_close_{0};
+  CompletedOrder completed_order_;
 };
 
 }  // namespace graphcap::detail
