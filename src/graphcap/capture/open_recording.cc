@@ -849,7 +849,9 @@ Result<void> OpenRecording::end_loop(std::uint64_t id) {
     Result<std::size_t> at = innermost_locked(FrameKind::loop, id, "end_while");
     if (!at) return at.error();
     const Frame& frame = frames_.back();
-    if (frame.first != 0 && !frame.condition_taken) {
+    // (Not when doomed: the kernel that takes the condition may be the one that failed, and the
+    // loop never replays anyway.)
+    if (!doomed_ && frame.first != 0 && !frame.condition_taken) {
       // Its condition starts true every replay and nothing can set it to 0: on a GPU the replay
       // would never end. Refused before the body closes, so a kernel can still be recorded.
       return Error(Errc::graph_state,
@@ -1072,6 +1074,10 @@ Result<void> OpenRecording::end_branch(BranchKind kind, std::uint64_t id) {
 
 std::optional<Error> OpenRecording::open_loop_refusal() const {
   std::lock_guard book(book_);
+  // A doomed recording never makes a graph: keeping it open for its frames to be closed would
+  // only leave the stream capturing. end_capture closes it (the bodies left open are ended after
+  // the recording's capture, an invalidated one abandoned) and refuses it with its doom.
+  if (doomed_) return std::nullopt;
   if (!frames_.empty()) {
     const Frame& inner = frames_.back();
     const char* closer = inner.kind == FrameKind::loop      ? "end_while"

@@ -166,7 +166,8 @@ class OpenRecording {
   // The innermost frame is a SWITCH with no case open: the origin may record nothing now.
   bool between_cases() const noexcept { return between_cases_.load(std::memory_order_acquire); }
   // end_capture with frames open, or with a condition made in the graph that steers no branch:
-  // refused (the recording stays open), naming the innermost frame or the condition.
+  // refused (the recording stays open), naming the innermost frame or the condition; never for a
+  // doomed recording (end_capture closes it, refused with its doom).
   std::optional<Error> open_loop_refusal() const;
   // Where the origin's operations are issued now: the innermost body stream, or nullptr.
   CUstream loop_target() const noexcept { return loop_target_.load(std::memory_order_acquire); }
