@@ -172,5 +172,63 @@ TEST_F(ConditionalBodyFaultTest, ALoopWhoseConditionKernelFailedStillEnds) {
   expect_stream_usable();
 }
 
+// The body's stream can't be created: a failed step of begin_if / begin_switch / begin_while
+// dooms the recording, so work meant for the body never replays unconditionally.
+TEST_F(ConditionalBodyFaultTest, ABodyStreamThatCannotBeCreatedDoomsTheRecording) {
+  for (const char* kind : {"begin_if", "begin_switch", "begin_while"}) {
+    SCOPED_TRACE(kind);
+    begin();
+    Result<Condition> c = device_->condition(stream());
+    ASSERT_THAT(c, IsOk());
+    ASSERT_THAT(set(*c, 1), IsOk());
+    faults().fail_call("cuStreamCreate", CUDA_ERROR_OUT_OF_MEMORY);
+    const std::size_t created = faults().call_count("cuStreamCreate");
+    Result<void> begun;
+    if (std::string(kind) == "begin_if") {
+      begun = device_->begin_if(stream(), *c);
+    } else if (std::string(kind) == "begin_switch") {
+      begun = device_->begin_switch(stream(), *c, 2);
+    } else if (Result<Loop> loop = device_->begin_while(stream(), false); !loop) {
+      begun = loop.error();
+    }
+    EXPECT_THAT(begun, StatusIs(Errc::out_of_memory, CUDA_ERROR_OUT_OF_MEMORY,
+                                AllOf(HasSubstr(kind), HasSubstr("cuStreamCreate"))));
+    EXPECT_EQ(faults().call_count("cuStreamCreate"), created + 1);
+    // The work meant for the body would go into the graph itself: the recording is refused.
+    ASSERT_THAT(add_one(x_, y_, kN), IsOk());
+    // (The condition no branch steers is not refused: the recording is doomed.)
+    EXPECT_THAT(device_->end_capture(stream()),
+                StatusIs(Errc::doomed, CUDA_ERROR_OUT_OF_MEMORY, HasSubstr("cuStreamCreate")));
+    EXPECT_EQ(stream().capture_state(), CaptureState::no_capture);
+  }
+  expect_stream_usable();
+}
+
+// Opening the ELSE body failed: what the stream records next is refused with that failure (the
+// recording is doomed), not as work between a SWITCH's cases.
+TEST_F(ConditionalBodyFaultTest, WorkAfterAFailedBeginElseIsRefusedWithThatFailure) {
+  begin();
+  Result<Condition> c = device_->condition(stream());
+  ASSERT_THAT(c, IsOk());
+  ASSERT_THAT(set(*c, 1), IsOk());
+  ASSERT_THAT(device_->begin_if(stream(), *c), IsOk());
+  ASSERT_THAT(add_one(x_, y_, kN), IsOk());
+  faults().fail_call("cuStreamBeginCaptureToGraph", CUDA_ERROR_OUT_OF_MEMORY);
+  EXPECT_THAT(device_->begin_else(stream(), *c),
+              StatusIs(Errc::out_of_memory, CUDA_ERROR_OUT_OF_MEMORY, HasSubstr("begin_else")));
+  const Result<void> refused = add_one(y_, y_, kN);
+  EXPECT_THAT(refused, StatusIs(Errc::doomed, CUDA_ERROR_OUT_OF_MEMORY,
+                                AllOf(HasSubstr("the ELSE body of the IF"),
+                                      HasSubstr("could not be opened"),
+                                      HasSubstr("cuStreamBeginCaptureToGraph"))));
+  ASSERT_FALSE(refused);
+  EXPECT_THAT(refused.error().message(), ::testing::Not(HasSubstr("SWITCH")));
+  EXPECT_THAT(device_->condition(stream()), StatusIs(Errc::doomed, CUDA_ERROR_OUT_OF_MEMORY));
+  EXPECT_THAT(device_->end_if(stream(), *c), IsOk());
+  EXPECT_THAT(device_->end_capture(stream()),
+              StatusIs(Errc::doomed, CUDA_ERROR_OUT_OF_MEMORY, HasSubstr("begin_else")));
+  expect_stream_usable();
+}
+
 }  // namespace
 }  // namespace graphcap::testing

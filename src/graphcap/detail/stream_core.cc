@@ -256,8 +256,13 @@ Result<CUstream> StreamCore::loop_stream(std::size_t depth, const char* operatio
     CUstream body = nullptr;
     if (CUresult result = device_->driver().cuStreamCreate(&body, CU_STREAM_NON_BLOCKING);
         result != CUDA_SUCCESS) {
-      return Error::from_driver("cuStreamCreate", result)
-          .context(std::string(operation) + ": the body's stream");
+      // A failed driver step of begin_while/begin_if/begin_switch dooms the recording, as a
+      // failure inserting the node does: the work the caller records next (meant for the body)
+      // must never replay unconditionally.
+      Error error = Error::from_driver("cuStreamCreate", result)
+                        .context(std::string(operation) + ": the body's stream");
+      if (capture::OpenRecording* recording = window_.recording_into()) recording->doom(error);
+      return error;
     }
     loop_streams_.push_back(body);
   }
