@@ -226,9 +226,10 @@ class Device {
   // an inner loop's condition is set to `first` once per replay, not per outer iteration (re-arm
   // it from a kernel). Misuse is Errc::graph_state and changes nothing: outside a recording, on a
   // side stream, end_while of a loop that is not the innermost open one, end_capture while a loop
-  // is open. Inside a body, events (record, wait) are refused: a body can't wait on work outside
-  // it. A body whose capture the driver invalidated dooms the recording: end_while says why and
-  // end_capture refuses it. Memory nodes in a body (external work) are refused by the driver's
+  // is open (unless the recording is doomed: then it closes, refused with its doom). Inside a
+  // body, events (record, wait) are refused: a body can't wait on work outside it. A body whose
+  // capture the driver invalidated (a failed launch in it) dooms the recording: end_while says
+  // why and end_capture refuses it, leaving the stream out of capture and usable. Memory nodes in a body (external work) are refused by the driver's
   // instantiate at end_capture, naming the node.
   Result<Loop> begin_while(Stream& s, bool first = true);
   Result<void> end_while(Stream& s, Loop& loop);

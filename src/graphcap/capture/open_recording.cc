@@ -697,6 +697,33 @@ Result<std::size_t> OpenRecording::innermost_locked(FrameKind kind, std::uint64_
   return static_cast<std::size_t>(open - frames_.begin());
 }
 
+Error OpenRecording::no_body_refusal(const std::string& operation) const {
+  std::lock_guard book(book_);
+  return no_body_refusal_locked(operation);
+}
+
+Error OpenRecording::no_body_refusal_locked(const std::string& operation) const {
+  const std::string prefix = operation.empty() ? std::string() : operation + ": ";
+  if (frames_.empty() || frames_.back().body_open) {
+    return Error(Errc::graph_state, prefix + "no conditional body is closed now");
+  }
+  const Frame& inner = frames_.back();
+  if (inner.open_failed && doomed_) {
+    // The recording is doomed by that failure: say so, not "between cases".
+    const std::string body = inner.kind == FrameKind::if_else ? "ELSE body"
+                             : inner.kind == FrameKind::switch_cases
+                                 ? "case " + std::to_string(inner.body)
+                                 : "body";
+    return Error(Errc::doomed,
+                 prefix + "the " + body + " of " + frame_name(inner) +
+                     " could not be opened, so the recording is refused (end_capture or "
+                     "abort_capture it): " + doomed_->message(),
+                 doomed_->driver_code());
+  }
+  return Error(Errc::graph_state, prefix + frame_name(inner) +
+                                      " has no case open; record a case's work after begin_case");
+}
+
 void OpenRecording::retarget_locked() noexcept {
   const Frame* inner = frames_.empty() ? nullptr : &frames_.back();
   loop_target_.store(inner != nullptr ? inner->body_stream : nullptr, std::memory_order_release);
@@ -749,6 +776,7 @@ std::optional<Error> OpenRecording::switch_body(std::optional<unsigned> next,
     inner.stuck = stuck;
     topology_.drop_lane(inner.lane);  // the next body starts from no dependency
     inner.body_nodes = 0;
+    inner.open_failed = next && !opened && !stuck;
     if (next) {
       inner.body = *next;
       inner.begun[*next] = true;
@@ -791,10 +819,7 @@ Result<std::size_t> OpenRecording::next_loop_depth() const {
                                         std::to_string(kMaxDepth) +
                                         " nest, the depth measured on the H200)");
   }
-  if (!frames_.empty() && !frames_.back().body_open) {
-    return Error(Errc::graph_state, frame_name(frames_.back()) +
-                                        " has no body open (begin_case first)");
-  }
+  if (!frames_.empty() && !frames_.back().body_open) return no_body_refusal_locked("");
   return frames_.size();
 }
 
@@ -854,7 +879,9 @@ Result<void> OpenRecording::end_loop(std::uint64_t id) {
     Result<std::size_t> at = innermost_locked(FrameKind::loop, id, "end_while");
     if (!at) return at.error();
     const Frame& frame = frames_.back();
-    if (frame.first != 0 && !frame.condition_taken) {
+    // (Not when doomed: the kernel that takes the condition may be the one that failed, and the
+    // loop never replays anyway.)
+    if (!doomed_ && frame.first != 0 && !frame.condition_taken) {
       // Its condition starts true every replay and nothing can set it to 0: on a GPU the replay
       // would never end. Refused before the body closes, so a kernel can still be recorded.
       return Error(Errc::graph_state,
@@ -894,10 +921,7 @@ Result<OpenRecording::ConditionInfo> OpenRecording::make_condition(unsigned firs
   ConditionState condition;
   {
     std::lock_guard book(book_);
-    if (!frames_.empty() && !frames_.back().body_open) {
-      return Error(Errc::graph_state, "condition: " + frame_name(frames_.back()) +
-                                          " has no body open (begin_case first)");
-    }
+    if (!frames_.empty() && !frames_.back().body_open) return no_body_refusal_locked("condition");
     if (!frames_.empty()) {
       condition.home_frame = frames_.back().id;
       condition.home_body = frames_.back().body;
@@ -1077,6 +1101,10 @@ Result<void> OpenRecording::end_branch(BranchKind kind, std::uint64_t id) {
 
 std::optional<Error> OpenRecording::open_loop_refusal() const {
   std::lock_guard book(book_);
+  // A doomed recording never makes a graph: keeping it open for its frames to be closed would
+  // only leave the stream capturing. end_capture closes it (the bodies left open are ended after
+  // the recording's capture, an invalidated one abandoned) and refuses it with its doom.
+  if (doomed_) return std::nullopt;
   if (!frames_.empty()) {
     const Frame& inner = frames_.back();
     const char* closer = inner.kind == FrameKind::loop      ? "end_while"

@@ -239,8 +239,9 @@ void StreamCore::keep_at_close(const memory::Slice& slice) {
 
 void StreamCore::forget_abandoned_loop_streams() {
   for (CUstream abandoned : window_.take_abandoned_bodies()) {
-    // Its invalidated capture can't be ended (window.h); destroying the stream ends it, so the
-    // thread's unsafe calls are no longer refused because of it (measured on the H200: P21).
+    // Its invalidated capture can't be ended (open_recording.cc, end_bodies). Destroying its
+    // stream crashed the H200 for a GLOBAL body (P21); graphcap's bodies are RELAXED, for which
+    // that is not measured yet (probes P25, P26; docs/capture-lifecycle.md).
     loop_streams_.erase(std::remove(loop_streams_.begin(), loop_streams_.end(), abandoned),
                         loop_streams_.end());
     if (CUresult result = device_->driver().cuStreamDestroy(abandoned); result != CUDA_SUCCESS) {
@@ -258,8 +259,13 @@ Result<CUstream> StreamCore::loop_stream(std::size_t depth, const char* operatio
     CUstream body = nullptr;
     if (CUresult result = device_->driver().cuStreamCreate(&body, CU_STREAM_NON_BLOCKING);
         result != CUDA_SUCCESS) {
-      return Error::from_driver("cuStreamCreate", result)
-          .context(std::string(operation) + ": the body's stream");
+      // A failed driver step of begin_while/begin_if/begin_switch dooms the recording, as a
+      // failure inserting the node does: the work the caller records next (meant for the body)
+      // must never replay unconditionally.
+      Error error = Error::from_driver("cuStreamCreate", result)
+                        .context(std::string(operation) + ": the body's stream");
+      if (capture::OpenRecording* recording = window_.recording_into()) recording->doom(error);
+      return error;
     }
     loop_streams_.push_back(body);
   }

@@ -60,7 +60,8 @@ class StreamCore final : public memory::SliceOwner,
     return body != nullptr ? body : handle_;
   }
   // The body stream for a conditional node at `depth` (0: outermost), created on first use and
-  // kept until the stream closes (mutex() held); `operation` names the call in a failure.
+  // kept until the stream closes (mutex() held); `operation` names the call in a failure, which
+  // dooms the open recording (a failed step of `operation`).
   Result<CUstream> loop_stream(std::size_t depth, const char* operation = "begin_while");
   // Drops the body streams the window abandoned (their invalidated capture left open).
   void forget_abandoned_loop_streams();
@@ -195,10 +196,10 @@ template <class Issue, class What, class UseName>
                                                            What&& what, UseName&& use_name) {
   capture::OpenRecording* const recording = window_.recording_into();
   if (recording != nullptr && window_.between_cases()) [[unlikely]] {
-    // Between begin_switch and its first begin_case no body captures: refused before anything
-    // is issued (it would run eagerly on the body stream), and nothing is doomed.
-    return Error(Errc::graph_state, what() + ": the SWITCH recorded last has no case open; "
-                                             "record a case's work after begin_case");
+    // No body captures (between begin_switch and its first begin_case, or a body that failed to
+    // open): refused before anything is issued (it would run eagerly on the body stream), and
+    // nothing more is doomed.
+    return recording->no_body_refusal(what());
   }
   // An input that carries a failure: the operation would compute from bytes no operation
   // produced. Skip it; what it writes carries the reason.
