@@ -67,6 +67,33 @@ constexpr Shape kShapes[] = {
     {host_sync, bit(host_sync_order)},
 };
 
+// What each reach's sequences must have reached (an outcome prefix seen at least once), checked
+// when enough sequences ran: a model that stopped reaching its shape would pass silently.
+struct Reached {
+  Reach reach;
+  const char* outcome;
+};
+constexpr Reached kMustReach[] = {
+    {fork_join, "fork chain: end_capture -> ok"},
+    {fork_from_side, "fork chain: second side reads the origin's write (forked from a side stream) -> ok"},
+    {join_through_side, "fork chain: origin reads the second side's write (joined through a side stream) -> ok"},
+    {aborts_mid_fork, "after a recording ended mid-fork: stream side writes its own buffer -> ok"},
+    {branches, "branches: replay -> ok"},
+    {branch_faults, "branches: the innermost body's launch, failed by the driver -> failed"},
+    {record_steps, "Device::record -> ok"},
+    {record_throws, "Device::record, the step throws while recorded -> threw"},
+    {record_branch_open, "Device::record, the step leaves a branch open -> graph_state"},
+    {scope_throws, "CaptureScope, the step throws: began -> ok"},
+    {scope_begin_refused, "CaptureScope, begin failed by the driver: began -> driver"},
+    {pool_forks_vmm, "pool check (virtual memory)"},
+    {pool_forks_plain, "pool check (plain)"},
+    {cache_steps, "GraphCache::run: a step that writes a kept buffer -> ok"},
+    {cache_results, "GraphCache::run: a step that allocates its result -> ok"},
+    {evictions_vmm, "GraphCache evictions: some"},
+    {evictions_plain, "GraphCache evictions: some"},
+    {host_sync_order, "host sync: another stream reads after the sync -> ok"},
+};
+
 model::Outcomes& outcomes() {
   static model::Outcomes counts;
   return counts;
@@ -131,6 +158,13 @@ void run_model(std::uint64_t own, std::uint64_t with = 0) {
   std::printf("[ safelife ] %llu sequences of %d shapes (%s) on the %s\n", static_cast<unsigned long long>(ran),
               kSteps, reaches.text().c_str(), on_fake ? "fake" : "real driver");
   outcomes().print("safelife");
+  if (only || ran < kCounts.sanitizer) return;  // too few to reach everything
+  for (const Reached& must : kMustReach) {
+    if (reaches.has(must.reach)) {
+      EXPECT_GT(outcomes().seen(must.outcome), 0u)
+          << reach_names()[static_cast<std::size_t>(must.reach)] << " never reached: " << must.outcome;
+    }
+  }
 }
 
 }  // namespace

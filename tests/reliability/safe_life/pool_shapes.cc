@@ -252,6 +252,17 @@ void budget_eviction(World& world) {
     if (recorded) key.used = recorded;
     world.buf(key.out).fill(key.value);
     world.count(std::string("GraphCache evictions: ") + (cache->stats().evictions > 0 ? "some" : "none yet"));
+    // Within the count and the budget (a graph alone over the budget is kept: nothing else to go).
+    std::size_t graphs = 0;
+    for (std::size_t other = 0; other < keys.size(); ++other) graphs += cache->recorded(static_cast<int>(other)) ? 1 : 0;
+    if (by_count && graphs > options.max_graphs) {
+      world.diverge("the cache keeps " + std::to_string(graphs) + " graphs over max_graphs " +
+                    std::to_string(options.max_graphs));
+    }
+    if (!by_count && graphs > 1 && cache->stats().bytes > options.byte_budget) {
+      world.diverge("the cache keeps " + std::to_string(graphs) + " graphs of " + std::to_string(cache->stats().bytes) +
+                    " B over its byte budget of " + std::to_string(options.byte_budget) + " B");
+    }
     check_pool("cache pool after run " + std::to_string(run) + " (key of " + std::to_string(key.bytes) + " B)");
     world.check();
   }
