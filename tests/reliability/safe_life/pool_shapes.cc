@@ -81,8 +81,9 @@ void pool_fork(World& world) {
       const std::string when = recorded ? " (recorded)" : " (warm-up)";
       Result<Buffer> first = device.alloc(a, s);
       if (recorded && !first && first.error().code() == Errc::out_of_memory) {
-        refused = true;
-        return world.note(first, "pool: the recording's first allocation") || true;
+        refused = true;  // the pool may not serve it (it dooms the recording): aborted below
+        world.note(first, "pool: the recording's first allocation");
+        return true;
       }
       if (!ok(world, first, "pool: first allocation" + when)) return false;
       if (recorded) {
@@ -97,8 +98,9 @@ void pool_fork(World& world) {
       *first = Buffer{};  // dropped by the origin while the side's read is not joined back
       Result<Buffer> second = device.alloc(b, s);
       if (recorded && !second && second.error().code() == Errc::out_of_memory) {
-        refused = true;
-        return world.note(second, "pool: the recording's second allocation") || true;
+        refused = true;  // the pool may not serve it (it dooms the recording): aborted below
+        world.note(second, "pool: the recording's second allocation");
+        return true;
       }
       if (!ok(world, second, "pool: second allocation" + when)) return false;
       if (recorded) {
