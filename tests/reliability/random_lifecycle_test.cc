@@ -40,15 +40,8 @@
 #include <graphcap/graphcap.h>
 
 #include "device_fixture.h"
+#include "model/runner.h"
 #include "kernels/test_kernels.h"
-
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define GRAPHCAP_RANDOM_UNDER_SANITIZER 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define GRAPHCAP_RANDOM_UNDER_SANITIZER 1
-#endif
-#endif
 
 namespace graphcap::testing {
 namespace {
@@ -59,11 +52,7 @@ constexpr int kStreams = 2;
 constexpr int kStepsPerSequence = 48;
 constexpr std::size_t kSizes[] = {16, 64, 100};  // elements (u32)
 
-#ifdef GRAPHCAP_RANDOM_UNDER_SANITIZER
-constexpr std::uint64_t kDefaultSequences = 2000;
-#else
-constexpr std::uint64_t kDefaultSequences = 10000;
-#endif
+constexpr model::SequenceCounts kCounts{.fake = 10000, .sanitizer = 2000, .gpu = 10000};  // fake only
 
 // One recorded (or replayed) operation on buffers, by model buffer id.
 struct Op {
@@ -629,15 +618,9 @@ class Sequence {
   std::string divergence_;
 };
 
-std::optional<std::uint64_t> env_number(const char* name) {
-  const char* text = std::getenv(name);
-  if (text == nullptr || *text == '\0') return std::nullopt;
-  return std::strtoull(text, nullptr, 0);
-}
-
 TEST(RandomLifecycles, EverySequenceFollowsTheModel) {
-  const std::optional<std::uint64_t> only = env_number("GRAPHCAP_SEED");
-  const std::uint64_t count = only ? 1 : env_number("GRAPHCAP_RANDOM_SEQUENCES").value_or(kDefaultSequences);
+  const std::optional<std::uint64_t> only = model::env_number("GRAPHCAP_SEED");
+  const std::uint64_t count = model::sequence_count(true, kCounts);
   std::uint64_t ran = 0;
   for (std::uint64_t i = 0; i < count; ++i) {
     const std::uint64_t seed = only ? *only : i + 1;

@@ -95,17 +95,10 @@
 #include <graphcap/graphcap.h>
 
 #include "device_fixture.h"
+#include "model/runner.h"
 #include "injected_codes.h"
 #include "order_model.h"
 #include "test_driver.h"
-
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define GRAPHCAP_RANDOM_UNDER_SANITIZER 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define GRAPHCAP_RANDOM_UNDER_SANITIZER 1
-#endif
-#endif
 
 namespace graphcap::testing {
 namespace {
@@ -131,12 +124,7 @@ constexpr const char* kCloseEntries[] = {
     "cuGraphInstantiateWithFlags", "cuGraphUpload", "cuGraphDestroy",  "cuGraphExecDestroy",
     "cuStreamSynchronize", "cuEventRecord",       "cuEventQuery"};
 
-#ifdef GRAPHCAP_RANDOM_UNDER_SANITIZER
-constexpr std::uint64_t kDefaultSequences = 200;
-#else
-constexpr std::uint64_t kDefaultSequences = 10000;
-#endif
-constexpr std::uint64_t kDefaultGpuSequences = 300;
+constexpr model::SequenceCounts kCounts{.fake = 10000, .sanitizer = 200, .gpu = 300};
 
 using Clock = StreamOrder<kStreams>::Clock;
 
@@ -2605,33 +2593,11 @@ class Sequence {
   std::string divergence_;
 };
 
-std::optional<std::uint64_t> env_number(const char* name) {
-  const char* text = std::getenv(name);
-  if (text == nullptr || *text == '\0') return std::nullopt;
-  return std::strtoull(text, nullptr, 0);
-}
-
-// Warnings (a cache giving up, an injected failure graphcap only logs) are expected here: silenced
-// while the sequences run.
-class QuietLog {
- public:
-  QuietLog() : previous_(set_log_sink([](LogLevel, std::string_view) {})) {}
-  ~QuietLog() { set_log_sink(previous_); }
-  QuietLog(const QuietLog&) = delete;
-  QuietLog& operator=(const QuietLog&) = delete;
-
- private:
-  LogSink previous_;
-};
-
 TEST(RandomManyGraphs, EverySequenceFollowsTheModel) {
-  std::optional<QuietLog> quiet(std::in_place);
+  std::optional<model::QuietLog> quiet(std::in_place);
   const bool on_fake = make_test_driver()->is_fake();
-  const std::optional<std::uint64_t> only = env_number("GRAPHCAP_SEED");
-  const std::uint64_t count =
-      only ? 1
-           : env_number("GRAPHCAP_RANDOM_SEQUENCES")
-                 .value_or(on_fake ? kDefaultSequences : kDefaultGpuSequences);
+  const std::optional<std::uint64_t> only = model::env_number("GRAPHCAP_SEED");
+  const std::uint64_t count = model::sequence_count(on_fake, kCounts);
   std::uint64_t ran = 0, faulted = 0, checks = 0, compared = 0;
   for (std::uint64_t i = 0; i < count; ++i) {
     const std::uint64_t seed = only ? *only : i + 1;

@@ -59,16 +59,9 @@
 #include <graphcap/graphcap.h>
 
 #include "device_fixture.h"
+#include "model/runner.h"
 #include "kernels/test_kernels.h"
 #include "order_model.h"
-
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define GRAPHCAP_RANDOM_UNDER_SANITIZER 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define GRAPHCAP_RANDOM_UNDER_SANITIZER 1
-#endif
-#endif
 
 namespace graphcap::testing {
 namespace {
@@ -80,11 +73,7 @@ constexpr int kEvents = 3;
 constexpr int kStepsPerSequence = 60;
 constexpr std::uint32_t kN = 64;  // elements (u32) of every buffer
 
-#ifdef GRAPHCAP_RANDOM_UNDER_SANITIZER
-constexpr std::uint64_t kDefaultSequences = 600;
-#else
-constexpr std::uint64_t kDefaultSequences = 3000;
-#endif
+constexpr model::SequenceCounts kCounts{.fake = 3000, .sanitizer = 600, .gpu = 3000};  // fake only
 
 using Clock = StreamOrder<kStreams>::Clock;  // per other stream: the position ordered after
 
@@ -780,16 +769,9 @@ class Sequence {
   std::string divergence_;
 };
 
-std::optional<std::uint64_t> env_number(const char* name) {
-  const char* text = std::getenv(name);
-  if (text == nullptr || *text == '\0') return std::nullopt;
-  return std::strtoull(text, nullptr, 0);
-}
-
 TEST(RandomMultiStreamLifecycles, EverySequenceFollowsTheModel) {
-  const std::optional<std::uint64_t> only = env_number("GRAPHCAP_SEED");
-  const std::uint64_t count =
-      only ? 1 : env_number("GRAPHCAP_RANDOM_SEQUENCES").value_or(kDefaultSequences);
+  const std::optional<std::uint64_t> only = model::env_number("GRAPHCAP_SEED");
+  const std::uint64_t count = model::sequence_count(true, kCounts);
   std::uint64_t ran = 0;
   for (std::uint64_t i = 0; i < count; ++i) {
     const std::uint64_t seed = only ? *only : i + 1;
