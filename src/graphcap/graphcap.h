@@ -35,3 +35,5 @@
 #include <graphcap/param.h>
 #include <graphcap/result.h>
 #include <graphcap/stream.h>
+#include <graphcap/try.h>
+#include <graphcap/version.h>

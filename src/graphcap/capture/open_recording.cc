@@ -298,10 +298,15 @@ Error OpenRecording::close_refusal(const CloseRequest& request,
     // Terminating another thread's recording is answered with 908: that is the expected outcome.
     const bool expected = request.other_thread && !captured &&
                           captured.error().driver_code() == CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD;
-    if (!captured && !expected) {  // the refusal carries the original error; don't lose this one
-      log(LogLevel::warn, captured.error().context("closing a refused recording").message());
+    // The driver's close failing too is not lost: a refusal returned to its caller says it in
+    // its message (so the log says it at info only); an abort, which answers success, warns.
+    std::string closing;
+    if (!captured && !expected) {
+      const Error failed = captured.error().context("closing a refused recording");
+      log(request.abandon ? LogLevel::warn : LogLevel::info, failed.message());
+      if (!request.abandon) closing = " (" + failed.message() + ")";
     }
-    return Error(Errc::doomed, "end_capture: recording refused: " + doomed->message(),
+    return Error(Errc::doomed, "end_capture: recording refused: " + doomed->message() + closing,
                  doomed->driver_code());
   }
   if (unjoined) {

@@ -17,6 +17,7 @@
 #include <graphcap/device_limits.h>
 #include <graphcap/device_options.h>
 #include <graphcap/driver/driver_api.h>
+#include <graphcap/log.h>
 #include <graphcap/memory/allocation.h>
 #include <graphcap/result.h>
 
@@ -104,6 +105,18 @@ class DeviceCore : public std::enable_shared_from_this<DeviceCore> {
   // Release everything, each handle once. Idempotent.
   void close() noexcept;
 
+  // A device fault fails every call after it (sticky, as on the H200), so closing after one
+  // fails many calls alike. A wait returned `code` to the user: fault_reported(code). Then
+  // teardown_level(code) is info for a failure with that code (they were told), and warn for the
+  // first failure of any other code (which then counts as told).
+  void fault_reported(CUresult code) noexcept {
+    told_fault_.store(static_cast<int>(code), std::memory_order_relaxed);
+  }
+  LogLevel teardown_level(CUresult code) noexcept {
+    const int told = told_fault_.exchange(static_cast<int>(code), std::memory_order_relaxed);
+    return told == static_cast<int>(code) ? LogLevel::info : LogLevel::warn;
+  }
+
  private:
   Result<void> bind_thread_slow();
   Result<void> query_limits();
@@ -139,6 +152,7 @@ class DeviceCore : public std::enable_shared_from_this<DeviceCore> {
   std::vector<std::weak_ptr<memory::Allocation>> pinned_elsewhere_;
   std::atomic<int> kept_after_close_{0};
   CompletedOrder completed_order_;
+  std::atomic<int> told_fault_{CUDA_SUCCESS};  // the last fault code the user was told of
 };
 
 }  // namespace graphcap::detail

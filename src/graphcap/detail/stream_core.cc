@@ -184,6 +184,7 @@ Result<void> StreamCore::synchronize(const char* operation) {
                    "thread); waiting for a stream now would invalidate it");
     }
     if (CUresult result = device_->driver().cuStreamSynchronize(handle_); result != CUDA_SUCCESS) {
+      device_->fault_reported(result);  // the caller is told: closing need not warn of it again
       return with_stream_fault(Error::from_driver("cuStreamSynchronize", result),
                                device_->driver(), handle_)
           .context(operation);
@@ -216,8 +217,11 @@ void StreamCore::close() noexcept {
   for (const auto& weak : std::exchange(ranges_, {})) {
     if (auto range = weak.lock()) range->close();
   }
-  device_pool_.free_all(kept_at_close_);
-  staging_pool_.free_all();
+  const memory::SlicePool::TeardownLevel level = [this](CUresult code) {
+    return device_->teardown_level(code);
+  };
+  device_pool_.free_all(kept_at_close_, level);
+  staging_pool_.free_all({}, level);
   if (CUresult result = device_->driver().cuStreamDestroy(handle_); result != CUDA_SUCCESS) {
     log(LogLevel::warn, Error::from_driver("cuStreamDestroy", result).context("closing a stream")
                             .message());

@@ -77,6 +77,7 @@ class FakeState {
   void fail_always(std::string_view entry_point, CUresult code);
   void fail_when(std::string_view entry_point, CUresult code, FaultPredicate predicate);
   void clear_faults();
+  std::vector<std::string> unfired_faults() const;
   std::vector<CallRecord> calls() const;
   std::size_t call_count(std::string_view entry_point) const;
   std::size_t total_calls() const;
