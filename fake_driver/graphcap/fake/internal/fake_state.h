@@ -18,6 +18,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <random>
 #include <set>
 #include <string>
 #include <string_view>
@@ -36,6 +37,7 @@
 #include <graphcap/fake/internal/fault_plan.h>
 #include <graphcap/fake/internal/graph_model.h>
 #include <graphcap/fake/internal/pinned_memory.h>
+#include <graphcap/fake/internal/race_check.h>
 #include <graphcap/fake/internal/virtual_memory.h>
 #include <graphcap/fake/internal/work.h>
 
@@ -137,6 +139,11 @@ class FakeState {
   // writes before wait_for_predecessor(), and (`writable`) kept as this kernel's writes.
   void kernel_watch_access(const KernelContext& context, std::size_t param, CUdeviceptr address,
                            std::size_t bytes, bool writable);
+  // The race check records the running work's accesses (accesses_ is set).
+  bool kernel_tracks_accesses() const noexcept { return accesses_ != nullptr; }
+  void kernel_accessed(CUdeviceptr address, std::size_t bytes, bool writable) {
+    if (accesses_ != nullptr) accesses_->add(address, bytes, writable);
+  }
 
  private:
   struct ThreadState {
@@ -412,9 +419,31 @@ class FakeState {
   bool handle_usable(const internal::Graph& graph, CUgraphConditionalHandle handle) const;
   // Runs an executable's nodes (a launch, or a conditional node's body) in order; false when the
   // work faulted (running_.trap says how).
-  bool run_graph(const internal::ExecBody& body, CUgraphExec exec, int depth);
+  // `into`: where the nodes' accesses go as well (the conditional node or the launch that ran
+  // them), nullptr when the race check is off.
+  bool run_graph(const internal::ExecBody& body, CUgraphExec exec, int depth,
+                 internal::AccessLog* into);
   bool run_conditional(const internal::ConditionalWork& node, CUgraphExec exec,
-                       const std::string& where, int depth);
+                       const std::string& where, int depth, internal::AccessLog* into);
+
+  // ---- race_calls.cc: races, node order and baked addresses ------------------------------------
+  // The order a launch runs `body`'s nodes in: its topological order, or under node_order_seed
+  // a random one that respects the edges (into `storage`).
+  const std::vector<std::size_t>& launch_order(const internal::ExecBody& body,
+                                               std::vector<std::size_t>& storage);
+  // How messages name node `index` of a launched graph (at conditional `depth`): "node 2 (kernel
+  // 'scale')". The one place that names a node: what else the fake learns about an operation
+  // (where it was recorded) belongs here.
+  static std::string node_label(const internal::NodeData& node, std::size_t index, int depth);
+  // After a launch ran `body`'s nodes: a violation for each pair of them that races (each once
+  // per executable); false when that faulted the launch (strict).
+  bool check_graph_races(const internal::ExecBody& body, const std::vector<internal::AccessLog>& logs,
+                         CUgraphExec exec, int depth);
+  // The 8-byte words of a captured kernel's parameters that lie in live device memory now: the
+  // addresses a replay will pass as they are (KernelWork::held).
+  std::vector<internal::HeldAddress> held_addresses(const internal::KernelWork& work);
+  // A replayed kernel's held addresses that lie in no live memory now: a violation each.
+  void check_baked(const internal::KernelWork& work, const std::string& where);
   // `body` (an instantiation of `graph`) with node `index` of `target` (`graph` or a body graph
   // nested in it) replaced by `work`: changed in place when nothing else holds it, else a copy;
   // nullptr when `target` holds no such kernel node.
@@ -462,6 +491,9 @@ class FakeState {
   internal::ExecutableArena executable_arena_;
   std::deque<Op> queue_;
   RunningKernel running_;
+  // Where the running work's accesses go for the race check (nullptr: not recorded).
+  internal::AccessLog* accesses_ = nullptr;
+  std::mt19937_64 order_random_;  // node_order_seed's generator
   // Eager programmatic launches: what each watched op wrote, until its dependent runs (by seq).
   std::map<std::uint64_t, PredecessorWrites> pdl_writes_;
 

@@ -110,7 +110,11 @@ void FakeState::execute(Op& op) {
                    }
                    running_exec_ = launch.exec;
                    running_conditions_ = &launch.body->conditions;
-                   if (!run_graph(*launch.body, launch.exec, 0)) fault = running_.trap;
+                   internal::AccessLog log;
+                   if (!run_graph(*launch.body, launch.exec, 0,
+                                  options_.detect_races ? &log : nullptr)) {
+                     fault = running_.trap;
+                   }
                    running_exec_ = nullptr;
                    running_conditions_ = nullptr;
                  },
@@ -151,6 +155,7 @@ bool FakeState::execute_node(const internal::NodeWork& work, const std::string& 
               violation(where + ": " + internal::describe(work) + ": destination " + why);
               return;
             }
+            if (accesses_ != nullptr) accesses_->add(copy.dst, copy.bytes, true);
             if (copy.from_snapshot) {
               std::memcpy(dst, copy.snapshot.data(), copy.bytes);
               return;
@@ -170,6 +175,7 @@ bool FakeState::execute_node(const internal::NodeWork& work, const std::string& 
               violation(where + ": " + internal::describe(work) + ": source " + why);
               return;
             }
+            if (accesses_ != nullptr) accesses_->add(copy.src, copy.bytes, false);
             if (copy.pinned && !pinned_memory_.contains(copy.dst, copy.bytes)) {
               violation(where + ": " + internal::describe(work) + ": destination " +
                         internal::hex(reinterpret_cast<std::uintptr_t>(copy.dst)) +
@@ -185,6 +191,7 @@ bool FakeState::execute_node(const internal::NodeWork& work, const std::string& 
               violation(where + ": " + internal::describe(work) + ": " + why);
               return;
             }
+            if (accesses_ != nullptr) accesses_->add(memset.dst, memset.bytes(), true);
             if (memset.element_size == 1) {
               std::memset(dst, static_cast<unsigned char>(memset.value), memset.count);
               return;
@@ -203,6 +210,10 @@ bool FakeState::execute_node(const internal::NodeWork& work, const std::string& 
             if (dst == nullptr) {
               violation(where + ": " + internal::describe(work) + ": destination " + why);
               return;
+            }
+            if (accesses_ != nullptr) {
+              accesses_->add(copy.src, copy.bytes, false);
+              accesses_->add(copy.dst, copy.bytes, true);
             }
             std::memmove(dst, src, copy.bytes);
           },
@@ -242,6 +253,7 @@ void FakeState::execute_kernel(const internal::KernelWork& work, const std::stri
     violation(where + ": kernel '" + name + "' belongs to a module that has been unloaded");
     return;
   }
+  if (!work.held.empty()) check_baked(work, where);
   KernelContext context(*this, name, work.dims, work.kernel->params, work.params);
   running_.kernel = work.kernel.get();
   running_.work = &work;
