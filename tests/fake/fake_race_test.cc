@@ -336,5 +336,52 @@ TEST_F(FakeRaces, AnIntegerThatIsNoAddressOfFreedMemoryIsNotBaked) {
   EXPECT_EQ(fake_.cuModuleUnload(module), CUDA_SUCCESS);
 }
 
+// ---- eager work of several streams ---------------------------------------------------------
+
+std::string stream_text(CUstream stream) {
+  return "stream " + hex(reinterpret_cast<std::uintptr_t>(stream));
+}
+
+TEST_F(FakeRaces, TwoStreamsWritingTheSameBytesWithNothingBetweenThemRace) {
+  EXPECT_EQ(fill(stream_, a_, 1, 4), CUDA_SUCCESS);
+  EXPECT_EQ(fill(side_, a_, 2, 4), CUDA_SUCCESS);
+  EXPECT_EQ(fake_.cuStreamSynchronize(side_), CUDA_ERROR_LAUNCH_FAILED);
+  EXPECT_THAT(fake_.stream_fault(side_),
+              HasSubstr("cuLaunchKernel (kernel 'fill') on " + stream_text(side_) +
+                        ": race with cuLaunchKernel (kernel 'fill') on " + stream_text(stream_) +
+                        ": both write the 16 bytes at " + hex(a_) + " (bytes 0-16 of allocation " +
+                        hex(a_) + " of 16 bytes), and no event wait or host wait orders the two"));
+  expect_fault_ = true;
+}
+
+TEST_F(FakeRaces, AnEventWaitOrAHostWaitOrdersTwoStreamsWrites) {
+  EXPECT_EQ(fill(stream_, a_, 1, 4), CUDA_SUCCESS);
+  EXPECT_EQ(fake_.cuEventRecord(fork_, stream_), CUDA_SUCCESS);
+  EXPECT_EQ(fake_.cuStreamWaitEvent(side_, fork_, 0), CUDA_SUCCESS);
+  EXPECT_EQ(fill(side_, a_, 2, 4), CUDA_SUCCESS);  // after the event: ordered
+  EXPECT_EQ(fake_.cuStreamSynchronize(side_), CUDA_SUCCESS);
+  EXPECT_EQ(fill(stream_, a_, 3, 4), CUDA_SUCCESS);  // after the host's wait for side_: ordered
+  EXPECT_EQ(fake_.cuStreamSynchronize(stream_), CUDA_SUCCESS);
+  EXPECT_THAT(download(a_, 4, stream_), Each(3u));
+  EXPECT_THAT(fake_.violations(), IsEmpty());
+}
+
+TEST_F(FakeRaces, TheLegacyStreamOrdersBlockingStreamsButNotNonBlockingOnes) {
+  CUstream blocking = new_stream(CU_STREAM_DEFAULT);
+  EXPECT_EQ(fill(blocking, a_, 1, 4), CUDA_SUCCESS);
+  EXPECT_EQ(fill(nullptr, a_, 2, 4), CUDA_SUCCESS);   // waits for the blocking stream's fill
+  EXPECT_EQ(fill(blocking, a_, 3, 4), CUDA_SUCCESS);  // waits for the legacy stream's
+  EXPECT_EQ(fake_.cuStreamSynchronize(blocking), CUDA_SUCCESS);
+  EXPECT_THAT(fake_.violations(), IsEmpty());
+  EXPECT_EQ(fill(side_, b_, 1, 4), CUDA_SUCCESS);   // side_ is non-blocking
+  EXPECT_EQ(fill(nullptr, b_, 2, 4), CUDA_SUCCESS);  // so nothing orders these two
+  EXPECT_EQ(fake_.cuStreamSynchronize(nullptr), CUDA_ERROR_LAUNCH_FAILED);
+  EXPECT_THAT(fake_.stream_fault(nullptr),
+              HasSubstr("on the legacy stream of device 0: race with cuLaunchKernel (kernel "
+                        "'fill') on " +
+                        stream_text(side_) + ": both write the 16 bytes at " + hex(b_)));
+  expect_fault_ = true;
+}
+
 }  // namespace
 }  // namespace graphcap::fake::unit

@@ -106,6 +106,7 @@ void FakeState::remove_stream(std::uint64_t id) {
   if (it == streams_.end()) return;
   if (it->second->handle != nullptr) user_streams_.erase(it->second->handle);
   streams_.erase(it);
+  stream_clocks_.erase(id);
 }
 
 }  // namespace graphcap::fake

@@ -38,6 +38,7 @@
 #include <graphcap/fake/internal/graph_model.h>
 #include <graphcap/fake/internal/pinned_memory.h>
 #include <graphcap/fake/internal/race_check.h>
+#include <graphcap/fake/internal/stream_order.h>
 #include <graphcap/fake/internal/virtual_memory.h>
 #include <graphcap/fake/internal/work.h>
 
@@ -177,6 +178,13 @@ class FakeState {
     std::uint64_t capture = 0;                  // capture sequence id, 0 when not capturing
     std::vector<std::size_t> frontier;          // nodes the next captured node depends on
     std::vector<CUgraphNode> frontier_handles;  // storage for cuStreamGetCaptureInfo
+    // The race check: event waits (cuStreamWaitEvent outside capture) its operations from
+    // `from_seq` on happen after; the clock is the awaited record's, filled when it runs.
+    struct EventWait {
+      std::uint64_t from_seq = 0;
+      std::shared_ptr<internal::VectorClock> clock;
+    };
+    std::vector<EventWait> waits;
   };
 
   struct Event {
@@ -251,6 +259,8 @@ class FakeState {
     // `programmatic_after`, still queued when it was launched (0: none).
     bool watch_writes = false;
     std::uint64_t programmatic_after = 0;
+    // The race check: what the host had waited for when it enqueued this (null: check off).
+    std::shared_ptr<const internal::VectorClock> host;
   };
 
   // The programmatic dependent launch contract around one kernel's execution (the fake's own
@@ -444,6 +454,20 @@ class FakeState {
   std::vector<internal::HeldAddress> held_addresses(const internal::KernelWork& work);
   // A replayed kernel's held addresses that lie in no live memory now: a violation each.
   void check_baked(const internal::KernelWork& work, const std::string& where);
+  // Eager races between streams: `op` of `stream` starts executing (its stream's clock takes
+  // what it happens after); it wrote what `log` holds (a violation for each earlier write there
+  // that nothing orders before it; the first one's text in *text); a record of `event` ran on
+  // `stream`; `stream` waits for `event` from its next operation on; the host waited for a
+  // stream's work so far, for an event's record, or for everything queued.
+  void begin_eager(const Op& op, const Stream& stream);
+  bool check_eager_writes(const Op& op, const Stream& stream, const internal::AccessLog& log,
+                          std::string* text);
+  void eager_record(const Op& op, CUevent event);
+  void eager_wait(Stream& stream, CUevent event, const Event& awaited);
+  void host_waited(const Stream& stream);
+  void host_waited(CUevent event);
+  void host_waited_all();
+  std::string stream_name(const Stream& stream) const;
   // `body` (an instantiation of `graph`) with node `index` of `target` (`graph` or a body graph
   // nested in it) replaced by `work`: changed in place when nothing else holds it, else a copy;
   // nullptr when `target` holds no such kernel node.
@@ -494,6 +518,15 @@ class FakeState {
   // Where the running work's accesses go for the race check (nullptr: not recorded).
   internal::AccessLog* accesses_ = nullptr;
   std::mt19937_64 order_random_;  // node_order_seed's generator
+  // The eager race check: each stream's clock (by id), the host's (shared by the operations it
+  // enqueued since it last changed), each event's last executed record, records still queued
+  // that event waits await (by seq), and the last writer of every range.
+  std::map<std::uint64_t, internal::VectorClock> stream_clocks_;
+  std::shared_ptr<const internal::VectorClock> host_clock_ =
+      std::make_shared<const internal::VectorClock>();
+  std::map<CUevent, internal::VectorClock> event_clocks_;
+  std::multimap<std::uint64_t, std::shared_ptr<internal::VectorClock>> awaited_records_;
+  internal::LastWrites last_writes_;
   // Eager programmatic launches: what each watched op wrote, until its dependent runs (by seq).
   std::map<std::uint64_t, PredecessorWrites> pdl_writes_;
 

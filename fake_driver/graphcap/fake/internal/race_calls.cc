@@ -107,4 +107,126 @@ void FakeState::check_baked(const internal::KernelWork& work, const std::string&
   }
 }
 
+// ---- eager: streams ---------------------------------------------------------------------------
+
+void FakeState::begin_eager(const Op& op, const Stream& stream) {
+  internal::VectorClock& clock = stream_clocks_[stream.id];
+  clock.join(*op.host);  // what the host had waited for when it enqueued this
+  Stream& waiting = *stream_by_id(stream.id);
+  std::erase_if(waiting.waits, [&](const Stream::EventWait& wait) {
+    if (wait.from_seq > op.seq) return false;
+    clock.join(*wait.clock);
+    return true;
+  });
+  // The legacy stream waits for the work before it on every blocking stream of its device, and
+  // a blocking stream's work waits for the legacy stream's before it (CUDA's implicit sync).
+  const bool blocking = (stream.flags & CU_STREAM_NON_BLOCKING) == 0;
+  if (stream.legacy) {
+    for (const auto& [id, other] : streams_) {
+      if (id == stream.id || other->legacy || other->device != stream.device ||
+          (other->flags & CU_STREAM_NON_BLOCKING) != 0) {
+        continue;
+      }
+      if (auto found = stream_clocks_.find(id); found != stream_clocks_.end()) {
+        clock.join(found->second);
+      }
+    }
+  } else if (blocking) {
+    const std::uint64_t legacy =
+        contexts_[static_cast<std::size_t>(stream.device)].default_stream;
+    if (auto found = stream_clocks_.find(legacy); found != stream_clocks_.end() && legacy != 0) {
+      clock.join(found->second);
+    }
+  }
+  clock.advance(stream.id);
+}
+
+std::string FakeState::stream_name(const Stream& stream) const {
+  if (stream.legacy) return "the legacy stream of device " + std::to_string(stream.device);
+  if (stream.handle == nullptr) return "a per-thread stream of device " + std::to_string(stream.device);
+  return "stream " + internal::hex(reinterpret_cast<std::uintptr_t>(stream.handle));
+}
+
+bool FakeState::check_eager_writes(const Op& op, const Stream& stream,
+                                   const internal::AccessLog& log, std::string* text) {
+  const internal::VectorClock& clock = stream_clocks_[stream.id];
+  internal::EagerWrite write;
+  write.stream = stream.id;
+  write.count = clock.of(stream.id);
+  bool clean = true;
+  for (const internal::Access& access : log.ranges) {
+    if (!access.write) continue;
+    if (write.what.empty()) {
+      const auto* node = std::get_if<internal::NodeWork>(&op.work);
+      const auto* launch = std::get_if<GraphLaunchWork>(&op.work);
+      write.what = std::string(op.entry_point) + " (" +
+                   (node != nullptr ? internal::describe(*node)
+                    : launch != nullptr
+                        ? "exec " + internal::hex(reinterpret_cast<std::uintptr_t>(launch->exec))
+                        : std::string("work")) +
+                   ") on " + stream_name(stream);
+    }
+    for (const internal::LastWrites::Conflict& conflict :
+         last_writes_.write(access.begin, access.end, write, clock)) {
+      const std::size_t bytes = conflict.end - conflict.begin;
+      std::string where = std::to_string(bytes) + " bytes at " + internal::hex(conflict.begin);
+      if (const internal::DeviceMemory::Allocation* allocation =
+              device_memory_.find_containing(conflict.begin)) {
+        const std::size_t offset = conflict.begin - allocation->base;
+        where += " (bytes " + std::to_string(offset) + "-" + std::to_string(offset + bytes) +
+                 " of allocation " + internal::hex(allocation->base) + " of " +
+                 std::to_string(allocation->size) + " bytes)";
+      }
+      std::string message = write.what + ": race with " + conflict.earlier.what +
+                            ": both write the " + where +
+                            ", and no event wait or host wait orders the two (on a GPU the "
+                            "streams may run them in either order, or at once)";
+      if (clean) *text = message;
+      clean = false;
+      violations_.push_back(std::move(message));
+    }
+  }
+  return clean;
+}
+
+void FakeState::eager_record(const Op& op, CUevent event) {
+  const internal::VectorClock& clock = stream_clocks_[op.stream];
+  if (events_.count(event) != 0) event_clocks_[event] = clock;
+  auto [first, last] = awaited_records_.equal_range(op.seq);
+  for (auto it = first; it != last; ++it) *it->second = clock;
+  awaited_records_.erase(first, last);
+}
+
+void FakeState::eager_wait(Stream& stream, CUevent event, const Event& awaited) {
+  auto clock = std::make_shared<internal::VectorClock>();
+  if (awaited.done) {
+    if (auto found = event_clocks_.find(event); found != event_clocks_.end()) *clock = found->second;
+  } else {
+    awaited_records_.emplace(awaited.record_seq, clock);  // filled when the record runs
+  }
+  stream.waits.push_back({next_seq_, std::move(clock)});
+}
+
+void FakeState::host_waited(const Stream& stream) {
+  auto found = stream_clocks_.find(stream.id);
+  if (found == stream_clocks_.end()) return;
+  auto joined = std::make_shared<internal::VectorClock>(*host_clock_);
+  joined->join(found->second);
+  host_clock_ = std::move(joined);
+}
+
+void FakeState::host_waited(CUevent event) {
+  auto found = event_clocks_.find(event);
+  if (found == event_clocks_.end()) return;
+  auto joined = std::make_shared<internal::VectorClock>(*host_clock_);
+  joined->join(found->second);
+  host_clock_ = std::move(joined);
+}
+
+void FakeState::host_waited_all() {
+  auto joined = std::make_shared<internal::VectorClock>(*host_clock_);
+  for (const auto& [id, clock] : stream_clocks_) joined->join(clock);
+  host_clock_ = std::move(joined);
+}
+
 }  // namespace graphcap::fake

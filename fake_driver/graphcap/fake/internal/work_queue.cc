@@ -19,7 +19,8 @@ Overloaded(F...) -> Overloaded<F...>;
 
 void FakeState::enqueue(Stream& stream, const char* entry_point, QueuedWork work) {
   const std::uint64_t seq = next_seq_++;
-  queue_.push_back(Op{seq, stream.id, entry_point, std::move(work)});
+  queue_.push_back(Op{seq, stream.id, entry_point, std::move(work), false, 0,
+                      options_.detect_races ? host_clock_ : nullptr});
   stream.last_seq = seq;
   ++stream.pending;
 }
@@ -38,6 +39,7 @@ void FakeState::run_all() {
     queue_.pop_front();
     execute(op);
   }
+  if (options_.detect_races) host_waited_all();  // every operation queued has run
 }
 
 std::optional<CUresult> FakeState::take_error(Stream& stream, std::uint64_t before_seq) {
@@ -73,9 +75,18 @@ void FakeState::execute(Op& op) {
   if (stream != nullptr && stream->pending > 0) --stream->pending;
   if (sticky_) return;  // a fault ended all work of the device (measured: queued work never runs)
   std::optional<CUresult> fault;
+  // The eager race check: what this operation writes, against the other streams' writes.
+  const bool eager = options_.detect_races && stream != nullptr && op.host != nullptr;
+  internal::AccessLog written;
+  if (eager) begin_eager(op, *stream);
   std::visit(Overloaded{
                  [&](const internal::NodeWork& work) {
                    tick();
+                   accesses_ = eager ? &written : nullptr;
+                   struct Unrecord {
+                     internal::AccessLog*& accesses;
+                     ~Unrecord() { accesses = nullptr; }
+                   } unrecord{accesses_};
                    if (!op.watch_writes && op.programmatic_after == 0) {
                      fault = execute_node(work, op.entry_point) ? std::nullopt : running_.trap;
                      return;
@@ -100,6 +111,7 @@ void FakeState::execute(Op& op) {
                      event.done = true;
                      event.time_ns = clock_ns_;
                    }
+                   if (eager) eager_record(op, record.event);
                  },
                  [&](const GraphLaunchWork& launch) {
                    // Every launch starts from the defaults of the handles that assign them; the
@@ -110,9 +122,8 @@ void FakeState::execute(Op& op) {
                    }
                    running_exec_ = launch.exec;
                    running_conditions_ = &launch.body->conditions;
-                   internal::AccessLog log;
                    if (!run_graph(*launch.body, launch.exec, 0,
-                                  options_.detect_races ? &log : nullptr)) {
+                                  options_.detect_races ? &written : nullptr)) {
                      fault = running_.trap;
                    }
                    running_exec_ = nullptr;
@@ -120,6 +131,13 @@ void FakeState::execute(Op& op) {
                  },
              },
              op.work);
+  if (eager && !written.ranges.empty()) {
+    std::string text;
+    if (!check_eager_writes(op, *stream, written, &text) && options_.strict && !fault) {
+      fault = CUDA_ERROR_LAUNCH_FAILED;
+      running_.fault = std::move(text);
+    }
+  }
   if (fault && options_.strict && !sticky_) {
     sticky_ = *fault;  // as on the GPU: every later call that touches a context reports it
     sticky_fault_ = running_.fault;
