@@ -366,6 +366,20 @@ TEST_F(FakeRaces, AnEventWaitOrAHostWaitOrdersTwoStreamsWrites) {
   EXPECT_THAT(fake_.violations(), IsEmpty());
 }
 
+TEST_F(FakeRaces, AnEventWaitOrdersTheStreamsAfterTheEventIsDestroyed) {
+  // Destroying an event right after waiting on it is legal: the wait was made, and its record,
+  // still queued, orders the streams when it runs.
+  CUevent brief = new_event();
+  EXPECT_EQ(fill(stream_, a_, 1, 4), CUDA_SUCCESS);
+  EXPECT_EQ(fake_.cuEventRecord(brief, stream_), CUDA_SUCCESS);
+  EXPECT_EQ(fake_.cuStreamWaitEvent(side_, brief, 0), CUDA_SUCCESS);
+  EXPECT_EQ(fake_.cuEventDestroy(brief), CUDA_SUCCESS);
+  EXPECT_EQ(fill(side_, a_, 2, 4), CUDA_SUCCESS);
+  EXPECT_EQ(fake_.cuStreamSynchronize(side_), CUDA_SUCCESS);
+  EXPECT_THAT(download(a_, 4, side_), Each(2u));
+  EXPECT_THAT(fake_.violations(), IsEmpty());
+}
+
 TEST_F(FakeRaces, TheLegacyStreamOrdersBlockingStreamsButNotNonBlockingOnes) {
   CUstream blocking = new_stream(CU_STREAM_DEFAULT);
   EXPECT_EQ(fill(blocking, a_, 1, 4), CUDA_SUCCESS);

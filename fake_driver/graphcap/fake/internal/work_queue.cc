@@ -104,6 +104,9 @@ void FakeState::execute(Op& op) {
                  },
                  [&](const EventRecordWork& record) {
                    tick();
+                   // Waits on it were ordered when they were made: they hold even after the
+                   // event is destroyed (an application may destroy it right after the wait).
+                   if (eager) eager_record(op, record.event);
                    auto it = events_.find(record.event);
                    if (it == events_.end()) return;
                    Event& event = it->second;
@@ -111,7 +114,6 @@ void FakeState::execute(Op& op) {
                      event.done = true;
                      event.time_ns = clock_ns_;
                    }
-                   if (eager) eager_record(op, record.event);
                  },
                  [&](const GraphLaunchWork& launch) {
                    // Every launch starts from the defaults of the handles that assign them; the
