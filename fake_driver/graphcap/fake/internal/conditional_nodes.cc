@@ -135,7 +135,8 @@ bool FakeState::run_graph(const internal::ExecBody& body, CUgraphExec exec, int 
     ~Restore() { accesses = nullptr; }
   } restore{accesses_};
   std::vector<std::size_t> storage;
-  for (std::size_t index : launch_order(body, storage)) {
+  const std::vector<std::size_t>& order = launch_order(body, storage);
+  for (std::size_t index : order) {
     tick();
     const internal::NodeWork& work = body.nodes[index].work;
     internal::AccessLog* log = into != nullptr ? &logs[index] : nullptr;
@@ -169,7 +170,7 @@ bool FakeState::run_graph(const internal::ExecBody& body, CUgraphExec exec, int 
   }
   accesses_ = nullptr;
   if (into == nullptr) return true;
-  if (!check_graph_races(body, logs, exec, depth)) return false;
+  if (!check_graph_races(body, logs, order, exec, depth)) return false;
   for (const internal::AccessLog& log : logs) into->append(log);
   return true;
 }

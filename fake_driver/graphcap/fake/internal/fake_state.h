@@ -445,10 +445,11 @@ class FakeState {
   // 'scale')". The one place that names a node: what else the fake learns about an operation
   // (where it was recorded) belongs here.
   static std::string node_label(const internal::NodeData& node, std::size_t index, int depth);
-  // After a launch ran `body`'s nodes: a violation for each pair of them that races (each once
-  // per executable); false when that faulted the launch (strict).
-  bool check_graph_races(const internal::ExecBody& body, const std::vector<internal::AccessLog>& logs,
-                         CUgraphExec exec, int depth);
+  // After a launch ran `body`'s nodes in `order`: a violation for each pair of them that races
+  // (each once per executable); false when that faulted the launch (strict).
+  bool check_graph_races(const internal::ExecBody& body,
+                         const std::vector<internal::AccessLog>& logs,
+                         const std::vector<std::size_t>& order, CUgraphExec exec, int depth);
   // The 8-byte words of a captured kernel's parameters that lie in live device memory now: the
   // addresses a replay will pass as they are (KernelWork::held).
   std::vector<internal::HeldAddress> held_addresses(const internal::KernelWork& work);

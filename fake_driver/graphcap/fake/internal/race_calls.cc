@@ -22,7 +22,8 @@ std::string FakeState::node_label(const internal::NodeData& node, std::size_t in
 }
 
 bool FakeState::check_graph_races(const internal::ExecBody& body,
-                                  const std::vector<internal::AccessLog>& logs, CUgraphExec exec,
+                                  const std::vector<internal::AccessLog>& logs,
+                                  const std::vector<std::size_t>& order, CUgraphExec exec,
                                   int depth) {
   // Most launches touch memory in several nodes; a graph of one node, or of nodes touching
   // nothing, has nothing to compare.
@@ -33,7 +34,7 @@ bool FakeState::check_graph_races(const internal::ExecBody& body,
     body.races = std::make_shared<internal::RaceCache>(internal::Reachability(body.nodes, body.order));
   }
   bool faulted = false;
-  for (const internal::Race& race : internal::find_races(logs, body.races->reach)) {
+  for (const internal::Race& race : internal::find_races(logs, order, body.races->reach)) {
     if (!body.races->reported.insert({race.first, race.second}).second) continue;
     const auto verb = [](bool write) { return write ? "writes" : "reads"; };
     const std::size_t bytes = race.end - race.begin;

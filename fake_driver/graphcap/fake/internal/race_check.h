@@ -59,10 +59,12 @@ struct Race {
   CUdeviceptr end = 0;
 };
 
-// The races among `logs` (one per node), each pair of nodes once, the first overlap found for
-// it (in address order). Costs a sort of every range and a comparison of each range with the
-// ranges of other nodes that overlap it.
-std::vector<Race> find_races(const std::vector<AccessLog>& logs, const Reachability& reach);
+// The races among `logs` (one per node), which ran in `order`: each pair of nodes once, with the
+// bytes where it was found. A node is compared with the last writer of each range it touches
+// and, when it writes, with the readers since that write (what an ordered chain of nodes costs
+// is linear in its accesses).
+std::vector<Race> find_races(const std::vector<AccessLog>& logs,
+                             const std::vector<std::size_t>& order, const Reachability& reach);
 
 // What an executable remembers for the check: its reachability (computed at its first checked
 // launch) and the pairs already reported (each race once per executable, not once per replay).
