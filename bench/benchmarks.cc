@@ -870,6 +870,7 @@ void register_benchmarks(BenchEnv& env, const BenchPlan& plan) {
                 benchmark::kMicrosecond, nullptr, fork_iterations);
   register_peer_copy_benchmarks(env, plan);
   register_growth_benchmarks(env, plan);
+  register_race_check_benchmarks(env, plan);
 }
 
 }  // namespace graphcap::bench
