@@ -41,7 +41,12 @@ TEST_P(RecordedH200Traces, EveryCallAnswersOnTheFakeAsOnTheH200) {
   std::size_t calls = 0;
   for (const Trace& trace : traces) {
     ASSERT_TRUE(trace.status.empty()) << "program " << trace.index << ": " << trace.status;
-    fake::FakeDriver driver;
+    // The H200 answered these calls; no GPU fails a racy launch, and the harness orders the
+    // streams' work, not the nodes of the graphs it records (program 552 of
+    // h200-2026-12-04-run4-1.trace has two unordered nodes on one buffer): no race check here.
+    fake::FakeDriverOptions options;
+    options.detect_races = false;
+    fake::FakeDriver driver(options);
     testing::register_test_kernels(driver);
     const std::vector<std::byte> image = driver.module_image(
         {"empty", "add_one", "fill", "axpy", "copy", "mixed", "affine", "countdown",

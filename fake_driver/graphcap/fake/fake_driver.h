@@ -122,6 +122,12 @@ class KernelContext {
   // body may write it (a ptr<T> of non-const T).
   void watch_access(std::size_t param, CUdeviceptr address, std::size_t bytes,
                     bool writable) const;
+  // Whether the race check (FakeDriverOptions::detect_races) records this execution's accesses:
+  // a body that checks its own accesses then reports the ranges it touched inside its memory
+  // through accessed() (GRAPHCAP_KERNEL's ptr<T> does, once per launch, its ranges merged;
+  // buffer() does it itself). `writable`: the body may write them (a ptr<T> of non-const T).
+  bool tracks_accesses() const;
+  void accessed(CUdeviceptr address, std::size_t bytes, bool writable) const;
   // cudaGraphSetConditional(handle, value): set_condition below, for a handle the body holds.
   void set_condition_handle(CUgraphConditionalHandle handle, unsigned value) const;
 
@@ -193,6 +199,17 @@ struct FakeDriverOptions {
   // is also recorded in violations() and named by stream_fault(). false: violations are only
   // recorded (for tests that study them); the work runs on.
   bool strict = true;
+  // Races (docs/fake-driver.md, "Races, node order and baked pointers"): two nodes of a launched
+  // graph that no path of edges orders, touching overlapping device bytes with at least one
+  // write, are a violation whose text contains "race" and names both nodes and the bytes; so are
+  // two streams that no event or host wait orders writing the same bytes eagerly. Under strict
+  // a race fails the work as a fault does (CUDA_ERROR_LAUNCH_FAILED).
+  bool detect_races = true;
+  // 0: a graph launch runs its nodes in creation order (where the edges allow). Otherwise each
+  // launch (and each run of a conditional body) runs them in a random order that respects the
+  // edges, drawn from a generator seeded with this value: an order dependence shows as wrong
+  // bytes, the same ones on every run of the test.
+  std::uint64_t node_order_seed = 0;
 };
 
 class FakeDriver : public DriverApi {
