@@ -1062,7 +1062,11 @@ class Sequence {
     settle();
     expect(scope_->began(), expected, "CaptureScope: " + what);
     scope_stream_ = s;
-    if (scope_->began()) open_recording(s);
+    if (scope_->began()) {
+      open_recording(s);
+    } else if (streams_[s].state == CaptureState::prepare) {
+      close_window(s);  // a refused begin aborts the window the scope took over
+    }
     check_all();
   }
 
