@@ -188,7 +188,9 @@ class Device {
   // something else). Whatever leaves record (a failure, a refusal of end_capture that keeps the
   // recording open, an exception from the step), the stream is left as record found it, not
   // capturing: what record opened is aborted (a refused warm-up or recording claims what it
-  // would have written, as abort_capture does). The graph's recording is the second run; the
+  // would have written, as abort_capture does; a recorded run that failed without dooming the
+  // recording closes it into a graph that is dropped, which claims nothing, so the warm-up's
+  // results stand). The graph's recording is the second run; the
   // warm-up's results are the ones the step's outputs hold afterwards (a buffer the step
   // allocates in its recorded run is the graph's, written by its replays).
   template <class Step>
