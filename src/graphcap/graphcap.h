@@ -10,6 +10,7 @@
 #include <graphcap/capture/graph_report.h>
 #include <graphcap/capture_options.h>
 #include <graphcap/capture_scope.h>
+#include <graphcap/capture_sequence.h>
 #include <graphcap/condition.h>
 #include <graphcap/device.h>
 #include <graphcap/device_limits.h>

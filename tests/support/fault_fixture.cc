@@ -23,11 +23,7 @@ DriverApi& FaultFixture::device_driver(DriverApi& test_driver) {
 }
 
 Result<Graph> FaultFixture::record_add_one(const Buffer& src, const Buffer& dst, std::uint32_t n) {
-  if (Result<void> r = device_->prepare_capture(stream()); !r) return r.error();
-  if (Result<void> r = add_one(src, dst, n); !r) return r.error();
-  if (Result<void> r = device_->begin_capture(stream()); !r) return r.error();
-  if (Result<void> r = add_one(src, dst, n); !r) return r.error();
-  return device_->end_capture(stream());
+  return device_->record(stream(), [&] { return add_one(src, dst, n); });
 }
 
 void FaultFixture::TearDown() {

@@ -52,6 +52,8 @@ class GraphState {
   // replay on. Errc::invalid_argument when no node took it or the size differs; on a driver
   // failure the nodes already set are set back, so the graph is unchanged.
   Result<void> set_param(const void* param, const void* bytes, std::size_t size);
+  // Whether a node of the recording took `param`.
+  bool took_param(const void* param);
 
   // A re-recording closed into this graph (Device::end_capture(s, into)) replaces the current
   // recording. When it holds no executable, the current one took it in place (exec update) and is
