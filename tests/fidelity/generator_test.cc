@@ -10,6 +10,7 @@
 #include <graphcap/driver/forwarding_driver.h>
 #include <graphcap/fake/fake_driver.h>
 
+#include "fidelity_fake.h"
 #include "generator.h"
 #include "kernels/test_kernels.h"
 #include "program.h"
@@ -18,16 +19,7 @@
 namespace graphcap::fidelity {
 namespace {
 
-struct Fake {
-  Fake() {
-    testing::register_test_kernels(driver);
-    image = driver.module_image({"empty", "add_one", "fill", "axpy", "copy", "mixed", "affine",
-                                 "countdown", "set_condition", "count_threads",
-                                 "pdl_add_one"});  // kTestKernelNames: the GPU's fatbin has all
-  }
-  fake::FakeDriver driver;
-  std::vector<std::byte> image;
-};
+using Fake = FidelityFake;
 
 std::string text(const Trace& trace) {
   std::ostringstream out;

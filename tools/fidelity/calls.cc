@@ -182,6 +182,22 @@ void merge_same(Harness& h, Symbol& into, std::uintptr_t handle) {
   }
 }
 
+// Skip while a capture records into a body of one of `graph`'s conditional nodes: the body is
+// the node's, so instantiating or destroying the graph would use or free a graph a capture is
+// building (not defined; on the fake, a capture whose graph was destroyed with its parent made
+// the harness's next look at the stream throw).
+void need_no_body_capture(Harness& h, const Symbol& graph) {
+  auto in_bodies = [&](const std::string& target) {
+    return std::find(graph.bodies.begin(), graph.bodies.end(), target) != graph.bodies.end();
+  };
+  for (const auto& [id, target] : h.capture_target) {
+    if (in_bodies(target)) throw Skip{};
+  }
+  for (const auto& [stream, target] : h.pending_target) {
+    if (in_bodies(target)) throw Skip{};
+  }
+}
+
 // What instantiate, exec update and launch need of a graph or executable: everything its nodes
 // name still exists (the H200's driver crashed, SIGSEGV, instantiating a graph whose copy or kernel
 // node names freed memory, or whose external wait names a destroyed event: run 4 of 2026-12-04, 8
@@ -198,16 +214,7 @@ void need_instantiable(Harness& h, const Symbol& graph) {
     const Symbol* b = h.find(body);
     if (b == nullptr || !b->terminates) throw Skip{};
   }
-  for (const auto& [id, target] : h.capture_target) {
-    if (std::find(graph.bodies.begin(), graph.bodies.end(), target) != graph.bodies.end()) {
-      throw Skip{};
-    }
-  }
-  for (const auto& [stream, target] : h.pending_target) {
-    if (std::find(graph.bodies.begin(), graph.bodies.end(), target) != graph.bodies.end()) {
-      throw Skip{};
-    }
-  }
+  need_no_body_capture(h, graph);
 }
 
 // The kernel arguments of a launch (or of a kernel node's new parameters), from `a`: fills the
@@ -731,6 +738,7 @@ RUN(cuMemFree) {
   const std::string name = token.substr(0, plus);
   const Symbol& buffer = a.h().need(name, Kind::buffer);
   a.h().need_complete(name);
+  a.h().need_allocation_in_scope(0, {name});
   const std::size_t offset = plus == std::string::npos ? 0 : std::stoull(token.substr(plus + 1));
   if (offset >= buffer.bytes) throw Skip{};
   const CUresult r = a.h().driver().cuMemFree(as_device(buffer.value) + offset);
@@ -1340,6 +1348,9 @@ RUN(cuGraphDestroy) {
   const std::string name = a.name();
   Symbol& g = a.h().need(name, Kind::graph);
   if (!g.owner.empty()) throw Skip{};  // a conditional node's body belongs to the node
+  Symbol merged = g;
+  merge_same(a.h(), merged, g.value);
+  need_no_body_capture(a.h(), merged);
   const std::uintptr_t handle = g.value;
   const CUresult r = a.h().driver().cuGraphDestroy(reinterpret_cast<CUgraph>(handle));
   if (r == CUDA_SUCCESS) a.h().kill_graph(handle);
@@ -1400,6 +1411,7 @@ RUN(cuGraphExecKernelNodeSetParams) {
   params.blockDimY = params.blockDimZ = 1;
   KernelArgs k;
   kernel_args(a, function, &k);
+  a.h().need_allocation_in_scope(0, k.uses);
   // A programmatic node keeps its edge: only a kernel that waits for its predecessor is defined
   // there.
   if (const Symbol* source = a.h().find(x.source);

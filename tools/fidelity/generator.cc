@@ -38,7 +38,11 @@ class Gen {
   const T& pick(const std::vector<T>& from) {
     return from[below(from.size())];
   }
-  int thread() { return chance(0.2) ? 1 : 0; }
+  // Mostly t0; the rest spread over t1-t3, so that captures, their ends and unsafe calls meet
+  // on up to four threads.
+  int thread(double main = 0.7) {
+    return chance(main) ? 0 : 1 + static_cast<int>(below(kThreads - 1));
+  }
   std::string fresh(const char* prefix) { return prefix + std::to_string(++counters_[prefix]); }
 
   // Runs a call on the model and keeps it, unless the harness skipped it (a call that would
@@ -293,7 +297,7 @@ GENERATE(cuStreamWaitEvent) {
 GENERATE(cuStreamBeginCapture) {
   auto s = g.stream();
   if (!s) return false;
-  const int thread = g.chance(0.85) ? 0 : 1;
+  const int thread = g.thread(0.85);
   const Observation& o = g.emit(thread, "cuStreamBeginCapture", {*s, g.mode()});
   if (!o.skipped && o.code == CUDA_SUCCESS) g.origins[capture_number(g.h, *s)] = *s;
   return true;
@@ -324,7 +328,7 @@ GENERATE(cuStreamEndCapture) {
     if (!any || (capturing.empty() && g.chance(0.7))) return false;
     s = *any;  // a stream that is not capturing: 401
   }
-  const int thread = g.chance(0.9) ? 0 : 1;
+  const int thread = g.thread(0.9);
   g.emit(thread, "cuStreamEndCapture", {s, g.fresh("g")});
   return true;
 }

@@ -34,8 +34,8 @@ void Worker::run(const std::function<void()>& task) {
 }
 
 std::span<Worker> workers() {
-  static Worker* pool = new Worker[2];  // never destroyed: programs may run until exit
-  return {pool, 2};
+  static Worker* pool = new Worker[kThreads];  // never destroyed: programs may run until exit
+  return {pool, kThreads};
 }
 
 namespace {
@@ -235,7 +235,19 @@ std::uint64_t Harness::capture_of(const std::string& stream) const {
   return s == nullptr || !capturing(stream) ? 0 : s->capture;
 }
 
+void Harness::need_allocation_in_scope(std::uint64_t capture,
+                                       const std::vector<std::string>& uses) const {
+  for (const std::string& use : uses) {
+    const Symbol* s = find(use);
+    if (s != nullptr && s->kind == Kind::buffer && s->graph_alloc && !s->launched &&
+        s->capture != capture) {
+      throw Skip{};
+    }
+  }
+}
+
 void Harness::access(const std::string& stream, const std::vector<std::string>& uses) {
+  need_allocation_in_scope(capture_of(stream), uses);
   if (capturing(stream)) return;  // recorded, not run
   const Clock clock = stream_clock(stream);
   for (const std::string& use : uses) {
@@ -291,7 +303,7 @@ Observation Harness::run(const Call& call) {
   thread = call.thread;
   bool skipped = false;
   CUresult code = CUDA_SUCCESS;
-  workers()[static_cast<std::size_t>(call.thread) % 2].run([&] {
+  workers()[static_cast<std::size_t>(call.thread) % kThreads].run([&] {
     try {
       code = run_call(*this, call);
     } catch (const Skip&) {

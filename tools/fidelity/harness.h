@@ -1,5 +1,5 @@
 // The harness runs a program's calls on one driver and observes them. It owns the symbol table
-// (each symbolic handle of the program and the driver's handle behind it), two worker threads
+// (each symbolic handle of the program and the driver's handle behind it), four worker threads
 // (a call runs on the thread it names, one call at a time, so a program is deterministic), and
 // what it must know to keep the program defined on a real GPU whatever the driver answered:
 //   - a handle whose creation failed, or that was released, is not passed on: the call is
@@ -53,8 +53,11 @@ class Worker {
   std::thread thread_;
 };
 
-// The two worker threads of a process: reused by every program (a CUDA context per program would
-// cost more than the program).
+// The worker threads of a process (t0 to t3 of a program): reused by every program (a CUDA context
+// per program would cost more than the program). Calls run one at a time whichever thread makes
+// them, so a program with four threads is as deterministic as one with one; what differs is per
+// thread: the current context and the capture mode, which the harness sets on every worker.
+inline constexpr std::size_t kThreads = 4;
 std::span<Worker> workers();
 
 using Clock = std::map<std::string, std::uint64_t>;  // stream symbol -> its last op known done
@@ -144,6 +147,13 @@ class Harness {
   // A stream-ordered access by the call on `stream` (Skip if it could race); `commit` after
   // the call succeeded. Captured calls record the uses into the capture instead.
   void access(const std::string& stream, const std::vector<std::string>& uses);
+  // A graph's allocation (a captured cuMemAllocAsync) is used only inside the capture that made
+  // it, until a launch of its graph allocates it. CUDA's programming guide ("Graph memory nodes")
+  // makes any access outside the allocation's lifetime in its graph undefined; the H200's driver
+  // crashed (SIGSEGV) in a program whose second capture memset another capture's allocation and
+  // whose graph was then instantiated and uploaded (docs/conformance.md, "Generated programs").
+  // Skip for a use of such an allocation from any other capture (`capture`: 0 for none).
+  void need_allocation_in_scope(std::uint64_t capture, const std::vector<std::string>& uses) const;
   void commit(const std::string& stream, const std::vector<std::string>& uses);
   void host_waited(const Clock& clock);
   Clock stream_clock(const std::string& stream);
@@ -166,7 +176,6 @@ class Harness {
   std::vector<std::string> observe_graphs;  // graphs whose nodes to observe after the call
   void graph_nodes(const std::string& graph, std::vector<CUgraphNode>* nodes);
   int thread = 0;                // of the call in progress
-  int modes_[2] = {0, 0};        // each worker's capture mode, as the harness last set or saw it
   int retained_ = 0;             // primary-context retains the program holds
 
  private:

@@ -1,6 +1,6 @@
 // A generated driver-API program and its trace. A program is a list of calls, each an entry point
 // of entry_points.def with symbolic arguments (handles are names such as s1, b3, g2, so one
-// program runs on either driver) and the worker thread (t0, t1) that makes it. A trace is a
+// program runs on either driver) and the worker thread (t0 to t3) that makes it. A trace is a
 // program with one driver's observations of each call: the result code, then what changed
 // (capture status of each stream, node types of a graph that ended, the bytes of each buffer at a
 // synchronisation). The text form, one call per line, is what --record writes and --replay reads:
