@@ -10,7 +10,7 @@
 
 #include <gtest/gtest.h>
 
-#include "fidelity_fake.h"
+#include "fake_model.h"
 #include "generator.h"
 #include "replay.h"
 

@@ -10,7 +10,7 @@
 #include <graphcap/driver/forwarding_driver.h>
 #include <graphcap/fake/fake_driver.h>
 
-#include "fidelity_fake.h"
+#include "fake_model.h"
 #include "generator.h"
 #include "kernels/test_kernels.h"
 #include "program.h"

@@ -1,13 +1,15 @@
 // What the harness keeps out of a program so that it stays defined on a GPU whatever the program
 // lost: a shrunk program (calls dropped) or a generated one reaching a state CUDA leaves
 // undefined is skipped there, on both drivers alike, instead of being made.
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
-#include "fidelity_fake.h"
+#include "fake_model.h"
 #include "program.h"
 #include "replay.h"
 
@@ -81,6 +83,24 @@ TEST(FidelityHarness, AGraphAllocationIsUsedOnlyInsideTheCaptureThatMadeIt) {
   EXPECT_EQ(got[13].code, CUDA_SUCCESS);
   EXPECT_TRUE(got[14].skipped) << "gone with its capture: " << got[14].text();
   EXPECT_TRUE(fake.driver.violations().empty());
+}
+
+// Seed 14, program 814 on the H200, shrunk: a capture forked onto a second stream, a kernel on
+// one and a copy on the other both write b3 with no edge between them, and the graph is launched.
+// b3's bytes after the launch are the GPU's to choose: shown racy, counted, not compared.
+TEST(FidelityHarness, BytesWrittenByNodesNoEdgeOrdersAreRacyAndCountedApart) {
+  std::ifstream in(std::filesystem::path(GRAPHCAP_FIDELITY_TRACES) /
+                   "h200-2026-12-04-run11-racy.trace");
+  const std::vector<Trace> traces = read_traces(in, "racy");
+  ASSERT_EQ(traces.size(), 1u);
+  const Trace& h200 = traces[0];
+  FidelityFake fake;
+  const std::vector<Observation> got = run_program(h200.calls, fake.driver, fake.image);
+  ASSERT_EQ(got.size(), h200.calls.size());
+  EXPECT_EQ(got.back().detail.rfind(" ; b3~=", 0), 0u) << got.back().text();
+  EXPECT_NE(h200.observations.back().detail, got.back().detail) << "the bytes differ";
+  EXPECT_FALSE(first_difference(h200.calls, h200.observations, got).has_value());
+  EXPECT_EQ(racy_differences(h200.calls, h200.observations, got), 1u);
 }
 
 }  // namespace

@@ -47,6 +47,9 @@ struct Trace {
   // Difference::kind() with spaces as '_'. Empty when they agree.
   std::string difference;
   std::size_t difference_at = 0;
+  // Calls whose unpredictable bytes (buffers the harness shows as racy, "b2~=...") differ from
+  // the fake's: counted, not compared.
+  std::size_t racy = 0;
   std::vector<Call> calls;
   std::vector<Observation> observations;  // one per call (fewer if the program did not finish)
 };
@@ -59,6 +62,9 @@ void write_trace(std::ostream& out, const Trace& trace);
 // not done yet answers CUDA_ERROR_NOT_READY on a GPU where the fake, whose device catches up when
 // asked, answers CUDA_SUCCESS. These two codes compare equal for them.
 bool timing_dependent(const std::string& entry);
+// Bytes of a buffer either side shows as racy ("b2~=...": written by work no order separates,
+// harness.h) are not compared, on both sides; racy_bytes_differ says whether they differ.
 bool same_observation(const std::string& entry, const Observation& a, const Observation& b);
+bool racy_bytes_differ(const Observation& a, const Observation& b);
 
 }  // namespace graphcap::fidelity

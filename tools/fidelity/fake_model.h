@@ -1,5 +1,5 @@
-// A fake driver with the test kernels registered and its module image: what graphcap-fidelity's
-// tests run programs on.
+// The fake every graphcap-fidelity program runs on (the generator's model, the fake side of a
+// comparison, a replay): a FakeDriver with the test kernels registered, and its module image.
 #pragma once
 
 #include <cstddef>
@@ -11,8 +11,16 @@
 
 namespace graphcap::fidelity {
 
+// The fake's options for every program of the tool, in this one place. A GPU reports nothing of
+// a race between writes no order separates (the harness classifies their bytes instead), so a
+// fake that checks for races must not fail such a program's calls.
+inline fake::FakeDriverOptions fake_options() {
+  fake::FakeDriverOptions options;
+  return options;
+}
+
 struct FidelityFake {
-  FidelityFake() {
+  FidelityFake() : driver(fake_options()) {
     testing::register_test_kernels(driver);
     image = driver.module_image({"empty", "add_one", "fill", "axpy", "copy", "mixed", "affine",
                                  "countdown", "set_condition", "count_threads",
