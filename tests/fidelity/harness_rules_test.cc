@@ -79,7 +79,8 @@ TEST(FidelityHarness, AGraphAllocationIsUsedOnlyInsideTheCaptureThatMadeIt) {
   EXPECT_TRUE(got[9].skipped) << got[9].text();
   EXPECT_TRUE(got[10].skipped) << got[10].text();
   EXPECT_EQ(got[12].code, CUDA_SUCCESS) << got[12].text();
-  EXPECT_NE(got[12].detail.find("g2=[2] "), std::string::npos) << "one memset node: " << got[12].text();
+  EXPECT_NE(got[12].detail.find("g2=[2] "), std::string::npos)
+      << "one memset node: " << got[12].text();
   EXPECT_EQ(got[13].code, CUDA_SUCCESS);
   EXPECT_TRUE(got[14].skipped) << "gone with its capture: " << got[14].text();
   EXPECT_TRUE(fake.driver.violations().empty());

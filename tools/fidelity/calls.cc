@@ -1354,7 +1354,8 @@ RUN(cuGraphLaunch) {
     }
     const std::vector<std::string> writes(x.writes.begin(), x.writes.end());
     if (captured) {
-      a.h().capture_racy[a.h().capture_of(stream_name)].insert(x.racy_writes.begin(), x.racy_writes.end());
+      std::set<std::string>& racy = a.h().capture_racy[a.h().capture_of(stream_name)];
+      racy.insert(x.racy_writes.begin(), x.racy_writes.end());
       a.h().commit(stream_name, checked, writes);
     } else {
       a.h().commit(stream_name, uses, writes);

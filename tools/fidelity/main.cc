@@ -440,7 +440,9 @@ int replay(const Options& o) {
       }
       continue;
     }
-    if (racy_differences(trace.calls, trace.observations, got) != 0) ++kinds["(racy bytes, not compared)"];
+    if (racy_differences(trace.calls, trace.observations, got) != 0) {
+      ++kinds["(racy bytes, not compared)"];
+    }
     if (auto d = first_difference(trace.calls, trace.observations, got)) {
       ++differing;
       if (kinds[d->kind()]++ < o.show) {

@@ -16,7 +16,9 @@
 namespace graphcap::fidelity {
 namespace {
 
-bool memory(Kind kind) { return kind == Kind::buffer || kind == Kind::host || kind == Kind::pageable; }
+bool memory(Kind kind) {
+  return kind == Kind::buffer || kind == Kind::host || kind == Kind::pageable;
+}
 
 bool contains(const std::vector<std::string>& names, const std::string& name) {
   return std::find(names.begin(), names.end(), name) != names.end();
