@@ -30,14 +30,14 @@ class Engine {
  public:
   static constexpr unsigned kMaxBatch = 1024;
 
-  explicit Engine(DriverApi& driver)
+  explicit Engine(DriverApi& driver, GraphCacheOptions options = {})
       : device_(Device::open(driver).value()),
         s_(&device_->stream()),
         module_(device_->load_module(fake::compiled_kernels_image()).value()),
         scale_(module_.kernel("scale").value()),
         add_(module_.kernel("add").value()),
         a_(device_->param(2.0f)),
-        cache_(*device_, *s_) {
+        cache_(*device_, *s_, options) {
     std::vector<float> x(kMaxBatch, 1.5f);
     x_ = device_->upload(std::as_bytes(std::span(x)), *s_).value();
     y_ = device_->alloc(kMaxBatch * sizeof(float), *s_).value();
@@ -49,15 +49,7 @@ class Engine {
   }
 
   // The scale from the next run on: every cached graph that took the Param, and the Param.
-  // [GraphCache::set] GraphCache::set(a_, a) does all of this in one call.
-  Result<void> set_scale(float a) {
-    Result<void> all;
-    cache_.for_each_graph([&](const unsigned&, Graph& graph) {
-      if (all) all = graph.set(a_, a);
-    });
-    a_.set(a);
-    return all;
-  }
+  Result<void> set_scale(float a) { return cache_.set(a_, a); }
 
   Result<std::vector<float>> output(unsigned batch) {
     GRAPHCAP_ASSIGN_OR_RETURN(std::vector<std::byte> bytes,
@@ -115,10 +107,12 @@ class EngineTest : public ::testing::Test {
     EXPECT_THAT(faults_.unfired_faults(), IsEmpty()) << "a fault the test armed never fired";
     EXPECT_EQ(fake_.live_handles().total(), 0u) << "the engine leaked driver handles";
   }
-  Engine& engine() {
-    if (!engine_) engine_ = std::make_unique<Engine>(faults_);
+  Engine& engine(GraphCacheOptions options = {}) {
+    if (!engine_) engine_ = std::make_unique<Engine>(faults_, options);
     return *engine_;
   }
+  // An engine whose tests see every refusal as run()'s error (docs/recording.md).
+  Engine& strict_engine() { return engine(GraphCacheOptions{.fail_on_refusal = true}); }
 
   fake::FakeDriver fake_;
   fake::FaultInjectingDriver faults_{fake_};
@@ -133,13 +127,13 @@ TEST(EngineVersion, TheHeaderSaysThePackagesVersion) {
 }
 
 TEST_F(EngineTest, EachBatchIsRecordedOnceAndReplaysWithTheParam) {
-  for (unsigned batch : {256u, 1024u, 256u, 1024u}) ASSERT_TRUE(engine().run(batch));
+  // fail_on_refusal: a refused recording would be run()'s error, so fallbacks == 0 is asserted
+  // by every ASSERT_TRUE below as much as by the count.
+  for (unsigned batch : {256u, 1024u, 256u, 1024u}) ASSERT_TRUE(strict_engine().run(batch));
   GraphCacheStats stats = engine().cache().stats();
   EXPECT_EQ(stats.captures, 2u);
   EXPECT_EQ(stats.hits, 2u);
   EXPECT_EQ(stats.fallbacks, 0u);
-  // [fail_on_refusal] With GraphCacheOptions::fail_on_refusal set on the cache, a refusal is
-  // run()'s error instead of a fallback: assert it here once that option exists.
   EXPECT_THAT(engine().output(1024).value(), Each(4.5f));  // 2 * 1.5 + 1.5
 
   ASSERT_TRUE(engine().set_scale(3.0f));
@@ -169,8 +163,8 @@ TEST_F(EngineTest, AnInstantiateFaultFallsBackToTheEagerStep) {
   ASSERT_TRUE(engine().run(256));  // the warm-up did the step's work: not run()'s error
   EXPECT_EQ(engine().cache().stats().fallbacks, 1u);
   EXPECT_EQ(engine().cache().stats().captures, 0u);
-  // [fail_on_refusal] With GraphCacheOptions::fail_on_refusal: run() returns Errc::out_of_memory
-  // with CUDA_ERROR_OUT_OF_MEMORY here (and fallbacks stays 0). Assert it once that option exists.
+  ASSERT_NE(engine().cache().last_refusal(), nullptr);
+  EXPECT_EQ(engine().cache().last_refusal()->driver_code(), CUDA_ERROR_OUT_OF_MEMORY);
   EXPECT_THAT(engine().output(256).value(), Each(4.5f));
   ASSERT_TRUE(engine().run(256));  // tried again: recorded this time
   EXPECT_EQ(engine().cache().stats().captures, 1u);
@@ -182,6 +176,19 @@ TEST_F(EngineTest, AnInstantiateFaultFallsBackToTheEagerStep) {
   ASSERT_FALSE(graph);
   EXPECT_EQ(graph.error().code(), Errc::out_of_memory);
   EXPECT_EQ(graph.error().driver_code(), CUDA_ERROR_OUT_OF_MEMORY);
+}
+
+TEST_F(EngineTest, WithFailOnRefusalAnInstantiateFaultIsRunsError) {
+  faults_.fail_call("cuGraphInstantiateWithParams", CUDA_ERROR_OUT_OF_MEMORY);
+  Result<void> ran = strict_engine().run(256);
+  ASSERT_FALSE(ran);
+  EXPECT_EQ(ran.error().code(), Errc::out_of_memory);
+  EXPECT_EQ(ran.error().driver_code(), CUDA_ERROR_OUT_OF_MEMORY);
+  EXPECT_EQ(engine().cache().stats().fallbacks, 0u);
+  EXPECT_EQ(engine().stream().capture_state(), CaptureState::no_capture);
+  ASSERT_TRUE(engine().run(256));  // tried again: recorded this time
+  EXPECT_EQ(engine().cache().stats().captures, 1u);
+  EXPECT_EQ(engine().cache().stats().fallbacks, 0u);
 }
 
 TEST_F(EngineTest, AnUploadFaultIsAWarningAndTheFirstReplayUploads) {
