@@ -871,6 +871,7 @@ void register_benchmarks(BenchEnv& env, const BenchPlan& plan) {
   register_peer_copy_benchmarks(env, plan);
   register_growth_benchmarks(env, plan);
   register_startup_benchmarks(env, plan);
+  register_race_check_benchmarks(env, plan);
 }
 
 }  // namespace graphcap::bench

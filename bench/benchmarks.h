@@ -73,4 +73,9 @@ void register_growth_benchmarks(BenchEnv& env, const BenchPlan& plan);
 // ms_per_graph, held_mib (and raw_phases' capture_ms, instantiate_ms, upload_ms).
 void register_startup_benchmarks(BenchEnv& env, const BenchPlan& plan);
 
+// RaceCheck/<distinct|inplace>/n (race_check_benchmarks.cc), at 100 and 1,000 nodes: one replay
+// of a chain of n kernel nodes on a fake with FakeDriverOptions::detect_races and on one without;
+// counters off_us, on_us, on_vs_off. The fake only.
+void register_race_check_benchmarks(BenchEnv& env, const BenchPlan& plan);
+
 }  // namespace graphcap::bench

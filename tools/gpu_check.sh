@@ -7,8 +7,12 @@
 # 8 files come back).
 #   usage: tools/gpu_check.sh [all|tests|bench|all-fake|fidelity|startup] [fidelity programs (default 10000)]
 #   fidelity: graphcap-fidelity alone, once per seed in GRAPHCAP_FIDELITY_SEEDS (default 11), each
-#   seed's traces back as fidelity-traces-<seed>.tgz; GRAPHCAP_FIDELITY_CALLS (MIN:MAX, one per seed,
-#   space-separated; default the tool's) and GRAPHCAP_FIDELITY_DEADLINE (seconds a seed, default 300).
+#   seed's summary as fidelity-summary-<seed>.md, its traces as fidelity-traces-<seed>.tgz, and its
+#   shrunk programs with the traces that differ or crashed and the tool's stderr as
+#   fidelity-shrunk-<seed>.tgz (small: it comes back when the traces are too many; two seeds
+#   are 8 files with env.txt and fidelity.txt); GRAPHCAP_FIDELITY_CALLS (MIN:MAX) and GRAPHCAP_FIDELITY_DEADLINE (seconds, default 300)
+#   are one per seed, space-separated (one deadline for all if only one is given);
+#   GRAPHCAP_FIDELITY_SHRINK: programs shrunk per kind of difference (default 1).
 #   startup: the fidelity step, then graphcap-bench's Startup family and PyTorch's startup
 #   (bench/startup_torch.py), alone on the GPU. GRAPHCAP_SKIP_PEERS=1: no PyTorch/CuPy step;
 #   GRAPHCAP_PACK_LOGS=1: every log in one logs.tgz (for the device tool's 8 files).
@@ -51,24 +55,30 @@ if [[ "$what" != bench && -x build/gpu/tools/fidelity/graphcap-fidelity ]]; then
   fatbin=$(find build/gpu -name '*.fatbin' -path '*test_kernels*' | head -1)
   seeds=(${GRAPHCAP_FIDELITY_SEEDS:-11})
   calls_ranges=(${GRAPHCAP_FIDELITY_CALLS:-})
+  deadlines=(${GRAPHCAP_FIDELITY_DEADLINE:-300})
   i=0
   for seed in "${seeds[@]}"; do
     calls_flag=()
     [[ -n "${calls_ranges[$i]:-}" ]] && calls_flag=(--calls="${calls_ranges[$i]}")
+    deadline=${deadlines[$i]:-${deadlines[0]}}
     i=$((i + 1))
     suffix=$([[ ${#seeds[@]} -gt 1 ]] && echo "-$seed" || true)
     {
       nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-      echo "programs=$programs seed=$seed calls=${calls_flag[*]:-default} jobs=1 fatbin=$fatbin"
+      echo "programs=$programs seed=$seed calls=${calls_flag[*]:-default} deadline=$deadline jobs=1 fatbin=$fatbin"
       s=$SECONDS
       rm -rf /tmp/fidelity-run
       build/gpu/tools/fidelity/graphcap-fidelity --driver=cuda --seed="$seed" --programs="$programs" \
-        --jobs=1 --shrink=1 --deadline="${GRAPHCAP_FIDELITY_DEADLINE:-300}" "${calls_flag[@]}" \
+        --jobs=1 --shrink="${GRAPHCAP_FIDELITY_SHRINK:-1}" --deadline="$deadline" "${calls_flag[@]}" \
         --record=/tmp/fidelity-run \
-        --kernels="$fatbin" > "$out/fidelity-summary$suffix.md" 2> "$out/fidelity-stderr$suffix.txt"
+        --kernels="$fatbin" > "$out/fidelity-summary$suffix.md" 2> /tmp/fidelity-stderr.txt
       echo "rc=$? wall_s=$((SECONDS - s))"
+      tail -5 /tmp/fidelity-stderr.txt
+      mkdir -p /tmp/fidelity-run && mv /tmp/fidelity-stderr.txt /tmp/fidelity-run/stderr.txt
     } >> "$out/fidelity.txt" 2>&1
-    (cd /tmp && tar czf "$out/fidelity-traces$suffix.tgz" fidelity-run)
+    (cd /tmp && tar czf "$out/fidelity-traces$suffix.tgz" fidelity-run &&
+      { ls fidelity-run/*.strace 2>/dev/null; grep -lE "^program .* (differs|status) " fidelity-run/*.trace; } |
+        tar czf "$out/fidelity-shrunk$suffix.tgz" -T - fidelity-run/stderr.txt)
     grep -E "^programs" "$out/fidelity-summary$suffix.md"
   done
   stamp "fidelity done"

@@ -1,8 +1,10 @@
-// CaptureScope: a recording as a scope. The constructor begins it (after prepare_capture and the
-// warm-up, as Device::begin_capture); end() closes it into a Graph. Leaving the scope without
-// end() (an exception, an early return) aborts the recording: what it would have written is
-// claimed, and the stream is back in no_capture and usable. Whatever happens, once the scope is
-// gone its stream is not capturing.
+// CaptureScope: a recording as a scope, on the one capture sequence (capture_sequence.h). The
+// constructor begins it (after prepare_capture and the warm-up, as Device::begin_capture) and
+// owns the window from then on; end() closes it into a Graph. A begin that is refused aborts the
+// window prepare opened (the stream is back in no_capture; a stream that was not prepared, or
+// records already, is left as it was). Leaving the scope without end() (an exception, an early
+// return) aborts the recording: what it would have written is claimed, and the stream is back in
+// no_capture and usable. Whatever happens, once the scope is gone its stream is not capturing.
 //
 //   device.prepare_capture(s);  run_step();                 // warm-up
 //   CaptureScope scope(device, s);
@@ -10,6 +12,7 @@
 //   Result<Graph> graph = scope.end();
 #pragma once
 
+#include <graphcap/capture_sequence.h>
 #include <graphcap/device.h>
 #include <graphcap/graph.h>
 #include <graphcap/result.h>
@@ -22,7 +25,7 @@ class CaptureScope {
   CaptureScope(Device& device, Stream& s);
   CaptureScope(const CaptureScope&) = delete;
   CaptureScope& operator=(const CaptureScope&) = delete;
-  ~CaptureScope();  // aborts a recording still open (never throws)
+  ~CaptureScope() = default;  // the sequence aborts a recording still open (never throws)
 
   // Whether begin succeeded; its error otherwise (end() returns it too).
   const Result<void>& began() const noexcept { return began_; }
@@ -38,8 +41,7 @@ class CaptureScope {
   Result<void> abort();
 
  private:
-  Device* device_;
-  Stream* stream_;
+  CaptureSequence sequence_;
   Result<void> began_;
   bool open_ = false;
 };

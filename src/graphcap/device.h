@@ -18,6 +18,7 @@
 #include <graphcap/buffer.h>
 #include <graphcap/condition.h>
 #include <graphcap/capture_options.h>
+#include <graphcap/capture_sequence.h>
 #include <graphcap/device_limits.h>
 #include <graphcap/device_options.h>
 #include <graphcap/driver/driver_api.h>
@@ -193,44 +194,37 @@ class Device {
   // would have written. The stream is back to no_capture and usable.
   Result<void> abort_capture(Stream& s);
 
-  // The whole lifecycle in one call: prepare_capture(s, options), `step` once eagerly (the
-  // warm-up: its work runs, and primes the pools), begin_capture, `step` again (recorded, not
-  // run), end_capture. `step` issues the work on `s`, callable as Result<void>() (or void()).
+  // The whole lifecycle in one call (the one capture sequence, capture_sequence.h):
+  // prepare_capture(s, options), `step` once eagerly (the warm-up: its work runs, and primes the
+  // pools), begin_capture, `step` again (recorded, not run), end_capture. `step` issues the work
+  // on `s`, callable as Result<void>() (or void()).
   //   Result<Graph> graph = device.record(s, [&] { return device.launch(s, k, dims, args); });
-  // On any failure the error of the step that failed comes back (its message prefixed with
-  // "record" and which run of the step it was) and the stream is left as record found it, not
+  // On any failure the error of the part that failed comes back (its message prefixed with
+  // "record" and which run of the step it was); a recorded run that failed in a doomed recording
+  // comes back as the doom (Errc::doomed, what doomed it, and the step's error when it says
+  // something else). Whatever leaves record (a failure, a refusal of end_capture that keeps the
+  // recording open, an exception from the step), the stream is left as record found it, not
   // capturing: what record opened is aborted (a refused warm-up or recording claims what it
-  // would have written, as abort_capture does). The graph's recording is the second run; the
-  // warm-up's results are the ones the step's outputs hold afterwards.
+  // would have written, as abort_capture does; a recorded run that failed without dooming the
+  // recording closes it into a graph that is dropped, which claims nothing, so the warm-up's
+  // results stand). The graph's recording is the second run; the
+  // warm-up's results are the ones the step's outputs hold afterwards (a buffer the step
+  // allocates in its recorded run is the graph's, written by its replays).
   template <class Step>
   Result<Graph> record(Stream& s, Step&& step, CaptureOptions options = {}) {
-    using Returned = std::invoke_result_t<Step&>;
-    static_assert(std::is_void_v<Returned> || std::is_convertible_v<Returned, Result<void>>,
-                  "Device::record: step must be callable as Result<void>() or void()");
-    auto run = [&step]() -> Result<void> {
-      if constexpr (std::is_void_v<Returned>) {
-        step();
-        return {};
-      } else {
-        return step();
-      }
-    };
-    if (Result<void> prepared = prepare_capture(s, options); !prepared) {
-      return prepared.error().context("record");  // nothing opened: the stream is as it was
+    CaptureSequence sequence(*this, s);
+    Result<Graph> graph = sequence.run(options, step, [&] { return sequence.end(); });
+    if (graph) return graph;
+    switch (sequence.failed_at()) {
+      case CapturePhase::warm_up:
+        return graph.error().context("record (the warm-up run of the step)");
+      case CapturePhase::recorded:
+        return graph.error().context("record (the recorded run of the step)");
+      case CapturePhase::end:
+        return graph;  // end_capture's own refusal
+      default:
+        return graph.error().context("record");  // prepare or begin
     }
-    if (Result<void> warm = run(); !warm) {
-      (void)abort_capture(s);
-      return warm.error().context("record (the warm-up run of the step)");
-    }
-    if (Result<void> begun = begin_capture(s); !begun) {
-      (void)abort_capture(s);  // begin left the window prepared (or undid it: then a no-op)
-      return begun.error().context("record");
-    }
-    if (Result<void> recorded = run(); !recorded) {
-      (void)abort_capture(s);
-      return recorded.error().context("record (the recorded run of the step)");
-    }
-    return end_capture(s);  // leaves the stream not capturing whatever it answers
   }
 
   // Device-side loops (device_loops.cc; docs/capture-lifecycle.md, "Device-side loops and
@@ -243,9 +237,10 @@ class Device {
   // an inner loop's condition is set to `first` once per replay, not per outer iteration (re-arm
   // it from a kernel). Misuse is Errc::graph_state and changes nothing: outside a recording, on a
   // side stream, end_while of a loop that is not the innermost open one, end_capture while a loop
-  // is open. Inside a body, events (record, wait) are refused: a body can't wait on work outside
-  // it. A body whose capture the driver invalidated dooms the recording: end_while says why and
-  // end_capture refuses it. Memory nodes in a body (external work) are refused by the driver's
+  // is open (unless the recording is doomed: then it closes, refused with its doom). Inside a
+  // body, events (record, wait) are refused: a body can't wait on work outside it. A body whose
+  // capture the driver invalidated (a failed launch in it) dooms the recording: end_while says
+  // why and end_capture refuses it, leaving the stream out of capture and usable. Memory nodes in a body (external work) are refused by the driver's
   // instantiate at end_capture, naming the node.
   Result<Loop> begin_while(Stream& s, bool first = true,
                            std::source_location where = std::source_location::current());

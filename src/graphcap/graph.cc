@@ -130,6 +130,10 @@ Result<void> Graph::set_param(const void* param, const void* bytes, std::size_t 
   return state_->set_param(param, bytes, size);
 }
 
+bool Graph::took_param(const void* param) const {
+  return state_ && !state_->released() && state_->took_param(param);
+}
+
 const GraphReport& Graph::report() const noexcept {
   static const GraphReport kEmpty{};
   return state_ ? state_->report() : kEmpty;

@@ -86,6 +86,13 @@ class Graph {
     return set_param(param.slot().get(), &converted, sizeof(T));
   }
 
+  // Whether a node of this graph took `param` (Arg::param while recording); false for an empty
+  // param, or an empty or destroyed graph.
+  template <class T>
+  bool took(const Param<T>& param) const {
+    return param && took_param(param.slot().get());
+  }
+
   // Node counts, pinned memory and capture timings; an empty report for an empty graph.
   const GraphReport& report() const noexcept;
 
@@ -102,6 +109,7 @@ class Graph {
   friend struct HandleAccess;
   explicit Graph(std::shared_ptr<detail::GraphState> state) noexcept;
   Result<void> set_param(const void* param, const void* bytes, std::size_t size);
+  bool took_param(const void* param) const;
 
   std::shared_ptr<detail::GraphState> state_;
 };

@@ -5,12 +5,31 @@
 //   Result<void> done = cache.run(bucket, [&]() -> Result<void> { ...issue the step on the stream... });
 //
 // One run has the effect of exactly one execution of the step. On a key's first run the warm-up
-// that primes the capture window *is* that execution (prepare_capture, record(), begin_capture,
-// record() again into the recording, end_capture: the step was run once and recorded once); later
-// runs replay. A refused recording (doomed, memory nodes, a failed driver call) leaves the warm-up's
-// results in place (the cache's windows don't claim: the warm-up wrote those buffers), counts a
-// fallback, and the key is tried again next time; after `give_up_after` refusals in a row the key
-// runs eagerly for good, said once in the log (llama.cpp gives up on graphs after 4 failures).
+// that primes the capture window *is* that execution (the one capture sequence,
+// capture_sequence.h: prepare_capture, record(), begin_capture, record() again into the
+// recording, end_capture: the step was run once and recorded once); later runs replay. A refused
+// recording (doomed, memory nodes, a failed driver call) leaves the warm-up's results in place
+// (the cache's windows don't claim: the warm-up wrote those buffers), counts a fallback, and the
+// key is tried again next time; after `give_up_after` refusals in a row the key runs eagerly for
+// good, said once in the log (llama.cpp gives up on graphs after 4 failures). One exception: a
+// recording refused at its close for what it holds (Errc::graph_state: a buffer the recorded run
+// allocated outlived it, such as a result the step allocates each call; memory nodes; a side
+// stream left unjoined) may leave the step's last results in buffers only the recording was to
+// write, so the step runs once more, eagerly, and what it produced last holds data: that run
+// executed the step twice (stats().reruns). A run never succeeds with a result that can't be used.
+//
+// A refusal is reachable: stats().refusals and stats().fallbacks count them, last_refusal() says
+// why (a doomed recording's is Errc::doomed, naming what doomed it), and with
+// options.fail_on_refusal a refusal is run()'s error instead of a fallback. A test asserts on it:
+//
+//   GraphCacheOptions options;
+//   options.fail_on_refusal = true;                      // a refusal fails the run
+//   GraphCache<int> cache(device, s, options);
+//   Result<void> ran = cache.run(8, step);
+//   ASSERT_TRUE(ran) << to_string(ran.error());          // the refusal, by name
+//   EXPECT_EQ(cache.stats().fallbacks, 0u);
+//   // Without the option a run that fell back succeeded, and its reason stays reachable:
+//   if (const Error* why = cache.last_refusal()) ADD_FAILURE() << to_string(*why);
 // invalidate(key) makes the key's next run re-record into the same executable (cuGraphExecUpdate
 // when the topology allows: Device::end_capture(s, into)).
 //
@@ -33,17 +52,14 @@
 // the thread that issues that stream's work.
 //
 // Params and the cache combine: a launch recorded with Arg::param(p) takes p's value at the
-// recording; to change it for the next replays, patch every cached graph that took it (a graph
-// that never took it answers Errc::invalid_argument, so set it on those that did):
+// recording; cache.set(p, value) changes it for the next replays of every cached graph that took
+// it (graphs that never took it are skipped) and for the eager fallbacks and later recordings
+// (Param::set), so the graphs and the param stay in step:
 //
 //   Param<std::uint32_t> step = device.param<std::uint32_t>(0);   // bound in record()
-//   cache.for_each_graph([&](const Key&, Graph& graph) {
-//     if (Result<void> set = graph.set(step, 7u); !set) ...;       // each graph's own value
-//   });
-//   step.set(7);  // and the value the eager fallbacks and later first recordings take
+//   if (Result<void> set = cache.set(step, 7u); !set) ...;
 //
-// A key recorded after that takes step's value at its recording (Param::value()), so keep
-// Param::set and the graphs' values in step. graph(key) gives one key's graph.
+// graph(key) gives one key's graph (Graph::set on it changes that graph alone).
 //
 // A hit is a lookup, a store and Graph::replay (with all of its checks): the keys sit in a flat
 // open-addressed table (linear probing, at most half full, Fibonacci-hashed home slots), each
@@ -64,6 +80,7 @@
 #include <vector>
 
 #include <graphcap/capture_options.h>
+#include <graphcap/capture_sequence.h>
 #include <graphcap/device.h>
 #include <graphcap/graph.h>
 #include <graphcap/graph_pool.h>
@@ -81,6 +98,10 @@ struct GraphCacheOptions {
   bool share_pool = true;       // record every graph into one GraphPool on the cache's stream
   // Each recording's capture mode; unset: the device's DeviceOptions::capture_mode.
   std::optional<CUstreamCaptureMode> mode;
+  // A refused recording is run()'s error (last_refusal()'s), not a fallback: for tests and
+  // engines that must know every key replays. The step ran once (the warm-up), and the stream is
+  // left as run found it. The key is tried again on its next run.
+  bool fail_on_refusal = false;
 };
 
 struct GraphCacheStats {
@@ -89,6 +110,9 @@ struct GraphCacheStats {
                               // update the driver refused)
   std::size_t updates = 0;    // re-recordings applied by exec update
   std::size_t fallbacks = 0;  // runs whose step ran eagerly: a refused recording, or a key given up
+  std::size_t refusals = 0;   // recordings refused (fallen back, or returned by fail_on_refusal)
+  std::size_t reruns = 0;     // fallbacks that ran the step a second time, eagerly (a recording
+                              // refused at its close, such as for a result the step allocates)
   std::size_t evictions = 0;  // graphs dropped for the budget or the count
   std::size_t bytes = 0;      // device bytes of the cached graphs now (footprint().total())
 };
@@ -186,8 +210,10 @@ class GraphCache {
     return footprint();
   }
   // Why the cache's last refused recording was refused (the run fell back to the warm-up's
-  // result, so run() returned success): the error end_capture, begin_capture or the recorded step
-  // returned, naming the operation and the driver's error. nullptr while no recording was refused.
+  // result, so run() returned success; with fail_on_refusal, run()'s error): the error
+  // end_capture or begin_capture returned, or the recorded step's (the doom, Errc::doomed, when
+  // the recording was doomed: what doomed it), naming the operation and the driver's error.
+  // nullptr while no recording was refused.
   const Error* last_refusal() const noexcept { return last_refusal_ ? &*last_refusal_ : nullptr; }
   std::size_t size() const noexcept { return size_; }
   bool contains(const Key& key) const { return find(key, Hash{}(key)) != nullptr; }
@@ -207,8 +233,8 @@ class GraphCache {
     Entry* found = find(key, Hash{}(key));
     return found != nullptr && found->graph ? &found->graph : nullptr;
   }
-  // Calls visit(key, graph) for every key that has a graph (in no particular order): to patch a
-  // Param in every cached graph (see the top of this file). `visit` must not run the cache.
+  // Calls visit(key, graph) for every key that has a graph (in no particular order), for
+  // inspection (a Param is patched in every cached graph by set()). `visit` must not run the cache.
   template <class Visit>
   void for_each_graph(Visit&& visit) {
     for (Slot& slot : slots_) {
@@ -216,6 +242,27 @@ class GraphCache {
         visit(static_cast<const Key&>(slot.entry->key), slot.entry->graph);
       }
     }
+  }
+  // Give `param` a new value in every cached graph that took it (Graph::set; graphs that never
+  // took it are skipped) and its own (Param::set), so the eager fallbacks and later recordings
+  // take it too. An empty param is Errc::invalid_argument, and nothing changes. A graph whose set
+  // fails (a driver error: that graph keeps its old value) is re-recorded on its key's next run,
+  // taking the new value; the first such error is returned, and every other graph is set.
+  template <class T>
+  Result<void> set(Param<T>& param, T value) {
+    if (!param) return Error(Errc::invalid_argument, "GraphCache::set: an empty Param");
+    param.set(value);
+    std::optional<Error> failed;
+    for (Slot& slot : slots_) {
+      Entry* entry = slot.entry.get();
+      if (entry == nullptr || !entry->graph || !entry->graph.took(param)) continue;
+      if (Result<void> set = entry->graph.set(param, value); !set) {
+        entry->stale = true;
+        if (!failed) failed = set.error().context("GraphCache::set");
+      }
+    }
+    if (failed) return *failed;
+    return {};
   }
   // The pool the cache's graphs share (nullptr before the first recording, or without sharing).
   const GraphPool* pool() const noexcept { return pool_ ? &*pool_ : nullptr; }
@@ -301,17 +348,10 @@ class GraphCache {
     --size_;
   }
 
-  // Whatever leaves record_entry (a return, a refusal that leaves the recording open, an
-  // exception from the step), the cache's window is closed: its stream is never left capturing.
-  struct WindowGuard {
-    Device* device;
-    Stream* stream;
-    ~WindowGuard() {
-      if (stream->capture_state() != CaptureState::no_capture) (void)device->abort_capture(*stream);
-    }
-  };
-
-  // Record the key's entry: the warm-up is this run's execution of the step.
+  // Record the key's entry on the one capture sequence (capture_sequence.h): the warm-up is this
+  // run's execution of the step. Whatever leaves it (a return, a refusal that leaves the
+  // recording open, an exception from the step), the cache's window is closed: its stream is
+  // never left capturing.
   template <class Record>
   Result<void> record_entry(Entry& entry, Record& record) {
     CaptureOptions options;
@@ -325,27 +365,22 @@ class GraphCache {
       }
       options.pool = &*pool_;
     }
-    if (Result<void> prepared = device_->prepare_capture(*stream_, options); !prepared) {
-      return prepared.error().context("GraphCache");  // nothing ran
-    }
-    const WindowGuard guard{device_, stream_};
-    if (Result<void> warm = record(); !warm) {
-      return warm;  // the step itself failed, eagerly: as it would have without a cache
-    }
-    if (Result<void> begun = device_->begin_capture(*stream_); !begun) {
-      return refused(entry, begun.error());
-    }
-    if (Result<void> recorded = record(); !recorded) return refused(entry, recorded.error());
-    if (entry.graph && entry.stale) {
-      if (Result<void> ended = device_->end_capture(*stream_, entry.graph); !ended) {
-        return refused(entry, ended.error());  // the graph is unchanged, and still stale
-      }
-      ++(entry.graph.report().updated ? stats_.updates : stats_.captures);
-    } else {
-      Result<Graph> ended = device_->end_capture(*stream_);
-      if (!ended) return refused(entry, ended.error());
-      entry.graph = std::move(*ended);
-      ++stats_.captures;
+    CaptureSequence sequence(*device_, *stream_);
+    bool closed_refused = false;  // the close refused the recording for what it holds
+    Result<void> recorded = sequence.run(options, record, [&]() -> Result<void> {
+      Result<void> ended = close(sequence, entry);
+      closed_refused = !ended && ended.error().code() == Errc::graph_state && !sequence.owns();
+      return ended;
+    });
+    switch (sequence.failed_at()) {
+      case CapturePhase::none:
+        break;
+      case CapturePhase::prepare:
+        return recorded.error().context("GraphCache");  // nothing ran
+      case CapturePhase::warm_up:
+        return recorded;  // the step itself failed, eagerly: as it would have without a cache
+      default:
+        return refused(entry, recorded.error(), closed_refused, record);
     }
     entry.stale = false;
     entry.refusals = 0;
@@ -358,16 +393,41 @@ class GraphCache {
     return {};
   }
 
-  // A refused recording: the warm-up already ran the step, so the run succeeded eagerly.
-  Result<void> refused(Entry& entry, const Error& why) {
+  // End the recording into the entry: re-recorded into its graph when stale, else a new graph.
+  Result<void> close(CaptureSequence& sequence, Entry& entry) {
+    if (entry.graph && entry.stale) {
+      if (Result<void> ended = sequence.end(entry.graph); !ended) return ended;  // still stale
+      ++(entry.graph.report().updated ? stats_.updates : stats_.captures);
+      return {};
+    }
+    Result<Graph> ended = sequence.end();
+    if (!ended) return ended.error();
+    entry.graph = std::move(*ended);
+    ++stats_.captures;
+    return {};
+  }
+
+  // A refused recording: the warm-up already ran the step, so the run succeeded eagerly (unless
+  // options_.fail_on_refusal: then the refusal is the run's error). A close refused for what
+  // the recording holds may have left the step's last results in buffers only the recording was
+  // to write (a result the step allocates: the recorded run's): the step runs once more,
+  // eagerly, so what it produced last holds data.
+  template <class Record>
+  Result<void> refused(Entry& entry, const Error& why, bool closed_refused, Record& record) {
+    ++stats_.refusals;
+    last_refusal_ = why.context("GraphCache: the recording was refused");
+    if (options_.fail_on_refusal) return *last_refusal_;
     ++stats_.fallbacks;
-    last_refusal_ = why;
     if (++entry.refusals >= options_.give_up_after && !entry.gave_up) {
       entry.gave_up = true;
       log(LogLevel::warn, "GraphCache: a key's recording was refused " +
                               std::to_string(entry.refusals) +
                               " times in a row; it runs eagerly from now on (invalidate(key) "
                               "tries again). The last refusal: " + why.message());
+    }
+    if (closed_refused) {
+      ++stats_.reruns;
+      return record();
     }
     return {};
   }

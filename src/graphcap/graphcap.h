@@ -10,6 +10,7 @@
 #include <graphcap/capture/graph_report.h>
 #include <graphcap/capture_options.h>
 #include <graphcap/capture_scope.h>
+#include <graphcap/capture_sequence.h>
 #include <graphcap/condition.h>
 #include <graphcap/device.h>
 #include <graphcap/device_limits.h>
@@ -35,3 +36,5 @@
 #include <graphcap/param.h>
 #include <graphcap/result.h>
 #include <graphcap/stream.h>
+#include <graphcap/try.h>
+#include <graphcap/version.h>

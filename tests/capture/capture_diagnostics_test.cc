@@ -80,6 +80,35 @@ TEST_F(CaptureDiagnosticsTest, ACaptureScopeThatCouldNotBeginSaysWhyAndDoesNothi
   EXPECT_EQ(stream().capture_state(), CaptureState::no_capture);
 }
 
+// A scope whose begin is refused with the stream prepared (another recording of this thread is
+// open: draining would invalidate it) aborts the window prepare opened: the stream is back in
+// no_capture, and a recording already open elsewhere is left alone.
+TEST_F(CaptureDiagnosticsTest, ACaptureScopeWhoseBeginIsRefusedLeavesTheStreamNotCapturing) {
+  Stream* other = add_stream();
+  Buffer x = upload_u32(iota_u32(64));
+  Buffer y = upload_u32(iota_u32(64), *other);
+  ASSERT_THAT(device_->prepare_capture(*other), IsOk());
+  ASSERT_THAT(device_->begin_capture(*other), IsOk());
+  ASSERT_THAT(add_one(y, y, 64, *other), IsOk());
+  ASSERT_THAT(device_->prepare_capture(stream()), IsOk());
+  {
+    CaptureScope scope(*device_, stream());
+    EXPECT_THAT(scope.began(), StatusIs(Errc::graph_state, CUDA_SUCCESS,
+                                        HasSubstr("another recording is open")));
+    EXPECT_FALSE(scope.open());
+    EXPECT_EQ(stream().capture_state(), CaptureState::no_capture);
+  }
+  EXPECT_EQ(other->capture_state(), CaptureState::capture) << "not the scope's to abort";
+  // A scope on a stream that records already refuses, and leaves that recording open.
+  {
+    CaptureScope scope(*device_, *other);
+    EXPECT_THAT(scope.began(), StatusIs(Errc::graph_state));
+  }
+  EXPECT_EQ(other->capture_state(), CaptureState::capture);
+  EXPECT_THAT(device_->end_capture(*other), IsOk());
+  EXPECT_THAT(device_->record(stream(), [&] { return add_one(x, x, 64); }), IsOk());
+}
+
 // ---- Capture modes per recording -----------------------------------------------------------
 
 TEST_F(CaptureDiagnosticsTest, AThreadLocalRecordingLetsAnotherThreadAllocateAndSync) {

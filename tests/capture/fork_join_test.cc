@@ -115,9 +115,9 @@ TEST_F(ForkJoinTest, UnjoinedSideWorkIsRefusedByNameAndEveryStreamIsLeftUsable) 
   EXPECT_EQ(side_->capture_state(), CaptureState::no_capture);
   EXPECT_EQ(driver_status(stream()), CU_STREAM_CAPTURE_STATUS_NONE);
   EXPECT_EQ(driver_status(*side_), CU_STREAM_CAPTURE_STATUS_NONE);
-  // The claims cover the side stream's writes: y holds what no operation produced. (A closed
-  // recording's side-stream uses count as the recording stream's, at the close: order the side
-  // stream after it to read there.)
+  // The claims cover the side stream's writes: y holds what no operation produced. (A refused
+  // recording's uses never ran: y is still last written by its upload on the recording stream,
+  // so the side stream reads it once ordered after that.)
   Event closed = new_event();
   ASSERT_THAT(device_->record(closed, stream()), IsOk());
   ASSERT_THAT(device_->wait(*side_, closed), IsOk());

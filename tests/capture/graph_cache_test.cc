@@ -21,6 +21,7 @@
 namespace graphcap::testing {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::Each;
 using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
@@ -245,7 +246,9 @@ TEST_F(GraphCacheTest, AFallbacksResultIsNeverOverwrittenByAnotherKeysReplay) {
 }
 
 // Defect 3a: a cache's window does not claim on refusal; neither does the refusal of a pool
-// buffer that outlived its recording: run() returned success, so what the warm-up produced reads.
+// buffer that outlived its recording: run() returned success, so what the step produced reads.
+// A refusal at the close runs the step once more, eagerly (the kept buffer was the recorded
+// run's): that run executed the step twice.
 TEST_F(GraphCacheTest, ARefusalForAKeptPoolBufferLeavesTheWarmUpsResultReadable) {
   GraphCache<std::uint32_t> cache(*device_, stream());
   ASSERT_THAT(cache.run(16, [&] { return step(16); }), IsOk());  // the pool has an intermediate
@@ -263,9 +266,11 @@ TEST_F(GraphCacheTest, ARefusalForAKeptPoolBufferLeavesTheWarmUpsResultReadable)
   ASSERT_NE(cache.last_refusal(), nullptr);
   EXPECT_THAT(*cache.last_refusal(),
               StatusIs(Errc::graph_state, CUDA_SUCCESS, HasSubstr("outlived the recording")));
+  EXPECT_EQ(cache.stats().reruns, 1u);
+  EXPECT_THAT(device_->read(kept, stream()), IsOk());
   kept = Buffer{};
   EXPECT_THAT(device_->read(state_, stream()), IsOk());
-  EXPECT_THAT(state(), ElementsAreArray(all(2)));
+  EXPECT_THAT(state(), ElementsAreArray(all(3)));
 }
 
 // Defect 7: a recording whose end_capture is refused with the recording still open (a loop left
@@ -306,6 +311,137 @@ TEST_F(GraphCacheTest, AStepThatThrowsLeavesNoWindowOpen) {
   ASSERT_THAT(cache.run(3, [&] { return step(3); }), IsOk());
   ASSERT_THAT(cache.run(3, [&] { return step(3); }), IsOk());
   EXPECT_EQ(cache.stats().hits, 1u);
+}
+
+// A step that allocates its result inside the step (a fresh output each call): its recording is
+// refused (the recorded run's result outlived the recording), and run() succeeds only with a
+// result that reads: the step runs once more, eagerly, so the buffer it produced last holds data.
+TEST_F(GraphCacheTest, AStepThatAllocatesItsResultLeavesAResultThatReads) {
+  GraphCache<int> cache(*device_, stream());
+  Buffer out;
+  std::uint32_t value = 42;
+  int calls = 0;
+  auto fresh_output = [&]() -> Result<void> {
+    ++calls;
+    Result<Buffer> made = device_->alloc(kN * sizeof(std::uint32_t), stream());
+    if (!made) return made.error();
+    out = *made;
+    return device_->launch(stream(), fill_, dims_for(kN),
+                           {Arg::out(out), Arg::value(value), Arg::value(kN)});
+  };
+  ASSERT_THAT(cache.run(1, fresh_output), IsOk());
+  EXPECT_EQ(stream().capture_state(), CaptureState::no_capture);
+  EXPECT_EQ(cache.stats().fallbacks, 1u);
+  EXPECT_EQ(cache.stats().reruns, 1u);
+  EXPECT_EQ(calls, 3) << "the warm-up, the recorded run, and the eager run after the refusal";
+  ASSERT_NE(cache.last_refusal(), nullptr);
+  EXPECT_THAT(*cache.last_refusal(),
+              StatusIs(Errc::graph_state, CUDA_SUCCESS, HasSubstr("outlived the recording")));
+  Result<std::vector<std::byte>> bytes = device_->read(out, stream());
+  ASSERT_THAT(bytes, IsOk());
+  EXPECT_THAT(read_u32(out), Each(42u));
+  value = 43;  // the next run's result reads too
+  ASSERT_THAT(cache.run(1, fresh_output), IsOk());
+  EXPECT_THAT(read_u32(out), Each(43u));
+}
+
+// With fail_on_refusal a refused recording is run()'s error (the step ran once: the warm-up),
+// counted as no fallback, and the stream is left as run found it; last_refusal() is that error.
+TEST_F(GraphCacheTest, FailOnRefusalReturnsTheRefusalAsRunsError) {
+  GraphCacheOptions options;
+  options.fail_on_refusal = true;
+  GraphCache<int> cache(*device_, stream(), options);
+  int calls = 0;
+  auto shifty = [&]() -> Result<void> {
+    if (++calls % 2 == 0) {  // the recording asks for memory the warm-up did not
+      Result<Buffer> extra = device_->alloc(kUnseen, stream());
+      if (!extra) return extra.error();
+    }
+    return step(1);
+  };
+  Result<void> ran = cache.run(1, shifty);
+  EXPECT_THAT(ran, StatusIs(Errc::doomed, CUDA_SUCCESS,
+                            AllOf(HasSubstr("GraphCache"), HasSubstr("inside the recording"))));
+  EXPECT_EQ(stream().capture_state(), CaptureState::no_capture);
+  EXPECT_EQ(calls, 2);
+  const GraphCacheStats stats = cache.stats();
+  EXPECT_EQ(stats.fallbacks, 0u);
+  EXPECT_EQ(stats.refusals, 1u);
+  EXPECT_EQ(stats.captures, 0u);
+  ASSERT_NE(cache.last_refusal(), nullptr);
+  EXPECT_EQ(cache.last_refusal()->code(), Errc::doomed);
+  EXPECT_THAT(state(), ElementsAreArray(all(1))) << "the warm-up ran once";
+  // A refusal at the close (a kept result in the pool's memory) is the error too, not re-run.
+  Buffer kept;
+  auto keeps = [&]() -> Result<void> {
+    Result<Buffer> made = device_->alloc(kN * sizeof(std::uint32_t), stream());
+    if (!made) return made.error();
+    kept = *made;
+    return add_one(state_, kept, kN);
+  };
+  EXPECT_THAT(cache.run(2, keeps),
+              StatusIs(Errc::graph_state, CUDA_SUCCESS, HasSubstr("outlived the recording")));
+  EXPECT_EQ(cache.stats().reruns, 0u);
+  EXPECT_EQ(cache.stats().fallbacks, 0u);
+  EXPECT_EQ(stream().capture_state(), CaptureState::no_capture);
+}
+
+// The reason of a fallback is reachable: a recorded run that failed for a doom is the doom
+// (Errc::doomed, the failed operation's message inside), as end_capture would say it.
+TEST_F(GraphCacheTest, AFallbacksReasonIsTheDoomOfItsRecording) {
+  GraphCache<int> cache(*device_, stream());
+  int calls = 0;
+  auto shifty = [&]() -> Result<void> {
+    if (++calls % 2 == 0) {
+      Result<Buffer> extra = device_->alloc(kUnseen, stream());
+      if (!extra) return extra.error();
+    }
+    return step(1);
+  };
+  ASSERT_THAT(cache.run(1, shifty), IsOk());
+  EXPECT_EQ(cache.stats().fallbacks, 1u);
+  EXPECT_EQ(cache.stats().refusals, 1u);
+  ASSERT_NE(cache.last_refusal(), nullptr);
+  EXPECT_THAT(*cache.last_refusal(),
+              StatusIs(Errc::doomed, CUDA_SUCCESS,
+                       AllOf(HasSubstr("recording refused"), HasSubstr("inside the recording"))));
+}
+
+// GraphCache::set patches every cached graph that took the param, skips the ones that never did,
+// and sets the param's own value for eager runs and later recordings.
+TEST_F(GraphCacheTest, SetPatchesEveryGraphThatTookTheParamAndSkipsTheRest) {
+  Param<std::uint32_t> value = device_->param<std::uint32_t>(1);
+  Buffer with_param = upload_u32(all(0));
+  Buffer without = upload_u32(all(0));
+  GraphCache<int> cache(*device_, stream());
+  auto takes = [&]() -> Result<void> {
+    return device_->launch(stream(), fill_, dims_for(kN),
+                           {Arg::out(with_param), Arg::param(value), Arg::value(kN)});
+  };
+  auto ignores = [&]() -> Result<void> {
+    return device_->launch(stream(), fill_, dims_for(kN),
+                           {Arg::out(without), Arg::value(std::uint32_t{5}), Arg::value(kN)});
+  };
+  ASSERT_THAT(cache.run(1, takes), IsOk());
+  ASSERT_THAT(cache.run(2, ignores), IsOk());
+  ASSERT_TRUE(cache.recorded(1));
+  ASSERT_TRUE(cache.recorded(2));
+  ASSERT_THAT(cache.set(value, 9u), IsOk());
+  EXPECT_EQ(value.value(), 9u);
+  ASSERT_THAT(cache.run(1, takes), IsOk());
+  ASSERT_THAT(cache.run(2, ignores), IsOk());
+  EXPECT_EQ(cache.stats().hits, 2u);
+  EXPECT_THAT(read_u32(with_param), Each(9u));
+  EXPECT_THAT(read_u32(without), Each(5u));
+  // A key recorded after the set takes the new value too.
+  Buffer later = upload_u32(all(0));
+  ASSERT_THAT(cache.run(3, [&]() -> Result<void> {
+    return device_->launch(stream(), fill_, dims_for(kN),
+                           {Arg::out(later), Arg::param(value), Arg::value(kN)});
+  }), IsOk());
+  EXPECT_THAT(read_u32(later), Each(9u));
+  Param<std::uint32_t> empty;
+  EXPECT_THAT(cache.set(empty, 3u), StatusIs(Errc::invalid_argument));
 }
 
 // Defect 9: the byte budget counts a shared pool's memory once, not once per graph. Issue 25: and
@@ -430,7 +566,7 @@ TEST_F(GraphCacheTest, InvalidateOfAKeyGivenUpTriesToRecordItAgain) {
   };
   ASSERT_THAT(cache.run(5, maybe_shifty), IsOk());  // refused once: given up
   ASSERT_NE(cache.last_refusal(), nullptr);
-  EXPECT_EQ(cache.last_refusal()->code(), Errc::out_of_memory);
+  EXPECT_THAT(*cache.last_refusal(), StatusIs(Errc::doomed, CUDA_SUCCESS, HasSubstr("alloc")));
   EXPECT_EQ(warnings_.size(), 1u);
   ASSERT_THAT(cache.run(5, maybe_shifty), IsOk());  // eager
   EXPECT_FALSE(cache.recorded(5));

@@ -69,11 +69,7 @@ class GraphPoolTest : public DeviceFixture, public ::testing::WithParamInterface
   Result<Graph> record(const Step& step, GraphPool* pool) {
     CaptureOptions options;
     options.pool = pool;
-    EXPECT_THAT(device_->prepare_capture(stream(), options), IsOk());
-    pass(step);
-    EXPECT_THAT(device_->begin_capture(stream()), IsOk());
-    pass(step);
-    return device_->end_capture(stream());
+    return device_->record(stream(), [&] { pass(step); }, options);
   }
 
   // A step whose one intermediate is `bytes`, filled with `value`, its last 64 bytes copied into

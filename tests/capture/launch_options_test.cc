@@ -51,11 +51,7 @@ class LaunchOptionsTest : public DeviceFixture {
     return {};
   }
   Result<Graph> record(const std::function<Result<void>()>& pass) {
-    GRAPHCAP_TRY(device_->prepare_capture(stream()));
-    GRAPHCAP_TRY(pass());
-    GRAPHCAP_TRY(device_->begin_capture(stream()));
-    GRAPHCAP_TRY(pass());
-    return device_->end_capture(stream());
+    return device_->record(stream(), pass);
   }
 
   Kernel pdl_add_one_;

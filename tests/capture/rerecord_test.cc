@@ -27,22 +27,15 @@ class RerecordTest : public DeviceFixture {
   // Warm-up then recording of `body`, closed into a new graph.
   template <class Body>
   Graph capture(Body&& body) {
-    EXPECT_THAT(device_->prepare_capture(stream()), IsOk());
-    body();
-    EXPECT_THAT(device_->begin_capture(stream()), IsOk());
-    body();
-    Result<Graph> graph = device_->end_capture(stream());
+    Result<Graph> graph = device_->record(stream(), body);
     EXPECT_THAT(graph, IsOk());
     return graph ? std::move(*graph) : Graph{};
   }
   // The same, closed into `into`.
   template <class Body>
   Result<void> rerecord(Graph& into, Body&& body) {
-    EXPECT_THAT(device_->prepare_capture(stream()), IsOk());
-    body();
-    EXPECT_THAT(device_->begin_capture(stream()), IsOk());
-    body();
-    return device_->end_capture(stream(), into);
+    CaptureSequence sequence(*device_, stream());
+    return sequence.run(CaptureOptions{}, body, [&] { return sequence.end(into); });
   }
   Buffer alloc() {
     Result<Buffer> buffer = device_->alloc(kBytes, stream());

@@ -2,7 +2,9 @@
 // (recorded), end, in one call; on any failure the stream is left not capturing. And the other
 // "one way to do each thing" names: native_handle() on every wrapper, GraphCache::graph for
 // Graph::set on a cached graph. On every driver.
+#include <cstddef>
 #include <cstdint>
+#include <stdexcept>
 #include <vector>
 
 #include <gmock/gmock.h>
@@ -14,6 +16,7 @@
 namespace graphcap::testing {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::Each;
 using ::testing::HasSubstr;
 
@@ -72,6 +75,97 @@ TEST_F(RecordTest, AStreamAlreadyInAWindowIsLeftAsItWas) {
               StatusIs(Errc::graph_state, CUDA_SUCCESS, HasSubstr("record: prepare_capture")));
   EXPECT_EQ(stream().capture_state(), CaptureState::prepare) << "not record's to abort";
   ASSERT_THAT(device_->abort_capture(stream()), IsOk());
+}
+
+// Whatever leaves record (an exception from the step, in either run; a refusal of end_capture
+// that keeps the recording open), the stream is left as record found it: not capturing, usable.
+TEST_F(RecordTest, AStepThatThrowsInTheWarmUpLeavesTheStreamNotCapturing) {
+  Buffer x = upload_u32(std::vector<std::uint32_t>(64, 0));
+  EXPECT_THROW((void)device_->record(stream(), [&]() -> Result<void> {
+    throw std::runtime_error("the warm-up threw");
+  }), std::runtime_error);
+  EXPECT_EQ(stream().capture_state(), CaptureState::no_capture);
+  ASSERT_THAT(device_->record(stream(), [&] { return add_one(x, x, 64); }), IsOk());
+  EXPECT_THAT(read_u32(x), Each(1u));
+}
+
+TEST_F(RecordTest, AStepThatThrowsWhileRecordedLeavesTheStreamNotCapturing) {
+  Buffer x = upload_u32(std::vector<std::uint32_t>(64, 0));
+  EXPECT_THROW((void)device_->record(stream(), [&]() -> Result<void> {
+    if (stream().capture_state() == CaptureState::capture) {
+      throw std::runtime_error("the recorded run threw");
+    }
+    return add_one(x, x, 64);
+  }), std::runtime_error);
+  EXPECT_EQ(stream().capture_state(), CaptureState::no_capture);
+  ASSERT_THAT(device_->sync(stream()), IsOk());
+  Result<Graph> graph = device_->record(stream(), [&] { return add_one(x, x, 64); });
+  ASSERT_THAT(graph, IsOk());
+  ASSERT_THAT(graph->replay(), IsOk());
+}
+
+TEST_F(RecordTest, AnEndRefusedWithALoopOpenLeavesTheStreamNotCapturing) {
+  Buffer x = upload_u32(std::vector<std::uint32_t>(64, 0));
+  Result<Graph> graph = device_->record(stream(), [&]() -> Result<void> {
+    if (stream().capture_state() == CaptureState::capture) {
+      if (Result<Loop> loop = device_->begin_while(stream(), false); !loop) return loop.error();
+    }
+    return add_one(x, x, 64);
+  });
+  EXPECT_THAT(graph, StatusIs(Errc::graph_state, CUDA_SUCCESS, HasSubstr("loop")));
+  EXPECT_EQ(stream().capture_state(), CaptureState::no_capture);
+  Buffer y = upload_u32(std::vector<std::uint32_t>(64, 0));  // x is claimed by the abort
+  EXPECT_THAT(device_->record(stream(), [&] { return add_one(y, y, 64); }), IsOk());
+}
+
+TEST_F(RecordTest, AnEndRefusedForAConditionThatSteersNoBranchLeavesTheStreamNotCapturing) {
+  Buffer x = upload_u32(std::vector<std::uint32_t>(64, 0));
+  Result<Graph> graph = device_->record(stream(), [&]() -> Result<void> {
+    if (stream().capture_state() == CaptureState::capture) {
+      if (Result<Condition> c = device_->condition(stream()); !c) return c.error();
+    }
+    return add_one(x, x, 64);
+  });
+  EXPECT_THAT(graph, StatusIs(Errc::graph_state, CUDA_SUCCESS, HasSubstr("steers no branch")));
+  EXPECT_EQ(stream().capture_state(), CaptureState::no_capture);
+  Buffer y = upload_u32(std::vector<std::uint32_t>(64, 0));  // x is claimed by the abort
+  EXPECT_THAT(device_->record(stream(), [&] { return add_one(y, y, 64); }), IsOk());
+}
+
+// A recorded run that fails because the recording is doomed (an allocation the pool may not
+// grow for, inside the recording) comes back as the doom, naming what doomed it, as end_capture
+// says it; the step's own error is the context.
+TEST_F(RecordTest, ARecordedRunFailedByADoomReturnsTheDoom) {
+  Buffer x = upload_u32(std::vector<std::uint32_t>(64, 0));
+  Result<Graph> graph = device_->record(stream(), [&]() -> Result<void> {
+    if (stream().capture_state() == CaptureState::capture) {
+      Result<Buffer> unseen = device_->alloc(std::size_t{8} << 20, stream());
+      if (!unseen) return unseen.error();
+    }
+    return add_one(x, x, 64);
+  });
+  EXPECT_THAT(graph, StatusIs(Errc::doomed, CUDA_SUCCESS,
+                              AllOf(HasSubstr("record (the recorded run of the step)"),
+                                    HasSubstr("recording refused"), HasSubstr("alloc"),
+                                    HasSubstr("inside the recording"))));
+  EXPECT_EQ(stream().capture_state(), CaptureState::no_capture);
+}
+
+// A step whose recorded run fails for a reason of its own (after an operation that doomed the
+// recording and whose error it dropped): the doom comes back, and the step's error is named in it.
+TEST_F(RecordTest, ARecordedRunFailingAfterADoomItIgnoredReturnsTheDoomAndNamesTheStepsError) {
+  Buffer x = upload_u32(std::vector<std::uint32_t>(64, 0));
+  Result<Graph> graph = device_->record(stream(), [&]() -> Result<void> {
+    if (stream().capture_state() == CaptureState::capture) {
+      (void)device_->alloc(std::size_t{8} << 20, stream());  // dooms the recording
+      return Error(Errc::invalid_argument, "the step gave up");
+    }
+    return add_one(x, x, 64);
+  });
+  EXPECT_THAT(graph, StatusIs(Errc::doomed, CUDA_SUCCESS,
+                              AllOf(HasSubstr("the step gave up"),
+                                    HasSubstr("inside the recording"))));
+  EXPECT_EQ(stream().capture_state(), CaptureState::no_capture);
 }
 
 TEST_F(RecordTest, EveryWrapperHasANativeHandle) {

@@ -413,13 +413,15 @@ TEST_F(FakeCapture, ForkAndJoinBuildOneGraphWithTheRightEdges) {
   CUevent join = new_event();
   const CUdeviceptr a = alloc(16);
   const CUdeviceptr b = alloc(16);
+  const CUdeviceptr c = alloc(16);
   const CUgraph graph = capture(stream_, [&] {
     EXPECT_EQ(fill(stream_, a, 1, 4), CUDA_SUCCESS);  // node 0
     EXPECT_EQ(fake_.cuEventRecord(fork, stream_), CUDA_SUCCESS);
     EXPECT_EQ(fake_.cuStreamWaitEvent(side, fork, 0), CUDA_SUCCESS);
     EXPECT_EQ(status(side), CU_STREAM_CAPTURE_STATUS_ACTIVE);  // pulled in
     EXPECT_EQ(add_one(side, a, b, 4), CUDA_SUCCESS);           // node 1, after 0
-    EXPECT_EQ(fill(stream_, a, 5, 4), CUDA_SUCCESS);           // node 2, after 0
+    // Node 2 writes memory node 1 does not touch: no edge orders the two branches.
+    EXPECT_EQ(fill(stream_, c, 5, 4), CUDA_SUCCESS);           // node 2, after 0
     EXPECT_EQ(fake_.cuEventRecord(join, side), CUDA_SUCCESS);
     EXPECT_EQ(fake_.cuStreamWaitEvent(stream_, join, 0), CUDA_SUCCESS);
     const CUgraphNode* deps = nullptr;
@@ -445,7 +447,7 @@ TEST_F(FakeCapture, ForkAndJoinBuildOneGraphWithTheRightEdges) {
   const CUgraphExec exec = instantiate(graph);
   ASSERT_EQ(fake_.cuGraphLaunch(exec, stream_), CUDA_SUCCESS);
   EXPECT_THAT(download(b, 4, stream_), Each(2u));
-  EXPECT_THAT(download(a, 4, stream_), Each(5u));
+  EXPECT_THAT(download(c, 4, stream_), Each(5u));
   EXPECT_EQ(fake_.cuGraphExecDestroy(exec), CUDA_SUCCESS);
   EXPECT_EQ(fake_.cuGraphDestroy(graph), CUDA_SUCCESS);
   EXPECT_EQ(fake_.cuEventDestroy(fork), CUDA_SUCCESS);
@@ -453,6 +455,7 @@ TEST_F(FakeCapture, ForkAndJoinBuildOneGraphWithTheRightEdges) {
   EXPECT_EQ(fake_.cuStreamDestroy(side), CUDA_SUCCESS);
   free(a);
   free(b);
+  free(c);
 }
 
 TEST_F(FakeCapture, AnUnjoinedForkFailsTheEndAndResetsBothStreams) {

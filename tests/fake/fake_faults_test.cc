@@ -1,6 +1,8 @@
 // Fault injection and observation: fail_call / fail_always with the real failure's side effects
 // and no others, the call log and counts, live handles, and the error-name entry points.
 #include <functional>
+#include <stdexcept>
+#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -9,13 +11,16 @@
 #include <gtest/gtest.h>
 
 #include <graphcap/driver/error_names.h>
+#include <graphcap/fake/fault_injecting_driver.h>
 
 #include "fake_fixture.h"
 
 namespace graphcap::fake::unit {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::ElementsAre;
+using ::testing::HasSubstr;
 using ::testing::Field;
 using ::testing::IsEmpty;
 
@@ -265,6 +270,71 @@ TEST_F(FakeFaults, LiveHandlesCountEveryKind) {
   EXPECT_EQ(fake_.cuEventDestroy(event), CUDA_SUCCESS);
   EXPECT_EQ(fake_.cuStreamDestroy(stream), CUDA_SUCCESS);
   EXPECT_EQ(fake_.live_handles(), before);
+}
+
+// A name that is no entry point (misspelt, or cuda.h's versioned export) would arm a fault that
+// can never fire, and a test of the error path it meant would pass for another reason: each way
+// of arming refuses it, on both drivers that speak the vocabulary, and arms nothing.
+template <class Driver>
+void expect_unknown_names_refused(Driver& driver) {
+  const auto message = [&](auto&& arm) -> std::string {
+    try {
+      arm();
+    } catch (const std::invalid_argument& refused) {
+      return refused.what();
+    }
+    return "(not refused)";
+  };
+  EXPECT_THAT(message([&] { driver.fail_call("cuNoSuchCall", CUDA_ERROR_OUT_OF_MEMORY); }),
+              AllOf(HasSubstr("fail_call"), HasSubstr("\"cuNoSuchCall\" is not an entry point")));
+  EXPECT_THAT(message([&] { driver.fail_always("cuGraphInstantiate_v2", CUDA_ERROR_UNKNOWN); }),
+              AllOf(HasSubstr("fail_always"),
+                    HasSubstr("the nearest: cuGraphInstantiateWithFlags, "
+                              "cuGraphInstantiateWithParams")));
+  EXPECT_THAT(message([&] {
+                driver.fail_when("cuMemAlloc_v2", CUDA_ERROR_UNKNOWN,
+                                 [](const CallInfo&) { return true; });
+              }),
+              AllOf(HasSubstr("fail_when"), HasSubstr("the nearest: cuMemAlloc")));
+  EXPECT_THAT(driver.unfired_faults(), IsEmpty()) << "nothing was armed";
+  EXPECT_NO_THROW(driver.fail_when("", CUDA_ERROR_UNKNOWN, [](const CallInfo&) { return false; }));
+  EXPECT_NO_THROW(driver.fail_always("cuGraphInstantiateWithFlags", CUDA_ERROR_UNKNOWN));
+  driver.clear_faults();
+}
+
+TEST_F(FakeFaults, AnUnknownEntryPointIsRefusedWhenArmed) {
+  expect_unknown_names_refused(fake_);
+  FaultInjectingDriver faults(fake_);
+  expect_unknown_names_refused(faults);
+  const CUdeviceptr p = alloc(16);  // nothing was armed: the next allocation succeeds
+  free(p);
+}
+
+template <class Driver>
+void expect_unfired_listed(Driver& driver, CUstream stream) {
+  driver.fail_call("cuGraphInstantiateWithFlags", CUDA_ERROR_OUT_OF_MEMORY);
+  driver.fail_call("cuStreamSynchronize", CUDA_ERROR_LAUNCH_FAILED, 2);
+  EXPECT_EQ(driver.cuStreamSynchronize(stream), CUDA_SUCCESS);
+  EXPECT_THAT(driver.unfired_faults(),
+              ElementsAre("cuGraphInstantiateWithFlags: call 1 from when it was armed never came "
+                          "(0 calls since), CUDA_ERROR_OUT_OF_MEMORY not returned",
+                          "cuStreamSynchronize: call 2 from when it was armed never came (1 call "
+                          "since), CUDA_ERROR_LAUNCH_FAILED not returned"));
+  EXPECT_EQ(driver.cuStreamSynchronize(stream), CUDA_ERROR_LAUNCH_FAILED);
+  EXPECT_THAT(driver.unfired_faults(), ElementsAre(HasSubstr("cuGraphInstantiateWithFlags")));
+  driver.clear_faults();
+  EXPECT_THAT(driver.unfired_faults(), IsEmpty());
+}
+
+TEST_F(FakeFaults, UnfiredFaultsListsTheFailCallsThatNeverFired) {
+  expect_unfired_listed(fake_, stream_);
+  FaultInjectingDriver faults(fake_);
+  expect_unfired_listed(faults, stream_);
+  // fail_always and fail_when have no moment to miss: they are not listed.
+  fake_.fail_always("cuGraphLaunch", CUDA_ERROR_UNKNOWN);
+  fake_.fail_when("cuGraphLaunch", CUDA_ERROR_UNKNOWN, [](const CallInfo&) { return true; });
+  EXPECT_THAT(fake_.unfired_faults(), IsEmpty());
+  fake_.clear_faults();
 }
 
 }  // namespace

@@ -48,8 +48,9 @@ TEST_F(GraphCacheFaultsTest, ARecordedLaunchThatFailsFallsBackAndLeavesTheWarmUp
   EXPECT_EQ(cache.stats().fallbacks, 1u);
   EXPECT_FALSE(cache.recorded(1));
   ASSERT_NE(cache.last_refusal(), nullptr);
+  // The recording was doomed by the failed launch: the refusal is the doom, naming it.
   EXPECT_THAT(*cache.last_refusal(),
-              StatusIs(Errc::driver, CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES,
+              StatusIs(Errc::doomed, CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES,
                        HasSubstr("cuLaunchKernel")));
   EXPECT_FALSE(y_.failure().has_value()) << "the warm-up wrote y; the failed recording did not";
   EXPECT_THAT(read_u32(y_), ElementsAreArray(iota_u32(kN, 1)));

@@ -27,11 +27,7 @@ class RerecordFaultsTest : public FaultFixture {
     a_ = upload_u32(iota_u32(kN, 0));
     b_ = upload_u32(iota_u32(kN, 100));
     out_ = upload_u32(std::vector<std::uint32_t>(kN, 0));
-    ASSERT_THAT(device_->prepare_capture(stream()), IsOk());
-    ASSERT_THAT(add_one(a_, out_, kN), IsOk());
-    ASSERT_THAT(device_->begin_capture(stream()), IsOk());
-    ASSERT_THAT(add_one(a_, out_, kN), IsOk());
-    Result<Graph> graph = device_->end_capture(stream());
+    Result<Graph> graph = device_->record(stream(), [&] { return add_one(a_, out_, kN); });
     ASSERT_THAT(graph, IsOk());
     graph_ = std::move(*graph);
   }
@@ -42,17 +38,14 @@ class RerecordFaultsTest : public FaultFixture {
 
   // Re-record reading b_ (an update) or, with `grow`, two launches (a re-instantiation).
   Result<void> rerecord(bool grow) {
-    EXPECT_THAT(device_->prepare_capture(stream()), IsOk());
-    EXPECT_THAT(add_one(b_, out_, kN), IsOk());
-    if (grow) {
-      EXPECT_THAT(add_one(out_, out_, kN), IsOk());
-    }
-    EXPECT_THAT(device_->begin_capture(stream()), IsOk());
-    EXPECT_THAT(add_one(b_, out_, kN), IsOk());
-    if (grow) {
-      EXPECT_THAT(add_one(out_, out_, kN), IsOk());
-    }
-    return device_->end_capture(stream(), graph_);
+    auto step = [&] {
+      EXPECT_THAT(add_one(b_, out_, kN), IsOk());
+      if (grow) {
+        EXPECT_THAT(add_one(out_, out_, kN), IsOk());
+      }
+    };
+    CaptureSequence sequence(*device_, stream());
+    return sequence.run(CaptureOptions{}, step, [&] { return sequence.end(graph_); });
   }
 
   // The graph still computes the first recording: out = a + 1.

@@ -15,7 +15,7 @@
 
 #include <graphcap/fake/fake_driver.h>
 
-#include "kernels/test_kernels.h"
+#include "fake_model.h"
 #include "program.h"
 #include "replay.h"
 
@@ -41,12 +41,9 @@ TEST_P(RecordedH200Traces, EveryCallAnswersOnTheFakeAsOnTheH200) {
   std::size_t calls = 0;
   for (const Trace& trace : traces) {
     ASSERT_TRUE(trace.status.empty()) << "program " << trace.index << ": " << trace.status;
-    fake::FakeDriver driver;
-    testing::register_test_kernels(driver);
-    const std::vector<std::byte> image = driver.module_image(
-        {"empty", "add_one", "fill", "axpy", "copy", "mixed", "affine", "countdown",
-         "set_condition", "count_threads", "pdl_add_one"});  // testing::kTestKernelNames
-    const std::vector<Observation> got = run_program(trace.calls, driver, image);
+    FidelityFake fake;
+    fake::FakeDriver& driver = fake.driver;
+    const std::vector<Observation> got = run_program(trace.calls, driver, fake.image);
     calls += trace.calls.size();
     if (auto d = first_difference(trace.calls, trace.observations, got)) {
       ADD_FAILURE() << "program " << trace.index << " (seed " << trace.seed << ") call " << d->call

@@ -1,9 +1,11 @@
 # cmake -DGRAPHCAP_BUILD_DIR=... -DWORK_DIR=... -DCONSUMER_SOURCE_DIR=... -DEXAMPLES_SOURCE_DIR=...
+#       [-DENGINE_SOURCE_DIR=...]
 #       -DGENERATOR=... [-DMAKE_PROGRAM=...] [-DCXX_COMPILER=...] [-DCONFIG=...]
 #       -P install_and_consume.cmake
 #
 # Installs the graphcap build in GRAPHCAP_BUILD_DIR into WORK_DIR/prefix, then configures, builds
-# and runs the consumer project and the examples against that prefix alone, with no flags beyond
+# and runs the consumer project, the engine's GoogleTest suite and the examples against that
+# prefix alone, with no flags beyond
 # the compiler and generator: the package must carry everything else. Any failing step fails the
 # test with its output.
 cmake_minimum_required(VERSION 3.25)
@@ -15,7 +17,8 @@ foreach(required GRAPHCAP_BUILD_DIR WORK_DIR CONSUMER_SOURCE_DIR EXAMPLES_SOURCE
 endforeach()
 
 set(prefix "${WORK_DIR}/prefix")
-file(REMOVE_RECURSE "${prefix}" "${WORK_DIR}/consumer-build" "${WORK_DIR}/examples-build")
+file(REMOVE_RECURSE "${prefix}" "${WORK_DIR}/consumer-build" "${WORK_DIR}/engine-build"
+     "${WORK_DIR}/examples-build")
 
 function(run_step name)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE result OUTPUT_VARIABLE output
@@ -69,5 +72,9 @@ endfunction()
 
 build_against_prefix(consumer "${CONSUMER_SOURCE_DIR}")
 run_program(consumer "${WORK_DIR}/consumer-build" graphcap_consumer)
+if(ENGINE_SOURCE_DIR)
+  build_against_prefix(engine "${ENGINE_SOURCE_DIR}")
+  run_program(engine "${WORK_DIR}/engine-build" engine_tests)
+endif()
 build_against_prefix(examples "${EXAMPLES_SOURCE_DIR}")
 run_program(quickstart "${WORK_DIR}/examples-build" quickstart/quickstart)

@@ -40,15 +40,8 @@
 #include <graphcap/graphcap.h>
 
 #include "device_fixture.h"
+#include "model/runner.h"
 #include "kernels/test_kernels.h"
-
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define GRAPHCAP_RANDOM_UNDER_SANITIZER 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define GRAPHCAP_RANDOM_UNDER_SANITIZER 1
-#endif
-#endif
 
 namespace graphcap::testing {
 namespace {
@@ -59,11 +52,7 @@ constexpr int kStreams = 2;
 constexpr int kStepsPerSequence = 48;
 constexpr std::size_t kSizes[] = {16, 64, 100};  // elements (u32)
 
-#ifdef GRAPHCAP_RANDOM_UNDER_SANITIZER
-constexpr std::uint64_t kDefaultSequences = 2000;
-#else
-constexpr std::uint64_t kDefaultSequences = 10000;
-#endif
+constexpr model::SequenceCounts kCounts{.fake = 10000, .sanitizer = 2000, .gpu = 10000};  // fake only
 
 // One recorded (or replayed) operation on buffers, by model buffer id.
 struct Op {
@@ -83,6 +72,12 @@ struct ModelBuffer {
   std::vector<bool> known;
   std::optional<Errc> failure;
   bool live = true;  // false once dropped (a graph may still replay into its memory)
+  // Written, used on its stream since that stream's last completed host sync (eagerly; by the
+  // open recording): until then no other stream is ordered after that write, that use.
+  bool written_since_sync = true;  // the allocation
+  bool used_since_sync = true;
+  bool written_by_recording = false;
+  bool used_by_recording = false;
   Buffer handle;
 };
 
@@ -222,11 +217,39 @@ class Sequence {
     }
   }
 
-  // A recording of stream `s` was refused or abandoned: what it claimed carries that.
+  // A recording of stream `s` was refused or abandoned: what it claimed carries that, and its
+  // uses never ran.
   void refuse_claims(int s) {
     for (int b : streams_[s].claims) buffers_[static_cast<std::size_t>(b)].failure = Errc::doomed;
     streams_[s].claims.clear();
     streams_[s].recorded.clear();
+    close_uses(s, false);
+  }
+  void close_uses(int s, bool made_graph) {
+    for (ModelBuffer& buffer : buffers_) {
+      if (buffer.stream != s) continue;
+      buffer.written_since_sync =
+          buffer.written_since_sync || (made_graph && buffer.written_by_recording);
+      buffer.used_since_sync = buffer.used_since_sync || (made_graph && buffer.used_by_recording);
+      buffer.written_by_recording = buffer.used_by_recording = false;
+    }
+  }
+  // graphcap stamped a use of `buffer` on its stream.
+  void used(ModelBuffer& buffer, bool writes) {
+    const bool recorded = streams_[buffer.stream].state == CaptureState::capture;
+    (recorded ? buffer.used_by_recording : buffer.used_since_sync) = true;
+    if (writes) (recorded ? buffer.written_by_recording : buffer.written_since_sync) = true;
+  }
+  // A host sync of stream `s` completed: every stream is ordered after its buffers' uses.
+  void synced(int s) {
+    for (ModelBuffer& buffer : buffers_) {
+      if (buffer.stream == s) buffer.used_since_sync = buffer.written_since_sync = false;
+    }
+  }
+  // A use on another stream that graphcap allows (ordered by a host sync) is not modelled here.
+  bool ordered_elsewhere(const ModelBuffer& buffer, bool writes) const {
+    if (writes) return !buffer.used_since_sync && !buffer.used_by_recording;
+    return !buffer.written_since_sync && !buffer.written_by_recording;
   }
 
   // ---- the calls ------------------------------------------------------------------------------
@@ -274,6 +297,7 @@ class Sequence {
     graphs_.push_back(ModelGraph{s, std::move(stream.recorded), true, std::move(*graph)});
     stream.recorded.clear();
     stream.claims.clear();
+    close_uses(s, true);
   }
 
   void do_abort(int s) {
@@ -319,6 +343,7 @@ class Sequence {
     const std::size_t count = partial ? 1 + pick(buffer.n - offset) : buffer.n;
     Values data(count);
     for (std::uint32_t& v : data) v = random_value();
+    if (on_stream != buffer.stream && ordered_elsewhere(buffer, true)) return;
     log_ << "write(buffer " << b << ", elements [" << offset << ", " << offset + count
          << "), stream " << on_stream << ")";
     Result<void> written =
@@ -329,6 +354,7 @@ class Sequence {
     }
     ModelStream& stream = streams_[on_stream];
     const bool recording = stream.state == CaptureState::capture;
+    used(buffer, true);  // stamped even when the staging failed
     if (!written) {
       // Staging refused by the pool while a recording is open: the destination carries it.
       log_ << " -> " << to_string(written.error()) << "\n";
@@ -366,6 +392,11 @@ class Sequence {
     std::uint32_t n = static_cast<std::uint32_t>(out.n);
     if (src >= 0) n = std::min(n, static_cast<std::uint32_t>(buffers_[static_cast<std::size_t>(src)].n));
     const std::uint32_t value = random_value();
+    if ((out.stream != on_stream && ordered_elsewhere(out, true)) ||
+        (src >= 0 && buffers_[static_cast<std::size_t>(src)].stream != on_stream &&
+         ordered_elsewhere(buffers_[static_cast<std::size_t>(src)], false))) {
+      return;
+    }
     Op op{static_cast<Op::Kind>(kind), src, dst, n, value, 0, {}};
     Result<void> launched;
     switch (op.kind) {
@@ -409,6 +440,8 @@ class Sequence {
       }
       return;
     }
+    used(out, true);
+    if (src >= 0) used(buffers_[static_cast<std::size_t>(src)], false);
     if (recording) {
       stream.claims.push_back(dst);
       stream.recorded.push_back(std::move(op));
@@ -424,6 +457,7 @@ class Sequence {
     ModelBuffer& buffer = buffers_[static_cast<std::size_t>(b)];
     const std::size_t offset = partial ? pick(buffer.n) : 0;
     const std::size_t count = partial ? 1 + pick(buffer.n - offset) : buffer.n;
+    if (on_stream != buffer.stream && ordered_elsewhere(buffer, false)) return;
     log_ << "read(buffer " << b << ", elements [" << offset << ", " << offset + count
          << "), stream " << on_stream << ")";
     Result<std::vector<std::byte>> read =
@@ -439,6 +473,9 @@ class Sequence {
       expected = std::exchange(streams_[on_stream].queued, std::nullopt);  // surfaces once
     }
     expect(read, expected, "read");
+    if (on_stream == buffer.stream && !any_recording() && !buffer.failure) {
+      synced(on_stream);  // enqueued, then waited for its stream (a queued error comes after)
+    }
     if (!read || expected) return;
     const Values got = to_u32(*read);
     std::size_t known = 0;
@@ -463,6 +500,7 @@ class Sequence {
       expected = std::exchange(streams_[s].queued, std::nullopt);  // surfaces once
     }
     expect(device_->sync(*streams_[s].handle), expected, "sync");
+    if (!any_recording()) synced(s);
   }
 
   void do_drop(int b) {
@@ -580,15 +618,9 @@ class Sequence {
   std::string divergence_;
 };
 
-std::optional<std::uint64_t> env_number(const char* name) {
-  const char* text = std::getenv(name);
-  if (text == nullptr || *text == '\0') return std::nullopt;
-  return std::strtoull(text, nullptr, 0);
-}
-
 TEST(RandomLifecycles, EverySequenceFollowsTheModel) {
-  const std::optional<std::uint64_t> only = env_number("GRAPHCAP_SEED");
-  const std::uint64_t count = only ? 1 : env_number("GRAPHCAP_RANDOM_SEQUENCES").value_or(kDefaultSequences);
+  const std::optional<std::uint64_t> only = model::env_number("GRAPHCAP_SEED");
+  const std::uint64_t count = model::sequence_count(true, kCounts);
   std::uint64_t ran = 0;
   for (std::uint64_t i = 0; i < count; ++i) {
     const std::uint64_t seed = only ? *only : i + 1;

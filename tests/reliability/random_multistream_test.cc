@@ -8,7 +8,8 @@
 //   - per stream, a sequence number per stamped operation and the position of every other stream
 //     it is ordered after (a vector clock: Device::record captures the stream's position and what
 //     it is ordered after, Device::wait merges that in; an eager use of another stream's buffer
-//     orders that buffer's owner after the use, as graphcap hands the buffer back);
+//     orders that buffer's owner after the use, as graphcap hands the buffer back; a completed
+//     sync or read orders every stream after its stream's work): tests/support/order_model.h;
 //   - per buffer, its bytes (which elements are known), the failure it carries, its writer with
 //     the write's and the writer's last use's sequence numbers, and the reads of other streams
 //     since. A read must be ordered after the write, a write after every use since it: otherwise
@@ -22,8 +23,8 @@
 //   - per recording (stream 0 only), what it recorded (in order, applied by each replay), its
 //     claims, its nodes with their dependencies (each stream's frontier, as the driver keeps
 //     them), its side streams, and whether it is doomed. end_capture refuses a doomed recording
-//     with doomed, side work not joined back with graph_state (the claims carry the refusal, the
-//     side streams' uses of its buffers are forgotten), and returns every side stream to
+//     with doomed, side work not joined back with graph_state (the claims carry the refusal, its
+//     uses are forgotten: each buffer has the users it had without them), and returns every side stream to
 //     no_capture; end or abort on a side stream is graph_state.
 // Every call's result must be the model's (success or the exact Errc), and every read must return
 // exactly the known bytes. Allocations and host writes are not issued while a recording is open
@@ -58,15 +59,9 @@
 #include <graphcap/graphcap.h>
 
 #include "device_fixture.h"
+#include "model/runner.h"
 #include "kernels/test_kernels.h"
-
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define GRAPHCAP_RANDOM_UNDER_SANITIZER 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define GRAPHCAP_RANDOM_UNDER_SANITIZER 1
-#endif
-#endif
+#include "order_model.h"
 
 namespace graphcap::testing {
 namespace {
@@ -78,13 +73,9 @@ constexpr int kEvents = 3;
 constexpr int kStepsPerSequence = 60;
 constexpr std::uint32_t kN = 64;  // elements (u32) of every buffer
 
-#ifdef GRAPHCAP_RANDOM_UNDER_SANITIZER
-constexpr std::uint64_t kDefaultSequences = 600;
-#else
-constexpr std::uint64_t kDefaultSequences = 3000;
-#endif
+constexpr model::SequenceCounts kCounts{.fake = 3000, .sanitizer = 600, .gpu = 3000};  // fake only
 
-using Clock = std::array<std::uint64_t, kStreams>;  // per other stream: the position ordered after
+using Clock = StreamOrder<kStreams>::Clock;  // per other stream: the position ordered after
 
 // One operation on whole buffers, by model buffer id.
 struct Op {
@@ -107,30 +98,22 @@ const char* kind_name(Op::Kind kind) {
   return "?";
 }
 
-struct ModelBuffer {
+// The ordering rule's bookkeeping (memory::BufferState's) is its BufferUsage.
+struct ModelBuffer : BufferUsage {
   int owner = 0;
   Values bytes;
   std::vector<bool> known;
   std::optional<Errc> failure;
   bool live = true;
   Buffer handle;
-  // The ordering rule's bookkeeping (memory::BufferState's).
-  int writer = 0;
-  std::uint64_t write_seq = 0;
-  std::uint64_t use_seq = 0;
-  std::map<int, std::uint64_t> readers;  // other streams' reads since the write
 };
 
-struct ModelStream {
+// Its order (StreamOrder): a wait recorded into a recording (a fork, a join) orders the graph,
+// not eager work.
+struct ModelStream : StreamOrder<kStreams> {
   CaptureState state = CaptureState::no_capture;
   bool side = false;  // forked into the open recording
   Stream* handle = nullptr;
-  std::uint64_t seq = 0;
-  Clock clock{};
-  // A wait recorded into a recording (a fork, a join) orders the graph, not eager work: what this
-  // stream is ordered after inside recording `recorded_of` only (issue 21).
-  std::uint64_t recorded_of = 0;
-  Clock recorded_clock{};
 };
 
 struct ModelEvent {
@@ -153,6 +136,7 @@ struct ModelRecording {
   bool doomed = false;
   std::vector<int> claims;
   std::set<int> buffers;  // every buffer an operation of it used (reads and writes)
+  std::map<int, BufferUsage> before;  // per buffer it used: the usage without its uses
   std::vector<Op> ops;
   std::vector<Node> nodes;
   std::map<int, std::vector<std::size_t>> frontier;
@@ -279,64 +263,35 @@ class Sequence {
     }
   }
 
-  // ---- the ordering rule ----------------------------------------------------------------------
-  bool ordered(int s, int other, std::uint64_t seq) const {
-    const ModelStream& stream = streams_[s];
-    const auto at = static_cast<std::size_t>(other);
-    if (other == s || seq == 0 || stream.clock[at] >= seq) return true;
-    return in_recording(s) && stream.recorded_of == recording_.id &&
-           stream.recorded_clock[at] >= seq;
-  }
+  // ---- the ordering rule (tests/support/order_model.h) -----------------------------------------
+  std::uint64_t recording_of(int s) const { return in_recording(s) ? recording_.id : 0; }
 
   // Device::check_buffer: may stream `s` use buffer `b` now (writing it when `writes`)?
   bool may_use(int s, int b, bool writes) {
     const ModelBuffer& buffer = buf(b);
-    if (!(buffer.writer == s && (!writes || buffer.readers.empty()))) {
-      if (buffer.writer != s &&
-          !ordered(s, buffer.writer, writes ? buffer.use_seq : buffer.write_seq)) {
-        return false;
-      }
-      if (writes) {
-        for (const auto& [reader, seq] : buffer.readers) {
-          if (reader != s && !ordered(s, reader, seq)) return false;
-        }
-      }
+    if (!ordered_for_use(streams_[s], s, buffer, writes, recording_of(s), completed_)) {
+      return false;
     }
     // An eager use of a buffer whose owner is in the recording could not be handed back.
     return !(buffer.owner != s && in_recording(buffer.owner) && !in_recording(s));
   }
 
-  // memory::BufferState::used_by.
+  // memory::BufferState::used_by (a recorded use is the recording's: a refusal forgets it).
   void stamp(int s, int b, bool writes, std::uint64_t seq) {
-    ModelBuffer& buffer = buf(b);
-    if (buffer.writer == s) {
-      buffer.use_seq = seq;
-      if (writes) {
-        buffer.write_seq = seq;
-        buffer.readers.clear();
-      }
-      return;
+    if (in_recording(s)) {
+      recording_.before.try_emplace(b, static_cast<const BufferUsage&>(buf(b)));
+    } else if (auto before = recording_.before.find(b); before != recording_.before.end()) {
+      graphcap::testing::stamp(before->second, s, writes, seq);
     }
-    if (writes) {
-      buffer.readers.clear();
-      buffer.writer = s;
-      buffer.write_seq = buffer.use_seq = seq;
-      return;
-    }
-    buffer.readers[s] = seq;
+    graphcap::testing::stamp(buf(b), s, writes, seq);
   }
 
   void merge(int s, int other, std::uint64_t seq, bool recorded = false) {
-    if (other == s) return;
-    ModelStream& stream = streams_[s];
-    if (recorded && stream.recorded_of != recording_.id) {
-      stream.recorded_of = recording_.id;
-      stream.recorded_clock = stream.clock;
-    }
-    Clock& clock = recorded ? stream.recorded_clock : stream.clock;
-    std::uint64_t& at = clock[static_cast<std::size_t>(other)];
-    at = std::max(at, seq);
+    graphcap::testing::merge(streams_[s], s, other, seq, recorded ? recording_.id : 0);
   }
+
+  // A host sync of stream `s` completed: every stream is ordered after what it covers.
+  void completed(int s) { complete(completed_, streams_[s], s); }
 
   void apply(const Op& op) {
     ModelBuffer& dst = buf(op.dst);
@@ -490,7 +445,7 @@ class Sequence {
     event.recorded = true;
     event.stream = s;
     event.seq = streams_[s].seq;
-    event.clock = streams_[s].clock;
+    event.clock = current_clock(streams_[s], recording_of(s));
     event.recording = in_recording(s) ? recording_.id : 0;
     event.nodes = in_recording(s) ? recording_.frontier[s] : std::vector<std::size_t>{};
   }
@@ -588,9 +543,12 @@ class Sequence {
     if (refusal) {
       for (int b : recording_.claims) buf(b).failure = *refusal;
     }
-    // The side streams' uses were recorded, not run (a graph runs on stream 0; a refused one
-    // never runs): they become stream 0's, at its position at the close.
-    if (!sides.empty()) {
+    // The uses were recorded, not run: a refused recording's never run (each buffer has the
+    // users it had without them); a graph runs on stream 0, so its side streams' uses become
+    // stream 0's, at its position at the close.
+    if (refusal) {
+      for (const auto& [b, before] : recording_.before) static_cast<BufferUsage&>(buf(b)) = before;
+    } else if (!sides.empty()) {
       for (int b : recording_.buffers) {
         ModelBuffer& buffer = buf(b);
         for (int side : sides) buffer.readers.erase(side);
@@ -687,8 +645,12 @@ class Sequence {
     }
     expect(read, expected, what);
     if (expected) return;
-    if (buffer.owner == s) stamp(s, b, false, ++streams_[s].seq);
+    // Past the failure check a read is an operation of its stream (its staging's use); a read
+    // of the stream's own buffer is stamped on it.
+    const std::uint64_t seq = ++streams_[s].seq;
+    if (buffer.owner == s) stamp(s, b, false, seq);
     if (!read) return;
+    completed(s);  // it waited for its stream
     const Values got = to_u32(*read);
     for (std::uint32_t i = 0; i < kN; ++i) {
       if (buffer.known[i]) ++outcomes()["read: elements compared with the model"];
@@ -704,6 +666,7 @@ class Sequence {
     log_ << "sync(stream " << s << ")";
     expect(device_->sync(*streams_[s].handle),
            recording_open() ? std::optional<Errc>(Errc::graph_state) : std::nullopt, "sync");
+    if (!recording_open()) completed(s);
   }
 
   void do_drop(int b) {
@@ -796,6 +759,7 @@ class Sequence {
   std::unique_ptr<Device> device_;
   Kernel add_one_, fill_, copy_;
   ModelStream streams_[kStreams];
+  Clock completed_{};  // what completed host syncs saw finish (every stream is ordered after)
   std::array<ModelEvent, kEvents> events_;
   std::vector<ModelBuffer> buffers_;
   std::vector<ModelGraph> graphs_;
@@ -805,16 +769,9 @@ class Sequence {
   std::string divergence_;
 };
 
-std::optional<std::uint64_t> env_number(const char* name) {
-  const char* text = std::getenv(name);
-  if (text == nullptr || *text == '\0') return std::nullopt;
-  return std::strtoull(text, nullptr, 0);
-}
-
 TEST(RandomMultiStreamLifecycles, EverySequenceFollowsTheModel) {
-  const std::optional<std::uint64_t> only = env_number("GRAPHCAP_SEED");
-  const std::uint64_t count =
-      only ? 1 : env_number("GRAPHCAP_RANDOM_SEQUENCES").value_or(kDefaultSequences);
+  const std::optional<std::uint64_t> only = model::env_number("GRAPHCAP_SEED");
+  const std::uint64_t count = model::sequence_count(true, kCounts);
   std::uint64_t ran = 0;
   for (std::uint64_t i = 0; i < count; ++i) {
     const std::uint64_t seed = only ? *only : i + 1;

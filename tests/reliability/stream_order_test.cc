@@ -1,8 +1,9 @@
 // Random work on three streams with events, against a host model of the rule of
 // docs/capture-lifecycle.md ("Buffers on several streams"): a read must be ordered after the
 // buffer's last write on another stream, a write after every use on other streams since that
-// write; order comes from events (transitively) and from graphcap handing a borrowed buffer back
-// to its owner. For every operation graphcap must refuse exactly what the model can't prove
+// write; order comes from events (transitively), from completed host syncs (a sync or a read
+// orders every stream after the synced stream's work and what it was ordered after) and from
+// graphcap handing a borrowed buffer back to its owner. For every operation graphcap must refuse exactly what the model can't prove
 // ordered (invalid_argument, nothing run), and every read must return the model's bytes.
 #include <array>
 #include <cstdio>
@@ -65,7 +66,14 @@ class StreamOrderTest : public DeviceFixture, public ::testing::WithParamInterfa
   }
 
   bool ordered(int s, int other, std::uint64_t count) const {
-    return s == other || count == 0 || after_[s][other] >= count;
+    return s == other || count == 0 || after_[s][other] >= count || completed_[other] >= count;
+  }
+  // A host sync of `s` returned: its work so far, and what it was ordered after, has finished.
+  void synced(int s) {
+    completed_[s] = std::max(completed_[s], count_[s]);
+    for (int t = 0; t < kStreams; ++t) {
+      if (t != s) completed_[t] = std::max(completed_[t], after_[s][t]);
+    }
   }
   bool may_read(int s, const ModelBuffer& b) const {
     return b.writer == s || ordered(s, b.writer, b.write_count);
@@ -112,7 +120,7 @@ class StreamOrderTest : public DeviceFixture, public ::testing::WithParamInterfa
     for (int step = 0; step < steps; ++step) {
       const int s = pick(kStreams);
       Stream& on = *streams_[s];
-      const int kind = pick(6);
+      const int kind = pick(7);
       if (kind == 0) {  // record
         const int e = pick(kEvents);
         trail << "record(e" << e << ", s" << s << ") ";
@@ -166,7 +174,7 @@ class StreamOrderTest : public DeviceFixture, public ::testing::WithParamInterfa
         const std::uint64_t count = ++count_[s];
         used(s, src, false, count);
         used(s, dst, true, count);
-      } else {  // read
+      } else if (kind == 5) {  // read
         ModelBuffer& b = buffers[static_cast<std::size_t>(pick(kBuffers))];
         trail << "read(b" << (&b - buffers.data()) << ", s" << s << ") ";
         Result<std::vector<std::byte>> bytes = device_->read(b.handle, on);
@@ -181,6 +189,11 @@ class StreamOrderTest : public DeviceFixture, public ::testing::WithParamInterfa
         // A read of another stream's buffer is complete when it returns: graphcap stamps it
         // only on the owner.
         if (b.owner == s) used(s, b, false, count);
+        synced(s);  // the read waited for its stream
+      } else {  // sync
+        trail << "sync(s" << s << ") ";
+        ASSERT_THAT(device_->sync(on), IsOk()) << trail.str();
+        synced(s);
       }
     }
   }
@@ -199,6 +212,7 @@ class StreamOrderTest : public DeviceFixture, public ::testing::WithParamInterfa
   std::vector<Event> events_;
   std::array<Clock, kStreams> after_{};
   std::array<std::uint64_t, kStreams> count_{};
+  Clock completed_{};  // per stream: how far the host has seen it finish
 };
 
 TEST_P(StreamOrderTest, RefusesExactlyWhatIsNotOrderedAndReadsTheModelsBytes) {

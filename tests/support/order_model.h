@@ -4,9 +4,11 @@
 // streams since that write. Per stream, its operation count and a vector clock of the other
 // streams' positions it is ordered after (Device::record captures it, Device::wait merges it in),
 // with a second clock for the order a wait recorded into a recording gives (it orders that
-// recording's operations, never eager work); per buffer, what memory::BufferState keeps: its
-// writer, that write's and the writer's last use's operation numbers, other streams' reads since.
-// random_multistream_test.cc keeps its own copy of these rules.
+// recording's operations, never eager work; an event carries the clock that orders its stream's
+// work now, so order passes through every event); per device, the positions completed host syncs
+// saw finish (every stream is ordered after them); per buffer, what memory::BufferState keeps:
+// its writer, that write's and the writer's last use's operation numbers, other streams' reads
+// since.
 #pragma once
 
 #include <algorithm>
@@ -33,29 +35,50 @@ struct BufferUsage {
   std::map<int, std::uint64_t> readers;  // other streams' reads since the write
 };
 
+// What orders the work stream `order` enqueues now, in `recording` (0: none): what an event
+// recorded now carries.
+template <std::size_t Streams>
+const typename StreamOrder<Streams>::Clock& current_clock(const StreamOrder<Streams>& order,
+                                                          std::uint64_t recording) {
+  return recording != 0 && order.recorded_of == recording ? order.recorded_clock : order.clock;
+}
+
+// A host sync of stream `s` (with `order`) completed: its work so far and what it was ordered
+// after have finished.
+template <std::size_t Streams>
+void complete(typename StreamOrder<Streams>::Clock& completed, const StreamOrder<Streams>& order,
+              int s) {
+  for (std::size_t t = 0; t < Streams; ++t) {
+    completed[t] = std::max(completed[t], static_cast<int>(t) == s ? order.seq : order.clock[t]);
+  }
+}
+
 // Whether stream `s` is ordered after operation `seq` of stream `other`; `recording` is the
-// recording `s` records into now (0: none), whose recorded order counts too.
+// recording `s` records into now (0: none), whose recorded order counts too; `completed`: what
+// completed host syncs saw finish.
 template <std::size_t Streams>
 bool ordered(const StreamOrder<Streams>& order, int s, int other, std::uint64_t seq,
-             std::uint64_t recording) {
+             std::uint64_t recording, const typename StreamOrder<Streams>::Clock& completed) {
   const auto at = static_cast<std::size_t>(other);
-  if (other == s || seq == 0 || order.clock[at] >= seq) return true;
-  return recording != 0 && order.recorded_of == recording && order.recorded_clock[at] >= seq;
+  if (other == s || seq == 0 || completed[at] >= seq) return true;
+  return current_clock(order, recording)[at] >= seq;
 }
 
 // The order part of Device::check_buffer: may stream `s` use a buffer with `usage` now (writing it
 // when `writes`)?
 template <std::size_t Streams>
 bool ordered_for_use(const StreamOrder<Streams>& order, int s, const BufferUsage& usage,
-                     bool writes, std::uint64_t recording) {
+                     bool writes, std::uint64_t recording,
+                     const typename StreamOrder<Streams>::Clock& completed) {
   if (usage.writer == s && (!writes || usage.readers.empty())) return true;
   if (usage.writer != s &&
-      !ordered(order, s, usage.writer, writes ? usage.use_seq : usage.write_seq, recording)) {
+      !ordered(order, s, usage.writer, writes ? usage.use_seq : usage.write_seq, recording,
+               completed)) {
     return false;
   }
   if (writes) {
     for (const auto& [reader, seq] : usage.readers) {
-      if (reader != s && !ordered(order, s, reader, seq, recording)) return false;
+      if (reader != s && !ordered(order, s, reader, seq, recording, completed)) return false;
     }
   }
   return true;

@@ -151,6 +151,8 @@ void merge_same(Harness& h, Symbol& into, std::uintptr_t handle) {
       continue;
     }
     into.uses.insert(other.uses.begin(), other.uses.end());
+    into.writes.insert(other.writes.begin(), other.writes.end());
+    into.racy_writes.insert(other.racy_writes.begin(), other.racy_writes.end());
     for (const auto& loop : other.loops) {
       if (std::find(into.loops.begin(), into.loops.end(), loop) == into.loops.end()) {
         into.loops.push_back(loop);
@@ -178,7 +180,28 @@ void merge_same(Harness& h, Symbol& into, std::uintptr_t handle) {
     if (auto target = h.capture_target.find(id); target != h.capture_target.end()) {
       builds = builds || building(target->second);
     }
-    if (builds) into.uses.insert(uses.begin(), uses.end());
+    if (!builds) continue;
+    into.uses.insert(uses.begin(), uses.end());
+    const std::set<std::string>& writes = h.capture_writes[id];
+    const std::set<std::string>& racy = h.capture_racy[id];
+    into.writes.insert(writes.begin(), writes.end());
+    into.racy_writes.insert(racy.begin(), racy.end());
+  }
+}
+
+// Skip while a capture records into a body of one of `graph`'s conditional nodes: the body is
+// the node's, so instantiating or destroying the graph would use or free a graph a capture is
+// building (not defined; on the fake, a capture whose graph was destroyed with its parent made
+// the harness's next look at the stream throw).
+void need_no_body_capture(Harness& h, const Symbol& graph) {
+  auto in_bodies = [&](const std::string& target) {
+    return std::find(graph.bodies.begin(), graph.bodies.end(), target) != graph.bodies.end();
+  };
+  for (const auto& [id, target] : h.capture_target) {
+    if (in_bodies(target)) throw Skip{};
+  }
+  for (const auto& [stream, target] : h.pending_target) {
+    if (in_bodies(target)) throw Skip{};
   }
 }
 
@@ -198,16 +221,7 @@ void need_instantiable(Harness& h, const Symbol& graph) {
     const Symbol* b = h.find(body);
     if (b == nullptr || !b->terminates) throw Skip{};
   }
-  for (const auto& [id, target] : h.capture_target) {
-    if (std::find(graph.bodies.begin(), graph.bodies.end(), target) != graph.bodies.end()) {
-      throw Skip{};
-    }
-  }
-  for (const auto& [stream, target] : h.pending_target) {
-    if (std::find(graph.bodies.begin(), graph.bodies.end(), target) != graph.bodies.end()) {
-      throw Skip{};
-    }
-  }
+  need_no_body_capture(h, graph);
 }
 
 // The kernel arguments of a launch (or of a kernel node's new parameters), from `a`: fills the
@@ -215,6 +229,7 @@ void need_instantiable(Harness& h, const Symbol& graph) {
 // the buffers and the module used. Returns false for a kernel the generator never launches.
 struct KernelArgs {
   std::vector<std::string> uses;
+  std::vector<std::string> writes;  // the buffers it writes (the others it reads)
   std::vector<void*> params;
   CUdeviceptr pointers[4] = {};
   std::uint32_t values[4] = {};
@@ -320,6 +335,9 @@ void kernel_args(Args& a, const Symbol& function, KernelArgs* k) {
   } else {
     throw Skip{};  // countdown: a WHILE body that could loop forever is never made
   }
+  // Each test kernel writes its last buffer argument (add_one, copy, pdl_add_one: dst; axpy: out).
+  std::vector<std::string> buffers(k->uses.begin(), k->uses.end());
+  if (!buffers.empty()) k->writes.push_back(buffers.back());
   k->uses.push_back(function.module);
 }
 
@@ -553,6 +571,12 @@ RUN(cuStreamWaitEvent) {
   if (r == CUDA_SUCCESS && captured && (flags & CU_EVENT_WAIT_EXTERNAL) != 0) {
     a.h().commit(name, {event_name});  // an external wait node names the event
   }
+  if (r == CUDA_SUCCESS && event.captured_record) {  // a fork or a join inside a capture
+    Symbol& s = a.h().need(name, Kind::stream);
+    for (const auto& [lane, seq] : *event.captured_record) {
+      s.captured_clock[lane] = std::max(s.captured_clock[lane], seq);
+    }
+  }
   if (r == CUDA_SUCCESS && !captured && event.recorded) {
     Symbol& s = a.h().need(name, Kind::stream);
     for (const auto& [other, seq] : *event.recorded) s.clock[other] = std::max(s.clock[other], seq);
@@ -580,10 +604,14 @@ RUN(cuStreamEndCapture) {
     if (auto uses = a.h().capture_uses.find(id); uses != a.h().capture_uses.end()) {
       g.uses = uses->second;
     }
+    g.writes = a.h().capture_writes[id];
+    g.racy_writes = a.h().capture_racy[id];
     merge_same(a.h(), g, g.value);
     if (auto target = a.h().capture_target.find(id); target != a.h().capture_target.end()) {
       if (Symbol* t = const_cast<Symbol*>(a.h().find(target->second)); t != nullptr) {
         t->uses.insert(g.uses.begin(), g.uses.end());
+        t->writes.insert(g.writes.begin(), g.writes.end());
+        t->racy_writes.insert(g.racy_writes.begin(), g.racy_writes.end());
         g.terminates = t->terminates;
         if (!t->owner.empty()) {
           g.owner = t->owner;
@@ -591,7 +619,10 @@ RUN(cuStreamEndCapture) {
           if (const Symbol* owner = a.h().find(t->owner)) {
             for (const std::string& other : a.h().live(Kind::graph)) {
               Symbol& holder = a.h().need(other, Kind::graph);
-              if (holder.value == owner->value) holder.uses.insert(g.uses.begin(), g.uses.end());
+              if (holder.value != owner->value) continue;
+              holder.uses.insert(g.uses.begin(), g.uses.end());
+              holder.writes.insert(g.writes.begin(), g.writes.end());
+              holder.racy_writes.insert(g.racy_writes.begin(), g.racy_writes.end());
             }
           }
           if (auto handle = a.h().body_handle.find(target->second);
@@ -680,8 +711,10 @@ RUN(cuEventRecord) {
     a.h().commit(name, {});
     if (captured) {
       event.recorded.reset();
+      event.captured_record = a.h().need(name, Kind::stream).captured_clock;
     } else {
       event.recorded = a.h().stream_clock(name);
+      event.captured_record.reset();
     }
   }
   return r;
@@ -897,10 +930,11 @@ RUN(cuMemFreeHost) {
 // The stream-ordered copies and fills share one shape: check, call, commit.
 template <class Call>
 CUresult ordered(Args& a, const std::string& stream, const std::vector<std::string>& uses,
-                 Call&& call) {
+                 const std::vector<std::string>& writes, Call&& call) {
+  if (a.h().capturing(stream)) a.h().need_allocation_in_scope(a.h().capture_of(stream), uses);
   a.h().access(stream, uses);
   const CUresult r = call();
-  if (r == CUDA_SUCCESS) a.h().commit(stream, uses);
+  if (r == CUDA_SUCCESS) a.h().commit(stream, uses, writes);
   return r;
 }
 
@@ -914,7 +948,7 @@ RUN(cuMemcpyHtoDAsync) {
   std::string dst_name, src_name;
   const CUdeviceptr dst = places.device(bytes, &dst_name);
   const void* src = places.host(bytes, &src_name);
-  return ordered(a, stream_name, {dst_name, src_name},
+  return ordered(a, stream_name, {dst_name, src_name}, {dst_name},
                  [&] { return a.h().driver().cuMemcpyHtoDAsync(dst, src, bytes, stream); });
 }
 
@@ -928,7 +962,7 @@ RUN(cuMemcpyDtoHAsync) {
   std::string dst_name, src_name;
   void* dst = places.host(bytes, &dst_name);
   const CUdeviceptr src = places.device(bytes, &src_name);
-  return ordered(a, stream_name, {dst_name, src_name},
+  return ordered(a, stream_name, {dst_name, src_name}, {dst_name},
                  [&] { return a.h().driver().cuMemcpyDtoHAsync(dst, src, bytes, stream); });
 }
 
@@ -943,7 +977,7 @@ RUN(cuMemcpyDtoDAsync) {
   const CUdeviceptr dst = places.device(bytes, &dst_name);
   const CUdeviceptr src = places.device(bytes, &src_name);
   if (dst_name == src_name) throw Skip{};  // overlapping copies are undefined
-  return ordered(a, stream_name, {dst_name, src_name},
+  return ordered(a, stream_name, {dst_name, src_name}, {dst_name},
                  [&] { return a.h().driver().cuMemcpyDtoDAsync(dst, src, bytes, stream); });
 }
 
@@ -957,9 +991,13 @@ RUN(cuMemsetD8Async) {
   Args places(a.h(), sub);
   std::string dst_name;
   const CUdeviceptr dst = places.device(count, &dst_name);
-  return ordered(a, stream_name, {dst_name}, [&] {
+  const bool whole = !a.h().capturing(stream_name) && place == dst_name &&
+                     count == a.h().find(dst_name)->bytes;
+  const CUresult r = ordered(a, stream_name, {dst_name}, {dst_name}, [&] {
     return a.h().driver().cuMemsetD8Async(dst, static_cast<unsigned char>(value), count, stream);
   });
+  if (r == CUDA_SUCCESS && whole) a.h().overwritten(dst_name);
+  return r;
 }
 
 RUN(cuMemsetD32Async) {
@@ -972,8 +1010,13 @@ RUN(cuMemsetD32Async) {
   Args places(a.h(), sub);
   std::string dst_name;
   const CUdeviceptr dst = places.device(count * 4, &dst_name);
-  return ordered(a, stream_name, {dst_name},
-                 [&] { return a.h().driver().cuMemsetD32Async(dst, value, count, stream); });
+  const bool whole = !a.h().capturing(stream_name) && place == dst_name &&
+                     count * 4 == a.h().find(dst_name)->bytes;
+  const CUresult r = ordered(a, stream_name, {dst_name}, {dst_name}, [&] {
+    return a.h().driver().cuMemsetD32Async(dst, value, count, stream);
+  });
+  if (r == CUDA_SUCCESS && whole) a.h().overwritten(dst_name);
+  return r;
 }
 
 RUN(cuModuleLoadData) {
@@ -1063,7 +1106,7 @@ RUN(cuLaunchKernel) {
     // Nothing that could fail (and so invalidate a body's capture): a shape within the limits.
     if (grid == 0 || grid > 64 || block == 0 || block > 1024 || shared != 0) throw Skip{};
   }
-  const CUresult r = ordered(a, stream_name, k.uses, [&] {
+  const CUresult r = ordered(a, stream_name, k.uses, k.writes, [&] {
     return a.h().driver().cuLaunchKernel(reinterpret_cast<CUfunction>(function.value), grid, 1, 1,
                                          block, 1, 1, shared, stream, k.params.data(), nullptr);
   });
@@ -1117,7 +1160,7 @@ RUN(cuLaunchKernelEx) {
   config.hStream = stream;
   config.attrs = count > 0 ? attributes : nullptr;
   config.numAttrs = count;
-  const CUresult r = ordered(a, stream_name, k.uses, [&] {
+  const CUresult r = ordered(a, stream_name, k.uses, k.writes, [&] {
     return a.h().driver().cuLaunchKernelEx(&config, reinterpret_cast<CUfunction>(function.value),
                                            k.params.data(), nullptr);
   });
@@ -1183,6 +1226,8 @@ RUN(cuGraphInstantiateWithFlags) {
   if (r == CUDA_SUCCESS && exec != nullptr) {
     Symbol& x = a.h().bind(name, Kind::exec, reinterpret_cast<std::uintptr_t>(exec));
     x.uses = g.uses;
+    x.writes = g.writes;
+    x.racy_writes = g.racy_writes;
     x.loops = g.loops;
     x.source = graph_name;
   }
@@ -1225,6 +1270,8 @@ RUN(cuGraphInstantiateWithParams) {
   if (r == CUDA_SUCCESS && exec != nullptr) {
     Symbol& x = a.h().bind(name, Kind::exec, reinterpret_cast<std::uintptr_t>(exec));
     x.uses = g.uses;
+    x.writes = g.writes;
+    x.racy_writes = g.racy_writes;
     x.loops = g.loops;
     x.source = graph_name;
   }
@@ -1305,7 +1352,15 @@ RUN(cuGraphLaunch) {
         if (s != nullptr && s->graph_alloc) s->live = s->launched = true;
       }
     }
-    a.h().commit(stream_name, captured ? checked : uses);
+    const std::vector<std::string> writes(x.writes.begin(), x.writes.end());
+    if (captured) {
+      std::set<std::string>& racy = a.h().capture_racy[a.h().capture_of(stream_name)];
+      racy.insert(x.racy_writes.begin(), x.racy_writes.end());
+      a.h().commit(stream_name, checked, writes);
+    } else {
+      a.h().commit(stream_name, uses, writes);
+      a.h().launched(x);
+    }
   }
   return r;
 }
@@ -1331,6 +1386,8 @@ RUN(cuGraphExecUpdate) {
   if (r == CUDA_SUCCESS) {
     Symbol& x = a.h().need(exec_name, Kind::exec);
     x.uses.insert(g.uses.begin(), g.uses.end());
+    x.writes.insert(g.writes.begin(), g.writes.end());
+    x.racy_writes.insert(g.racy_writes.begin(), g.racy_writes.end());
     x.loops = g.loops;
   }
   return r;
@@ -1340,6 +1397,9 @@ RUN(cuGraphDestroy) {
   const std::string name = a.name();
   Symbol& g = a.h().need(name, Kind::graph);
   if (!g.owner.empty()) throw Skip{};  // a conditional node's body belongs to the node
+  Symbol merged = g;
+  merge_same(a.h(), merged, g.value);
+  need_no_body_capture(a.h(), merged);
   const std::uintptr_t handle = g.value;
   const CUresult r = a.h().driver().cuGraphDestroy(reinterpret_cast<CUgraph>(handle));
   if (r == CUDA_SUCCESS) a.h().kill_graph(handle);
@@ -1400,6 +1460,7 @@ RUN(cuGraphExecKernelNodeSetParams) {
   params.blockDimY = params.blockDimZ = 1;
   KernelArgs k;
   kernel_args(a, function, &k);
+  a.h().need_allocation_in_scope(0, k.uses);
   // A programmatic node keeps its edge: only a kernel that waits for its predecessor is defined
   // there.
   if (const Symbol* source = a.h().find(x.source);
@@ -1413,6 +1474,7 @@ RUN(cuGraphExecKernelNodeSetParams) {
   if (r == CUDA_SUCCESS) {
     Symbol& changed = a.h().need(exec_name, Kind::exec);
     changed.uses.insert(k.uses.begin(), k.uses.end());
+    changed.writes.insert(k.writes.begin(), k.writes.end());
   }
   return r;
 }
@@ -1474,8 +1536,13 @@ RUN(cuStreamUpdateCaptureDependencies) {
   std::vector<CUgraphNode> deps = a.nodes();
   const unsigned flags = a.u();
   guard_body(a.h(), name);
-  return a.h().driver().cuStreamUpdateCaptureDependencies(stream, deps.data(), nullptr,
-                                                          deps.size(), flags);
+  const CUresult r = a.h().driver().cuStreamUpdateCaptureDependencies(stream, deps.data(), nullptr,
+                                                                      deps.size(), flags);
+  // Set to none: what the stream captures next is ordered after nothing captured before.
+  if (r == CUDA_SUCCESS && flags == CU_STREAM_SET_CAPTURE_DEPENDENCIES && deps.empty()) {
+    a.h().new_lane(name);
+  }
+  return r;
 }
 
 RUN(cuStreamBeginCaptureToGraph) {

@@ -34,8 +34,8 @@ void Worker::run(const std::function<void()>& task) {
 }
 
 std::span<Worker> workers() {
-  static Worker* pool = new Worker[2];  // never destroyed: programs may run until exit
-  return {pool, 2};
+  static Worker* pool = new Worker[kThreads];  // never destroyed: programs may run until exit
+  return {pool, kThreads};
 }
 
 namespace {
@@ -235,6 +235,17 @@ std::uint64_t Harness::capture_of(const std::string& stream) const {
   return s == nullptr || !capturing(stream) ? 0 : s->capture;
 }
 
+void Harness::need_allocation_in_scope(std::uint64_t capture,
+                                       const std::vector<std::string>& uses) const {
+  for (const std::string& use : uses) {
+    const Symbol* s = find(use);
+    if (s != nullptr && s->kind == Kind::buffer && s->graph_alloc && !s->launched &&
+        s->capture != capture) {
+      throw Skip{};
+    }
+  }
+}
+
 void Harness::access(const std::string& stream, const std::vector<std::string>& uses) {
   if (capturing(stream)) return;  // recorded, not run
   const Clock clock = stream_clock(stream);
@@ -248,12 +259,16 @@ void Harness::access(const std::string& stream, const std::vector<std::string>& 
   }
 }
 
-void Harness::commit(const std::string& stream, const std::vector<std::string>& uses) {
+void Harness::commit(const std::string& stream, const std::vector<std::string>& uses,
+                     const std::optional<std::vector<std::string>>& writes) {
+  const std::vector<std::string>& written = writes ? *writes : uses;
   if (capturing(stream)) {
     const std::uint64_t id = capture_of(stream);
     capture_uses[id].insert(uses.begin(), uses.end());
+    captured_access(stream, uses, written);
     return;
   }
+  eager_access(uses, written);
   Symbol& s = symbols_.at(stream);
   ++s.seq;
   s.clock[stream] = s.seq;
@@ -291,7 +306,7 @@ Observation Harness::run(const Call& call) {
   thread = call.thread;
   bool skipped = false;
   CUresult code = CUDA_SUCCESS;
-  workers()[static_cast<std::size_t>(call.thread) % 2].run([&] {
+  workers()[static_cast<std::size_t>(call.thread) % kThreads].run([&] {
     try {
       code = run_call(*this, call);
     } catch (const Skip&) {
@@ -359,13 +374,26 @@ void Harness::observe_streams() {
       s.capture = id;
     } else {
       shown = status_letter(status);
-      if (status == CU_STREAM_CAPTURE_STATUS_NONE) s.capture = 0;
+      if (status == CU_STREAM_CAPTURE_STATUS_NONE) {
+        s.capture = 0;
+        s.lane.clear();
+        s.captured_seq = 0;
+        s.captured_clock.clear();
+      }
     }
     if (s.capture != 0) present.insert(s.capture);
     if (auto target = pending_target.find(name); target != pending_target.end()) {
       if (status == CU_STREAM_CAPTURE_STATUS_ACTIVE) {
         capture_target[s.capture] = target->second;
         capture_origin[s.capture] = name;
+        if (const Symbol* graph = find(target->second)) {
+          for (const std::string& use : graph->uses) {
+            const Symbol* b = find(use);
+            if (b != nullptr && b->kind != Kind::module && b->kind != Kind::event) {
+              capture_prior[s.capture].insert(use);
+            }
+          }
+        }
       }
       pending_target.erase(target);
     }
@@ -387,6 +415,14 @@ void Harness::observe_streams() {
   }
   for (auto it = capture_origin.begin(); it != capture_origin.end();) {
     it = present.count(it->first) != 0 ? std::next(it) : capture_origin.erase(it);
+  }
+  for (auto* per_capture : {&capture_racy, &capture_writes, &capture_prior}) {
+    for (auto it = per_capture->begin(); it != per_capture->end();) {
+      it = present.count(it->first) != 0 ? std::next(it) : per_capture->erase(it);
+    }
+  }
+  for (auto it = capture_accesses.begin(); it != capture_accesses.end();) {
+    it = present.count(it->first) != 0 ? std::next(it) : capture_accesses.erase(it);
   }
   // A graph's allocations exist only inside its capture and after a launch of it.
   for (auto& [name, symbol] : symbols_) {
@@ -465,7 +501,12 @@ void Harness::snapshot() {
       std::memcpy(words.data(), reinterpret_cast<const void*>(buffer.value), buffer.bytes);
     }
     std::string shown = copied || buffer.kind != Kind::buffer ? encode_words(words) : "unreadable";
-    if (shown != buffer.shown) {
+    if (buffer.racy) {
+      // Shown at every synchronisation whatever the bytes, so that what is shown does not
+      // depend on them; "~" as the last shown, so the first known bytes after are shown too.
+      detail += " ; " + name + "~=" + shown;
+      buffer.shown = "~";
+    } else if (shown != buffer.shown) {
       detail += " ; " + name + "=" + shown;
       buffer.shown = std::move(shown);
     }

@@ -1,5 +1,5 @@
 // The harness runs a program's calls on one driver and observes them. It owns the symbol table
-// (each symbolic handle of the program and the driver's handle behind it), two worker threads
+// (each symbolic handle of the program and the driver's handle behind it), four worker threads
 // (a call runs on the thread it names, one call at a time, so a program is deterministic), and
 // what it must know to keep the program defined on a real GPU whatever the driver answered:
 //   - a handle whose creation failed, or that was released, is not passed on: the call is
@@ -53,8 +53,11 @@ class Worker {
   std::thread thread_;
 };
 
-// The two worker threads of a process: reused by every program (a CUDA context per program would
-// cost more than the program).
+// The worker threads of a process (t0 to t3 of a program): reused by every program (a CUDA context
+// per program would cost more than the program). Calls run one at a time whichever thread makes
+// them, so a program with four threads is as deterministic as one with one; what differs is per
+// thread: the current context and the capture mode, which the harness sets on every worker.
+inline constexpr std::size_t kThreads = 4;
 std::span<Worker> workers();
 
 using Clock = std::map<std::string, std::uint64_t>;  // stream symbol -> its last op known done
@@ -80,13 +83,23 @@ struct Symbol {
   bool launched = false;     // a graph allocation a launch made (and nothing freed since)
   Use last;
   std::string shown;         // the bytes last observed
+  bool racy = false;         // its bytes are unpredictable (races.cc): observed as "b2~=..."
   // streams
   std::uint64_t seq = 0;
   Clock clock;
+  // ... and within the capture it is in: its lane (the stream's name, renamed when its
+  // dependencies are set anew), the lane's last captured op, what it is ordered after
+  std::string lane;
+  std::uint64_t captured_seq = 0;
+  Clock captured_clock;
   std::string status = "N";  // observed capture status: N, A<capture>/<deps>, I
   std::uint64_t capture = 0; // the driver's capture id while capturing
   // events
   std::optional<Clock> recorded;
+  std::optional<Clock> captured_record;  // a record in a capture: that capture's clock
+  // graphs and executables: the buffers their nodes write, and those some node of theirs writes
+  // (or reads from) unordered with another's (races.cc)
+  std::set<std::string> writes, racy_writes;
   // functions
   std::string module, kernel;
   // graphs and executables: what they use (buffers, modules), their WHILE bodies
@@ -144,7 +157,27 @@ class Harness {
   // A stream-ordered access by the call on `stream` (Skip if it could race); `commit` after
   // the call succeeded. Captured calls record the uses into the capture instead.
   void access(const std::string& stream, const std::vector<std::string>& uses);
-  void commit(const std::string& stream, const std::vector<std::string>& uses);
+  // A graph's allocation (a captured cuMemAllocAsync) is accessed by captured work (a copy, a
+  // fill, a kernel: nodes that dereference it) only inside the capture that made it, until a
+  // launch of its graph allocates it. CUDA's programming guide ("Graph memory nodes") makes an
+  // access outside the allocation's lifetime undefined, and a capture records a node without
+  // looking at its pointers; the H200's driver crashed (SIGSEGV) in a program whose second capture
+  // memset another capture's allocation and whose graph was then instantiated and uploaded
+  // (docs/conformance.md, "Generated programs"). Eager work is not held to it: the driver checks
+  // its pointers (1 on the H200), and neither is a free, which another graph may make.
+  // Skip for a use of such an allocation from any other capture (`capture`: 0 for none).
+  void need_allocation_in_scope(std::uint64_t capture, const std::vector<std::string>& uses) const;
+  // `writes`: the uses the call writes (all of them when not given).
+  void commit(const std::string& stream, const std::vector<std::string>& uses,
+              const std::optional<std::vector<std::string>>& writes = std::nullopt);
+  // Races (races.cc): a captured access by the call on `stream` against the capture's earlier
+  // ones; an eager one taints what it writes when it reads unpredictable bytes.
+  void captured_access(const std::string& stream, const std::vector<std::string>& uses,
+                       const std::vector<std::string>& writes);
+  void eager_access(const std::vector<std::string>& uses, const std::vector<std::string>& writes);
+  void launched(const Symbol& exec);       // an executable's racy writes are now unpredictable
+  void overwritten(const std::string& buffer);  // wholly written by one ordered op: known again
+  void new_lane(const std::string& stream);     // its capture dependencies were set to none
   void host_waited(const Clock& clock);
   Clock stream_clock(const std::string& stream);
   bool complete(const Symbol& used) const;
@@ -157,6 +190,15 @@ class Harness {
   std::map<std::uint64_t, std::string> capture_target;  // capture into an existing graph
   std::map<std::uint64_t, std::string> capture_origin;  // ... and the stream it began on
   std::map<std::uint64_t, std::set<std::string>> capture_borrowed;
+  // Per capture: each buffer's captured accesses (races.cc), what is racy and written so far, and
+  // for a capture into an existing graph the buffers the graph's nodes used before it began.
+  struct Access {
+    Use at;
+    bool write = false;
+    std::vector<std::string> outputs;  // what the op writes
+  };
+  std::map<std::uint64_t, std::map<std::string, std::vector<Access>>> capture_accesses;
+  std::map<std::uint64_t, std::set<std::string>> capture_racy, capture_writes, capture_prior;
   std::map<std::string, std::string> body_handle;  // WHILE body graph -> its handle
   std::map<std::string, std::string> pending_target;  // stream -> graph it began capturing into
   std::vector<std::string> pending_init;  // device buffers cuMemAlloc made: filled before use
@@ -166,7 +208,6 @@ class Harness {
   std::vector<std::string> observe_graphs;  // graphs whose nodes to observe after the call
   void graph_nodes(const std::string& graph, std::vector<CUgraphNode>* nodes);
   int thread = 0;                // of the call in progress
-  int modes_[2] = {0, 0};        // each worker's capture mode, as the harness last set or saw it
   int retained_ = 0;             // primary-context retains the program holds
 
  private:
@@ -183,6 +224,7 @@ class Harness {
   Clock host_;
   std::map<std::string, Symbol> symbols_;
   int next_order_ = 0;
+  int lanes_ = 0;  // lanes made by new_lane
   std::map<std::uint64_t, int> capture_numbers_;  // driver capture id -> symbolic number
   bool finished_ = false;
 };

@@ -4,6 +4,7 @@
 #include <ostream>
 #include <sstream>
 #include <cctype>
+#include <set>
 #include <stdexcept>
 
 #include <graphcap/driver/cuda_types.h>
@@ -70,6 +71,7 @@ std::vector<Trace> read_traces(std::istream& in, const std::string& source) {
         if (words[i] == "status") open->status = words[i + 1];
         if (words[i] == "differs") open->difference = words[i + 1];
         if (words[i] == "at") open->difference_at = std::stoull(words[i + 1]);
+        if (words[i] == "racy") open->racy = std::stoull(words[i + 1]);
       }
       if (words.size() > 1) open->index = std::stoull(words[1]);
       continue;
@@ -105,6 +107,7 @@ void write_trace(std::ostream& out, const Trace& trace) {
   if (!trace.difference.empty()) {
     out << " differs " << trace.difference << " at " << trace.difference_at;
   }
+  if (trace.racy != 0) out << " racy " << trace.racy;
   out << "\n";
   for (std::size_t i = 0; i < trace.calls.size(); ++i) {
     out << trace.calls[i].text();
@@ -134,11 +137,83 @@ std::string without_capture_numbers(const std::string& detail) {
   return out;
 }
 
+namespace {
+
+// A detail's parts: " ; s1:A1/0", " ; b2=7x64", ...
+std::vector<std::string> parts(const std::string& detail) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start < detail.size()) {
+    std::size_t next = detail.find(" ; ", start + 1);
+    if (next == std::string::npos) next = detail.size();
+    out.push_back(detail.substr(start, next - start));
+    start = next;
+  }
+  return out;
+}
+
+// The buffer a part shows ("b2" of " ; b2=7x64" and of " ; b2~=7x64"), "" for other parts.
+std::string buffer_of(const std::string& part) {
+  const std::size_t equals = part.find('=');
+  if (part.rfind(" ; ", 0) != 0 || equals == std::string::npos || part.size() < 5) return "";
+  const char kind = part[3];
+  if (kind != 'b' && kind != 'h' && kind != 'p') return "";
+  std::size_t end = 4;
+  while (end < part.size() && std::isdigit(static_cast<unsigned char>(part[end])) != 0) ++end;
+  if (end == 4 || (part[end] != '=' && part.compare(end, 2, "~=") != 0)) return "";
+  return part.substr(3, end - 3);
+}
+
+// The detail without the parts of buffers either side shows as racy; `racy_parts` gets them.
+std::string without_racy(const std::vector<std::string>& mine, const std::set<std::string>& racy,
+                         std::string* racy_parts) {
+  std::string out;
+  for (const std::string& part : mine) {
+    if (racy.count(buffer_of(part)) != 0) {
+      *racy_parts += part;
+    } else {
+      out += part;
+    }
+  }
+  return out;
+}
+
+struct Split {
+  std::string known_a, known_b, racy_a, racy_b;
+};
+
+Split split_racy(const Observation& a, const Observation& b) {
+  const std::vector<std::string> pa = parts(a.detail), pb = parts(b.detail);
+  std::set<std::string> racy;
+  for (const auto* side : {&pa, &pb}) {
+    for (const std::string& part : *side) {
+      if (part.find("~=") != std::string::npos && !buffer_of(part).empty()) {
+        racy.insert(buffer_of(part));
+      }
+    }
+  }
+  Split split;
+  split.known_a = without_racy(pa, racy, &split.racy_a);
+  split.known_b = without_racy(pb, racy, &split.racy_b);
+  return split;
+}
+
+}  // namespace
+
+bool racy_bytes_differ(const Observation& a, const Observation& b) {
+  if (a.detail == b.detail) return false;
+  const Split split = split_racy(a, b);
+  return split.racy_a != split.racy_b;
+}
+
 bool same_observation(const std::string& entry, const Observation& a, const Observation& b) {
   if (a.skipped != b.skipped) return false;
-  if (a.detail != b.detail &&
-      without_capture_numbers(a.detail) != without_capture_numbers(b.detail)) {
-    return false;
+  if (a.detail != b.detail) {
+    const Split split = split_racy(a, b);
+    if (split.known_a != split.known_b &&
+        without_capture_numbers(split.known_a) != without_capture_numbers(split.known_b)) {
+      return false;
+    }
   }
   if (a.code == b.code) return true;
   auto settled = [](int code) { return code == CUDA_SUCCESS || code == CUDA_ERROR_NOT_READY; };

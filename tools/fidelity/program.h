@@ -1,6 +1,6 @@
 // A generated driver-API program and its trace. A program is a list of calls, each an entry point
 // of entry_points.def with symbolic arguments (handles are names such as s1, b3, g2, so one
-// program runs on either driver) and the worker thread (t0, t1) that makes it. A trace is a
+// program runs on either driver) and the worker thread (t0 to t3) that makes it. A trace is a
 // program with one driver's observations of each call: the result code, then what changed
 // (capture status of each stream, node types of a graph that ended, the bytes of each buffer at a
 // synchronisation). The text form, one call per line, is what --record writes and --replay reads:
@@ -47,6 +47,9 @@ struct Trace {
   // Difference::kind() with spaces as '_'. Empty when they agree.
   std::string difference;
   std::size_t difference_at = 0;
+  // Calls whose unpredictable bytes (buffers the harness shows as racy, "b2~=...") differ from
+  // the fake's: counted, not compared.
+  std::size_t racy = 0;
   std::vector<Call> calls;
   std::vector<Observation> observations;  // one per call (fewer if the program did not finish)
 };
@@ -59,6 +62,9 @@ void write_trace(std::ostream& out, const Trace& trace);
 // not done yet answers CUDA_ERROR_NOT_READY on a GPU where the fake, whose device catches up when
 // asked, answers CUDA_SUCCESS. These two codes compare equal for them.
 bool timing_dependent(const std::string& entry);
+// Bytes of a buffer either side shows as racy ("b2~=...": written by work no order separates,
+// harness.h) are not compared, on both sides; racy_bytes_differ says whether they differ.
 bool same_observation(const std::string& entry, const Observation& a, const Observation& b);
+bool racy_bytes_differ(const Observation& a, const Observation& b);
 
 }  // namespace graphcap::fidelity

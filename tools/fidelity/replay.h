@@ -39,6 +39,11 @@ std::optional<Difference> first_difference(const std::vector<Call>& calls,
                                            const std::vector<Observation>& expected,
                                            const std::vector<Observation>& got);
 
+// How many calls show racy bytes (program.h) that differ: the kind "racy bytes", counted apart.
+std::size_t racy_differences(const std::vector<Call>& calls,
+                             const std::vector<Observation>& expected,
+                             const std::vector<Observation>& got);
+
 // Removes calls (delta debugging, then one at a time) while `still_shows` holds; at most
 // `budget` evaluations. Calls whose handles are gone become skips, so every candidate runs.
 std::vector<Call> shrink(std::vector<Call> calls,

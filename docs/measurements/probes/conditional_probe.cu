@@ -2,7 +2,7 @@
 // graphcap inserts them (docs/cuda-driver-facts.md, "Conditional nodes"). Not part of the build: run
 // on a GPU machine with
 //   nvcc -std=c++17 -arch=sm_90 -o /tmp/cond_probe docs/measurements/probes/conditional_probe.cu -lcuda
-//   for i in $(seq 0 9); do /tmp/cond_probe $i; done   (no argument: all in one process)
+//   for i in $(seq 0 18); do /tmp/cond_probe $i; done   (no argument: all in one process)
 // Each probe prints the driver's codes and the values read back; probes clean up after themselves.
 #include <cuda.h>
 #include <cuda_runtime.h>
@@ -676,6 +676,59 @@ void relaxed_body(bool body_first) {
 void p23_relaxed_body_first() { relaxed_body(true); }
 void p24_relaxed_outer_first() { relaxed_body(false); }
 
+// P25/P26: graphcap's case of an invalidated body: a RELAXED body (inside a GLOBAL capture) whose
+// own capture is invalidated by a failed launch on it (P25: a launch of 2048 threads per block)
+// or by a query of its own stream (P26: what the fault-injecting driver does after an injected
+// failure). Is the enclosing capture invalidated too? After the enclosing capture ends, does the
+// body block the thread's syncs, does a new capture on the origin work, and does destroying the
+// body's stream survive (it crashed for a GLOBAL body, P21)? The destroy comes last.
+void invalidated_relaxed_body(bool by_launch) {
+  std::printf("P%d relaxed body invalidated by %s; end the outer, capture again, destroy the body\n",
+              by_launch ? 25 : 26, by_launch ? "a failed launch" : "a query of its stream");
+  CUstream body2;
+  MUST(cuStreamCreate(&body2, CU_STREAM_NON_BLOCKING));
+  MUST(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  CUgraphConditionalHandle h;
+  CUgraph body;
+  CUgraphNode node;
+  MUST(insert_while(s, 0, 1, &h, &body, &node));
+  SHOW(cuStreamBeginCaptureToGraph(body2, body, nullptr, nullptr, 0, CU_STREAM_CAPTURE_MODE_RELAXED));
+  store<<<1, 1, 0, body2>>>(dev + 1, 1);
+  if (by_launch) {
+    store<<<1, 2048, 0, body2>>>(dev + 1, 2);
+    std::printf("  failed launch: cudaGetLastError %d\n", int(cudaGetLastError()));
+  } else {
+    SHOW(cuStreamQuery(body2));
+  }
+  CUstreamCaptureStatus st;
+  cuStreamIsCapturing(body2, &st);
+  std::printf("  body status %d\n", int(st));
+  cuStreamIsCapturing(s, &st);
+  std::printf("  outer status %d\n", int(st));
+  CUgraph g = nullptr;
+  SHOW(cuStreamEndCapture(s, &g));
+  if (g != nullptr) cuGraphDestroy(g);
+  cuStreamIsCapturing(s, &st);
+  std::printf("  outer status after its end %d\n", int(st));
+  cuStreamIsCapturing(body2, &st);
+  std::printf("  body status after the outer's end %d\n", int(st));
+  SHOW(cuStreamSynchronize(side_s));
+  SHOW(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  store<<<1, 1, 0, s>>>(dev + 0, 1);
+  g = nullptr;
+  SHOW(cuStreamEndCapture(s, &g));
+  if (g != nullptr) cuGraphDestroy(g);
+  store<<<1, 1, 0, s>>>(dev + 0, 5);
+  SHOW(cuStreamSynchronize(s));
+  std::printf("  destroying the body stream\n");
+  SHOW(cuStreamDestroy(body2));
+  SHOW(cuStreamSynchronize(side_s));
+  SHOW(cuCtxSynchronize());
+  std::printf("  survived\n");
+}
+void p25_relaxed_body_failed_launch() { invalidated_relaxed_body(true); }
+void p26_relaxed_body_queried() { invalidated_relaxed_body(false); }
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -695,7 +748,8 @@ int main(int argc, char** argv) {
                         p8_alloc, p9_update, p10_set_params, p11_nested, p12_misuse, p18_invalidated_outer_first,
                         p19_invalidated_body_first, p20_body_invalid_launch_outer_valid,
                         p21_destroy_invalidated_body, p22_leave_invalidated_body,
-                        p23_relaxed_body_first, p24_relaxed_outer_first};
+                        p23_relaxed_body_first, p24_relaxed_outer_first,
+                        p25_relaxed_body_failed_launch, p26_relaxed_body_queried};
   int which = argc > 1 ? std::atoi(argv[1]) : -1;
   for (int i = 0; i < int(sizeof probes / sizeof probes[0]); ++i)
     if (which < 0 || which == i) probes[i]();

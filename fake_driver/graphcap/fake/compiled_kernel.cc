@@ -35,10 +35,22 @@ std::byte* slow_access(PointerParam* param, CUdeviceptr address, std::size_t byt
     const CUdeviceptr from = address - range.base;  // wraps below the base: refused below
     if (from <= range.size && bytes <= range.size - from && address % align == 0) {
       if (param->watched) param->context->watch_access(param->index, address, bytes, writable);
+      if (param->tracked) param->note(address, bytes, writable);
       return range.host + from;
     }
   }
   return refuse_access(param, address, bytes, align);
+}
+
+void PointerParam::restart(Span& span, CUdeviceptr address, std::size_t bytes, bool write) {
+  if (span.end != 0) context->accessed(span.begin, span.end - span.begin, write);
+  span = {address, address + bytes};
+}
+
+void PointerParam::flush() {
+  if (reading.end != 0) context->accessed(reading.begin, reading.end - reading.begin, false);
+  if (writing.end != 0) context->accessed(writing.begin, writing.end - writing.begin, true);
+  reading = writing = {};
 }
 
 std::byte* refuse_access(PointerParam* param, CUdeviceptr address, std::size_t bytes,

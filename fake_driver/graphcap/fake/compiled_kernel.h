@@ -49,6 +49,27 @@ struct PointerParam {
   // The programmatic-launch check watches this launch's accesses (KernelContext::
   // watches_accesses): every access takes the slow path, which reports it.
   bool watched = false;
+  // The race check records this launch's accesses (KernelContext::tracks_accesses): each one
+  // grows the range it touches (one read, one written), and a range that stops growing is
+  // reported (KernelContext::accessed).
+  bool tracked = false;
+  struct Span {
+    CUdeviceptr begin = 0, end = 0;
+  };
+  Span reading, writing;
+  void note(CUdeviceptr address, std::size_t bytes, bool write) {
+    Span& span = write ? writing : reading;
+    if (address <= span.end && address + bytes >= span.begin && span.end != 0) [[likely]] {
+      if (address < span.begin) span.begin = address;
+      if (address + bytes > span.end) span.end = address + bytes;
+      return;
+    }
+    restart(span, address, bytes, write);
+  }
+  // Reports `span` and starts a new one at [address, address + bytes). Cold.
+  void restart(Span& span, CUdeviceptr address, std::size_t bytes, bool write);
+  // Reports both ranges (the launch is over).
+  void flush();
   fake::KernelContext::DeviceRange range;
   std::string why;        // otherwise why not
   bool reported = false;
@@ -181,6 +202,7 @@ class ptr {
       const CUdeviceptr from = address - range.base;  // wraps below the base: refused below
       if (from <= range.size && sizeof(T) <= range.size - from && address % alignof(T) == 0)
           [[likely]] {
+        if (param_->tracked) param_->note(address, sizeof(T), !std::is_const_v<T>);
         return reinterpret_cast<T*>(range.host + from);
       }
     }
@@ -279,6 +301,7 @@ void run_threads(void (*body)(P...), const KernelContext& context,
     CUdeviceptr address = context.value<CUdeviceptr>(index);
     param.resolved = context.device_range(address, &param.range, &param.why);
     param.watched = param.resolved && context.watches_accesses();
+    param.tracked = param.resolved && context.tracks_accesses();
   };
   ((kernel::param_of<P>::is_pointer ? bind(I, pointers[I]) : void()), ...);
   (void)bind;  // a kernel without parameters binds none
@@ -325,7 +348,10 @@ void run_threads(void (*body)(P...), const KernelContext& context,
       }
     }
   }
-done:;
+done:
+  for (PointerParam& param : pointers) {
+    if (param.tracked) param.flush();
+  }
 }
 
 // The fake kernel of a GRAPHCAP_KERNEL body: registered with the signature's layout.

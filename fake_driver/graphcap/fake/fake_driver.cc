@@ -46,6 +46,7 @@ void FakeDriver::fail_when(std::string_view entry_point, CUresult code, FaultPre
   state_->fail_when(entry_point, code, std::move(predicate));
 }
 void FakeDriver::clear_faults() { state_->clear_faults(); }
+std::vector<std::string> FakeDriver::unfired_faults() const { return state_->unfired_faults(); }
 
 std::vector<CallRecord> FakeDriver::calls() const { return state_->calls(); }
 std::size_t FakeDriver::call_count(std::string_view entry_point) const {

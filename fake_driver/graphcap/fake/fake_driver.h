@@ -79,10 +79,12 @@ class KernelContext {
   // Offset and size of each parameter in the kernel's parameter buffer, in order.
   std::span<const KernelParamInfo> param_layout() const noexcept { return layout_; }
 
-  // Make this execution fail as a device fault does: the next call that waits for this work on
-  // its stream (cuStreamSynchronize, cuStreamQuery, cuEventSynchronize, cuCtxSynchronize)
-  // returns `code`, once. Real CUDA makes such an error sticky for the whole context; the fake
-  // reports it once (docs/fake-driver.md).
+  // Make this execution fail as a device fault does: the calls that wait for this work on its
+  // stream (cuStreamSynchronize, cuStreamQuery, cuEventSynchronize, cuCtxSynchronize) return
+  // `code`. Under FakeDriverOptions::strict (the default) the fault is sticky, as on a GPU: every
+  // wait of any stream returns it from then on, and every other call that uses a context fails
+  // with it (docs/fake-driver.md, "Faults and violations"). Without strict it is the stream's
+  // error, reported once by its next wait.
   void trap(CUresult code = CUDA_ERROR_LAUNCH_FAILED) const;
 
   // ---- for bodies that check their own accesses (GRAPHCAP_KERNEL's do) ----------------------
@@ -120,6 +122,12 @@ class KernelContext {
   // body may write it (a ptr<T> of non-const T).
   void watch_access(std::size_t param, CUdeviceptr address, std::size_t bytes,
                     bool writable) const;
+  // Whether the race check (FakeDriverOptions::detect_races) records this execution's accesses:
+  // a body that checks its own accesses then reports the ranges it touched inside its memory
+  // through accessed() (GRAPHCAP_KERNEL's ptr<T> does, once per launch, its ranges merged;
+  // buffer() does it itself). `writable`: the body may write them (a ptr<T> of non-const T).
+  bool tracks_accesses() const;
+  void accessed(CUdeviceptr address, std::size_t bytes, bool writable) const;
   // cudaGraphSetConditional(handle, value): set_condition below, for a handle the body holds.
   void set_condition_handle(CUgraphConditionalHandle handle, unsigned value) const;
 
@@ -191,6 +199,17 @@ struct FakeDriverOptions {
   // is also recorded in violations() and named by stream_fault(). false: violations are only
   // recorded (for tests that study them); the work runs on.
   bool strict = true;
+  // Races (docs/fake-driver.md, "Races, node order and baked pointers"): two nodes of a launched
+  // graph that no path of edges orders, touching overlapping device bytes with at least one
+  // write, are a violation whose text contains "race" and names both nodes and the bytes; so are
+  // two streams that no event or host wait orders writing the same bytes eagerly. Under strict
+  // a race fails the work as a fault does (CUDA_ERROR_LAUNCH_FAILED).
+  bool detect_races = true;
+  // 0: a graph launch runs its nodes in creation order (where the edges allow). Otherwise each
+  // launch (and each run of a conditional body) runs them in a random order that respects the
+  // edges, drawn from a generator seeded with this value: an order dependence shows as wrong
+  // bytes, the same ones on every run of the test.
+  std::uint64_t node_order_seed = 0;
 };
 
 class FakeDriver : public DriverApi {
@@ -240,6 +259,9 @@ class FakeDriver : public DriverApi {
   std::vector<std::byte> module_image(std::initializer_list<std::string_view> kernels) const;
 
   // ---- fault injection ----------------------------------------------------------------------
+  // Each of fail_call, fail_always and fail_when throws std::invalid_argument for a name that is
+  // not an entry point of entry_points.def (cuda.h's name without a version suffix), arming
+  // nothing: a misspelt name would arm a fault that never fires.
   // The nth next call of `entry_point` (1 = the very next) returns `code`. An injected failure
   // has the side effects the real failure has and no others: none for most entry points; a
   // failed cuStreamEndCapture still ends the capture (NULL graph, stream back to NONE); an
@@ -252,6 +274,10 @@ class FakeDriver : public DriverApi {
   // the driver. (<graphcap/fake/faults.h>: the vocabulary FaultInjectingDriver shares.)
   void fail_when(std::string_view entry_point, CUresult code, FaultPredicate predicate);
   void clear_faults();
+  // The fail_call faults armed and not yet fired (cleared by clear_faults), each a sentence that
+  // starts with the entry point. Empty at the end of a fault test that tested what it meant to:
+  // a fault armed on an entry point the code never calls stays here.
+  std::vector<std::string> unfired_faults() const;
 
   // ---- observation --------------------------------------------------------------------------
   std::vector<CallRecord> calls() const;  // in call order

@@ -286,6 +286,10 @@ void FaultInjectingDriver::clear_faults() {
   std::lock_guard<std::mutex> guard(state_->mutex);
   state_->plan.clear();
 }
+std::vector<std::string> FaultInjectingDriver::unfired_faults() const {
+  std::lock_guard<std::mutex> guard(state_->mutex);
+  return state_->plan.unfired();
+}
 
 std::vector<CallRecord> FaultInjectingDriver::calls() const {
   std::lock_guard<std::mutex> guard(state_->mutex);

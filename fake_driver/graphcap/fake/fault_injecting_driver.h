@@ -87,6 +87,8 @@ class FaultInjectingDriver : public ForwardingDriver {
   void fail_always(std::string_view entry_point, CUresult code);
   void fail_when(std::string_view entry_point, CUresult code, FaultPredicate predicate);
   void clear_faults();
+  // fail_call faults not yet fired (faults.h).
+  std::vector<std::string> unfired_faults() const;
 
   // ---- observation -----------------------------------------------------------------------------
   // Calls made through this driver (not the ones it makes itself to undo an effect).

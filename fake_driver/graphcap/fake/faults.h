@@ -9,6 +9,10 @@
 //   fail_when(entry, code, pred)     every call of `entry` ("" = of any entry point) for which
 //                                    pred(CallInfo) is true returns `code`, until clear_faults()
 //   clear_faults()
+//   unfired_faults()                 the fail_call faults armed and not yet fired (a sentence each,
+//                                    starting with the entry point); empty once all have fired
+// Each of fail_call, fail_always and fail_when throws std::invalid_argument for a name that is
+// not an entry point of entry_points.def ("" is fail_when's "any"), arming nothing.
 //   calls(), call_count(entry), total_calls(), clear_calls()     the ordered log of CallRecords
 //   live_handles()                   LiveHandles: what has been created and not yet destroyed
 // A due fail_call wins over fail_when, which wins over fail_always.

@@ -29,6 +29,12 @@ void KernelContext::watch_access(std::size_t param, CUdeviceptr address, std::si
 
 void KernelContext::trap(CUresult code) const { state_->kernel_trap(code); }
 
+bool KernelContext::tracks_accesses() const { return state_->kernel_tracks_accesses(); }
+
+void KernelContext::accessed(CUdeviceptr address, std::size_t bytes, bool writable) const {
+  state_->kernel_accessed(address, bytes, writable);
+}
+
 void KernelContext::set_condition(std::size_t param, unsigned value) const {
   state_->kernel_set_condition(*this, param, value);
 }
@@ -144,6 +150,7 @@ std::byte* FakeState::kernel_buffer(const KernelContext& context, std::size_t pa
     } else if (const std::size_t offset = address - range.base;
                offset <= range.size && bytes <= range.size - offset) {
       if (running_.pdl != nullptr) kernel_watch_access(context, param, address, bytes, writable);
+      kernel_accessed(address, bytes, writable);
       return range.host + offset;
     } else {
       violation(who + KernelContext::overrun(range, address, bytes));

@@ -36,11 +36,15 @@ void BufferRoles::clear_produced() const {
   }
 }
 
-void BufferRoles::forget_uses_by(const std::vector<const memory::SliceOwner*>& sides,
-                                 const memory::SliceOwner& origin, std::uint64_t sequence) const {
+void BufferRoles::recording_closed(std::uint64_t recording, bool made_graph,
+                                   const std::vector<const memory::SliceOwner*>& sides,
+                                   const memory::SliceOwner& origin,
+                                   std::uint64_t sequence) const {
   for (const auto* list : {&reads, &writes}) {
     for (const auto& weak : *list) {
-      if (auto buffer = weak.lock()) buffer->forget_uses_by(sides, origin, sequence);
+      if (auto buffer = weak.lock()) {
+        buffer->recording_closed(recording, made_graph, sides, origin, sequence);
+      }
     }
   }
 }

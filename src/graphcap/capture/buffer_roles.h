@@ -29,10 +29,11 @@ struct BufferRoles {
   std::optional<Error> first_failed_read() const;
   // A replay was enqueued: what it produces whole replaces whatever those buffers carried.
   void clear_produced() const;
-  // The recording closed: its side streams' uses become the origin's, at its operation
-  // `sequence` (memory::BufferState::forget_uses_by).
-  void forget_uses_by(const std::vector<const memory::SliceOwner*>& sides,
-                      const memory::SliceOwner& origin, std::uint64_t sequence) const;
+  // Recording `recording` closed, into a graph or refused: what it leaves each buffer's users
+  // (memory::BufferState::recording_closed).
+  void recording_closed(std::uint64_t recording, bool made_graph,
+                        const std::vector<const memory::SliceOwner*>& sides,
+                        const memory::SliceOwner& origin, std::uint64_t sequence) const;
   // One entry per buffer (a buffer used by 150 launches is listed once).
   void dedupe();
 };

@@ -43,15 +43,22 @@ struct GraphMemory {
   std::size_t device_bytes() const noexcept { return own_bytes + pool_bytes + driver_bytes; }
 };
 
+// Graph::report(), filled when the recording closes (docs/recording.md has every field in a table).
 struct GraphReport {
-  std::array<std::size_t, kGraphNodeTypeCount> nodes_by_type{};  // indexed by CUgraphNodeType
-  std::size_t node_count = 0;
-  std::size_t pinned_slices = 0;  // device and staging slices held for the graph's lifetime
+  // The graph's nodes by CUgraphNodeType (kernel, memcpy, memset, conditional, ...), the nodes of
+  // conditional bodies included; nodes(type) reads one.
+  std::array<std::size_t, kGraphNodeTypeCount> nodes_by_type{};
+  std::size_t node_count = 0;  // all of them
+  // The device and pinned host staging slices held for the graph's lifetime (what its replays
+  // read and write), and their bytes.
+  std::size_t pinned_slices = 0;
   std::size_t pinned_bytes = 0;
   std::chrono::nanoseconds end_time{};          // cuStreamEndCapture
   std::chrono::nanoseconds instantiate_time{};  // node checks + cuGraphInstantiateWithParams
   std::chrono::nanoseconds upload_time{};       // cuGraphUpload
-  bool uploaded = false;                        // false when the pre-upload failed (warned)
+  // The executable was pre-uploaded at end_capture; false when cuGraphUpload failed (a warning
+  // said so): the first replay uploads on demand.
+  bool uploaded = false;
   bool external_work = false;  // the recording holds work declared by record_external, whose
                                // nodes were counted from the graph itself
   // A recorded launch asked for a priority (LaunchOptions::priority): the executable was

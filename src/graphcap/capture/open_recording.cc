@@ -243,14 +243,18 @@ ClosedRecording OpenRecording::close(CloseRequest request) {
   }
   log_close(recorded, refusal);
 
-  // The side streams' uses were recorded, not run: a graph's nodes run on the origin's stream (a
-  // refused recording's never run), so the uses become the origin's.
-  if (!sides.empty() && self_ != nullptr) [[unlikely]] {
-    std::vector<const memory::SliceOwner*> side_streams;
-    for (const Window* side : sides) side_streams.push_back(side->stream());
-    recording.buffers.forget_uses_by(side_streams, *self_, request.sequence);
-  }
+  // The recording's uses were recorded, not run: a refused recording's never run, so each
+  // buffer is left with the users it had without them; a graph's nodes run on the origin's
+  // stream, so its side streams' uses become the origin's.
+  std::vector<const memory::SliceOwner*> side_streams;
+  for (const Window* side : sides) side_streams.push_back(side->stream());
+  auto close_uses = [&] {
+    if (self_ != nullptr) {
+      recording.buffers.recording_closed(id_, !refusal, side_streams, *self_, request.sequence);
+    }
+  };
   if (refusal) [[unlikely]] {
+    close_uses();
     // The buffers the recording would have written hold bytes no operation produced (unless
     // the caller's warm-up produced them: claim_on_refusal false).
     if (claim_on_refusal_) recording.buffers.fail_writes(*refusal);
@@ -259,6 +263,7 @@ ClosedRecording OpenRecording::close(CloseRequest request) {
     dedupe(recording.pins);
     dedupe(recording.keep_alive);
     recording.buffers.dedupe();
+    close_uses();
     recording.report.pinned_slices = recording.pins.size();
     GraphMemory& memory = recording.report.memory;
     std::size_t device_pinned = 0;
@@ -329,10 +334,15 @@ Error OpenRecording::close_refusal(const CloseRequest& request,
     // Terminating another thread's recording is answered with 908: that is the expected outcome.
     const bool expected = request.other_thread && !captured &&
                           captured.error().driver_code() == CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD;
-    if (!captured && !expected) {  // the refusal carries the original error; don't lose this one
-      log(LogLevel::warn, captured.error().context("closing a refused recording").message());
+    // The driver's close failing too is not lost: a refusal returned to its caller says it in
+    // its message (so the log says it at info only); an abort, which answers success, warns.
+    std::string closing;
+    if (!captured && !expected) {
+      const Error failed = captured.error().context("closing a refused recording");
+      log(request.abandon ? LogLevel::warn : LogLevel::info, failed.message());
+      if (!request.abandon) closing = " (" + failed.message() + ")";
     }
-    return Error(Errc::doomed, "end_capture: recording refused: " + doomed->message(),
+    return Error(Errc::doomed, "end_capture: recording refused: " + doomed->message() + closing,
                  doomed->driver_code());
   }
   if (unjoined) {
@@ -749,6 +759,33 @@ Result<std::size_t> OpenRecording::innermost_locked(FrameKind kind, std::uint64_
   return static_cast<std::size_t>(open - frames_.begin());
 }
 
+Error OpenRecording::no_body_refusal(const std::string& operation) const {
+  std::lock_guard book(book_);
+  return no_body_refusal_locked(operation);
+}
+
+Error OpenRecording::no_body_refusal_locked(const std::string& operation) const {
+  const std::string prefix = operation.empty() ? std::string() : operation + ": ";
+  if (frames_.empty() || frames_.back().body_open) {
+    return Error(Errc::graph_state, prefix + "no conditional body is closed now");
+  }
+  const Frame& inner = frames_.back();
+  if (inner.open_failed && doomed_) {
+    // The recording is doomed by that failure: say so, not "between cases".
+    const std::string body = inner.kind == FrameKind::if_else ? "ELSE body"
+                             : inner.kind == FrameKind::switch_cases
+                                 ? "case " + std::to_string(inner.body)
+                                 : "body";
+    return Error(Errc::doomed,
+                 prefix + "the " + body + " of " + frame_name(inner) +
+                     " could not be opened, so the recording is refused (end_capture or "
+                     "abort_capture it): " + doomed_->message(),
+                 doomed_->driver_code());
+  }
+  return Error(Errc::graph_state, prefix + frame_name(inner) +
+                                      " has no case open; record a case's work after begin_case");
+}
+
 void OpenRecording::retarget_locked() noexcept {
   const Frame* inner = frames_.empty() ? nullptr : &frames_.back();
   loop_target_.store(inner != nullptr ? inner->body_stream : nullptr, std::memory_order_release);
@@ -801,6 +838,7 @@ std::optional<Error> OpenRecording::switch_body(std::optional<unsigned> next,
     inner.stuck = stuck;
     topology_.drop_lane(inner.lane);  // the next body starts from no dependency
     inner.body_nodes = 0;
+    inner.open_failed = next && !opened && !stuck;
     if (next) {
       inner.body = *next;
       inner.begun[*next] = true;
@@ -846,10 +884,7 @@ Result<std::size_t> OpenRecording::next_loop_depth() const {
                                         std::to_string(kMaxDepth) +
                                         " nest, the depth measured on the H200)");
   }
-  if (!frames_.empty() && !frames_.back().body_open) {
-    return Error(Errc::graph_state, frame_name(frames_.back()) +
-                                        " has no body open (begin_case first)");
-  }
+  if (!frames_.empty() && !frames_.back().body_open) return no_body_refusal_locked("");
   return frames_.size();
 }
 
@@ -912,7 +947,9 @@ Result<void> OpenRecording::end_loop(std::uint64_t id) {
     Result<std::size_t> at = innermost_locked(FrameKind::loop, id, "end_while");
     if (!at) return at.error();
     const Frame& frame = frames_.back();
-    if (frame.first != 0 && !frame.condition_taken) {
+    // (Not when doomed: the kernel that takes the condition may be the one that failed, and the
+    // loop never replays anyway.)
+    if (!doomed_ && frame.first != 0 && !frame.condition_taken) {
       // Its condition starts true every replay and nothing can set it to 0: on a GPU the replay
       // would never end. Refused before the body closes, so a kernel can still be recorded.
       return Error(Errc::graph_state,
@@ -954,10 +991,7 @@ Result<OpenRecording::ConditionInfo> OpenRecording::make_condition(unsigned firs
   condition.where = where;
   {
     std::lock_guard book(book_);
-    if (!frames_.empty() && !frames_.back().body_open) {
-      return Error(Errc::graph_state, "condition: " + frame_name(frames_.back()) +
-                                          " has no body open (begin_case first)");
-    }
+    if (!frames_.empty() && !frames_.back().body_open) return no_body_refusal_locked("condition");
     if (!frames_.empty()) {
       condition.home_frame = frames_.back().id;
       condition.home_body = frames_.back().body;
@@ -1140,6 +1174,10 @@ Result<void> OpenRecording::end_branch(BranchKind kind, std::uint64_t id) {
 
 std::optional<Error> OpenRecording::open_loop_refusal() const {
   std::lock_guard book(book_);
+  // A doomed recording never makes a graph: keeping it open for its frames to be closed would
+  // only leave the stream capturing. end_capture closes it (the bodies left open are ended after
+  // the recording's capture, an invalidated one abandoned) and refuses it with its doom.
+  if (doomed_) return std::nullopt;
   if (!frames_.empty()) {
     const Frame& inner = frames_.back();
     const char* closer = inner.kind == FrameKind::loop      ? "end_while"

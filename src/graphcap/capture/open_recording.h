@@ -165,10 +165,15 @@ class OpenRecording {
   Result<void> begin_case(std::uint64_t condition, unsigned index);
   // Close the innermost frame, which must be condition's branch of `kind`.
   Result<void> end_branch(BranchKind kind, std::uint64_t condition);
-  // The innermost frame is a SWITCH with no case open: the origin may record nothing now.
+  // The innermost frame has no body open (a SWITCH before its first case, or a body that failed
+  // to open): the origin may record nothing now.
   bool between_cases() const noexcept { return between_cases_.load(std::memory_order_acquire); }
+  // What `operation` on the origin is refused with then: graph_state between a SWITCH's cases;
+  // the recording's doom when the body failed to open (it is refused: end or abort it).
+  Error no_body_refusal(const std::string& operation) const;
   // end_capture with frames open, or with a condition made in the graph that steers no branch:
-  // refused (the recording stays open), naming the innermost frame or the condition.
+  // refused (the recording stays open), naming the innermost frame or the condition; never for a
+  // doomed recording (end_capture closes it, refused with its doom).
   std::optional<Error> open_loop_refusal() const;
   // Where the origin's operations are issued now: the innermost body stream, or nullptr.
   CUstream loop_target() const noexcept { return loop_target_.load(std::memory_order_acquire); }
@@ -194,6 +199,7 @@ class OpenRecording {
     unsigned body = 0;            // the body recorded now (when body_open)
     bool body_open = false;
     bool stuck = false;           // a body's capture was invalidated: left open, never ended
+    bool open_failed = false;     // opening body `body` failed (the recording is doomed)
     std::vector<bool> begun;      // per body: begun already
     CUgraphConditionalHandle handle = 0;
     unsigned first = 0;
@@ -241,6 +247,7 @@ class OpenRecording {
   std::size_t add_conditional_locked(std::uint64_t frame, std::string label,
                                      std::source_location where);
   std::string frame_name(const Frame& frame) const;
+  Error no_body_refusal_locked(const std::string& operation) const;
   // Names the node the driver named in a refused instantiate, in graphcap's terms.
   std::string name_failed_node(CapturedGraph& captured, const Recording& recording,
                                const InstantiateFailure& failure);

@@ -269,7 +269,8 @@ void DeviceCore::close() noexcept {
   // 2. Wait for everything in flight, then release graphs (their waits are now instant).
   for (auto& stream : streams) {
     if (CUresult result = driver_->cuStreamSynchronize(stream->handle()); result != CUDA_SUCCESS) {
-      warn(Error::from_driver("cuStreamSynchronize", result).context("closing the device"));
+      log(teardown_level(result),
+          Error::from_driver("cuStreamSynchronize", result).context("closing the device").message());
     }
   }
   for (auto& graph : deferred_graphs) graph->release();

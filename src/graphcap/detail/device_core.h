@@ -13,9 +13,11 @@
 #include <graphcap/capture/capture_tracker.h>
 #include <graphcap/capture/cuda_graph_driver.h>
 #include <graphcap/detail/bound_device.h>
+#include <graphcap/detail/stream_order.h>
 #include <graphcap/device_limits.h>
 #include <graphcap/device_options.h>
 #include <graphcap/driver/driver_api.h>
+#include <graphcap/log.h>
 #include <graphcap/memory/allocation.h>
 #include <graphcap/result.h>
 
@@ -96,8 +98,24 @@ class DeviceCore : public std::enable_shared_from_this<DeviceCore> {
   // then does collect_deferred poll every stream's queue.
   std::atomic<bool>& drops_waiting() noexcept { return drops_waiting_; }
 
+  // What the host has seen finish on this device's streams (their completed syncs): every
+  // stream is ordered after it (docs/capture-lifecycle.md, "Buffers on several streams").
+  CompletedOrder& completed_order() noexcept { return completed_order_; }
+
   // Release everything, each handle once. Idempotent.
   void close() noexcept;
+
+  // A device fault fails every call after it (sticky, as on the H200), so closing after one
+  // fails many calls alike. A wait returned `code` to the user: fault_reported(code). Then
+  // teardown_level(code) is info for a failure with that code (they were told), and warn for the
+  // first failure of any other code (which then counts as told).
+  void fault_reported(CUresult code) noexcept {
+    told_fault_.store(static_cast<int>(code), std::memory_order_relaxed);
+  }
+  LogLevel teardown_level(CUresult code) noexcept {
+    const int told = told_fault_.exchange(static_cast<int>(code), std::memory_order_relaxed);
+    return told == static_cast<int>(code) ? LogLevel::info : LogLevel::warn;
+  }
 
  private:
   Result<void> bind_thread_slow();
@@ -133,6 +151,8 @@ class DeviceCore : public std::enable_shared_from_this<DeviceCore> {
   // the context, past this device's close until the last of those graphs lets go.
   std::vector<std::weak_ptr<memory::Allocation>> pinned_elsewhere_;
   std::atomic<int> kept_after_close_{0};
+  CompletedOrder completed_order_;
+  std::atomic<int> told_fault_{CUDA_SUCCESS};  // the last fault code the user was told of
 };
 
 }  // namespace graphcap::detail

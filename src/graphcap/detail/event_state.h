@@ -31,7 +31,7 @@ class EventState {
   void release() noexcept;
 
   struct Record {
-    StreamCore::OrderPoint point;   // point.stream nullptr: never recorded
+    OrderPoint point;               // point.stream nullptr: never recorded
     std::uint64_t recording = 0;    // the recording it was recorded into; 0: outside any
     capture::Window* origin = nullptr;  // that recording's origin window
     std::vector<std::size_t> nodes;     // the recorded nodes it marks (the stream's frontier)

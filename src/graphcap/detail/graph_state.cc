@@ -112,6 +112,17 @@ bool write_param(capture::ParamNode& node, const void* param, const void* bytes,
 
 }  // namespace
 
+bool GraphState::took_param(const void* param) {
+  std::lock_guard lock(mutex_);
+  if (released()) return false;
+  for (const capture::ParamNode& node : recording_->param_nodes) {
+    for (const capture::ParamNode::Binding& binding : node.bindings) {
+      if (binding.param.get() == param) return true;
+    }
+  }
+  return false;
+}
+
 Result<void> GraphState::set_param(const void* param, const void* bytes, std::size_t size) {
   std::lock_guard lock(mutex_);
   if (released()) {

@@ -52,6 +52,8 @@ class GraphState {
   // replay on. Errc::invalid_argument when no node took it or the size differs; on a driver
   // failure the nodes already set are set back, so the graph is unchanged.
   Result<void> set_param(const void* param, const void* bytes, std::size_t size);
+  // Whether a node of the recording took `param`.
+  bool took_param(const void* param);
 
   // Graph::replay_checked (checked_replay.cc): the recording's operations issued again one by
   // one, each followed by a wait; the first that fails is the error, naming it.

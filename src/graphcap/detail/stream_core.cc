@@ -171,10 +171,10 @@ Result<void> StreamCore::synchronize(const char* operation) {
                  std::string(operation) + ": the stream is recording; waiting for it now would "
                  "invalidate the recording (end_capture first)");
   }
-  std::uint64_t sequence = 0;
+  OrderPoint point;  // what the wait covers: everything enqueued so far, and what it came after
   {
     std::lock_guard lock(mutex_);
-    sequence = drops_.last_enqueued();
+    point = order_point();
   }
   {
     capture::CaptureTracker::UnsafeCall call = device_->tracker().enter_unsafe_call();
@@ -184,6 +184,7 @@ Result<void> StreamCore::synchronize(const char* operation) {
                    "thread); waiting for a stream now would invalidate it");
     }
     if (CUresult result = device_->driver().cuStreamSynchronize(handle_); result != CUDA_SUCCESS) {
+      device_->fault_reported(result);  // the caller is told: closing need not warn of it again
       return with_stream_fault(Error::from_driver("cuStreamSynchronize", result),
                                device_->driver(), handle_)
           .context(operation);
@@ -191,8 +192,10 @@ Result<void> StreamCore::synchronize(const char* operation) {
   }
   {
     std::lock_guard lock(mutex_);
-    drops_.passed(sequence);
+    drops_.passed(point.sequence);
   }
+  // The host saw it finish: every stream is ordered after it, as in CUDA.
+  device_->completed_order().completed(point);
   device_->collect_deferred();
   return {};
 }
@@ -214,8 +217,11 @@ void StreamCore::close() noexcept {
   for (const auto& weak : std::exchange(ranges_, {})) {
     if (auto range = weak.lock()) range->close();
   }
-  device_pool_.free_all(kept_at_close_);
-  staging_pool_.free_all();
+  const memory::SlicePool::TeardownLevel level = [this](CUresult code) {
+    return device_->teardown_level(code);
+  };
+  device_pool_.free_all(kept_at_close_, level);
+  staging_pool_.free_all({}, level);
   if (CUresult result = device_->driver().cuStreamDestroy(handle_); result != CUDA_SUCCESS) {
     log(LogLevel::warn, Error::from_driver("cuStreamDestroy", result).context("closing a stream")
                             .message());
@@ -237,8 +243,9 @@ void StreamCore::keep_at_close(const memory::Slice& slice) {
 
 void StreamCore::forget_abandoned_loop_streams() {
   for (CUstream abandoned : window_.take_abandoned_bodies()) {
-    // Its invalidated capture can't be ended (window.h); destroying the stream ends it, so the
-    // thread's unsafe calls are no longer refused because of it (measured on the H200: P21).
+    // Its invalidated capture can't be ended (open_recording.cc, end_bodies). Destroying its
+    // stream crashed the H200 for a GLOBAL body (P21); graphcap's bodies are RELAXED, for which
+    // that is not measured yet (probes P25, P26; docs/capture-lifecycle.md).
     loop_streams_.erase(std::remove(loop_streams_.begin(), loop_streams_.end(), abandoned),
                         loop_streams_.end());
     if (CUresult result = device_->driver().cuStreamDestroy(abandoned); result != CUDA_SUCCESS) {
@@ -256,8 +263,13 @@ Result<CUstream> StreamCore::loop_stream(std::size_t depth, const char* operatio
     CUstream body = nullptr;
     if (CUresult result = device_->driver().cuStreamCreate(&body, CU_STREAM_NON_BLOCKING);
         result != CUDA_SUCCESS) {
-      return Error::from_driver("cuStreamCreate", result)
-          .context(std::string(operation) + ": the body's stream");
+      // A failed driver step of begin_while/begin_if/begin_switch dooms the recording, as a
+      // failure inserting the node does: the work the caller records next (meant for the body)
+      // must never replay unconditionally.
+      Error error = Error::from_driver("cuStreamCreate", result)
+                        .context(std::string(operation) + ": the body's stream");
+      if (capture::OpenRecording* recording = window_.recording_into()) recording->doom(error);
+      return error;
     }
     loop_streams_.push_back(body);
   }
@@ -270,48 +282,21 @@ namespace graphcap::detail {
 
 DriverApi& StreamCore::device_driver() const noexcept { return device_->driver(); }
 
-StreamCore::OrderPoint StreamCore::order_point() {
+OrderPoint StreamCore::order_point() {
+  const std::uint64_t recording = window_.recording_id();
   OrderPoint point;
   point.stream = this;
   point.sequence = drops_.last_enqueued();
   std::lock_guard lock(order_mutex_);
-  point.after = ordered_after_;
+  point.after = order_now_locked(recording);
   return point;
 }
-
-namespace {
-
-using OrderList = std::vector<std::pair<const memory::SliceOwner*, std::uint64_t>>;
-
-void merge_order(OrderList& list, const memory::SliceOwner* self,
-                 const StreamCore::OrderPoint& point) {
-  auto merge = [&](const memory::SliceOwner* stream, std::uint64_t sequence) {
-    if (stream == self) return;
-    for (auto& [known, at] : list) {
-      if (known == stream) {
-        at = std::max(at, sequence);
-        return;
-      }
-    }
-    list.emplace_back(stream, sequence);
-  };
-  merge(point.stream, point.sequence);
-  for (const auto& [stream, sequence] : point.after) merge(stream, sequence);
-}
-
-bool in_order(const OrderList& list, const memory::SliceOwner* stream, std::uint64_t sequence) {
-  for (const auto& [known, at] : list) {
-    if (known == stream) return at >= sequence;
-  }
-  return false;
-}
-
-}  // namespace
 
 void StreamCore::order_after(const OrderPoint& point) {
   if (point.stream == nullptr || point.stream == this) return;
   std::lock_guard lock(order_mutex_);
-  merge_order(ordered_after_, this, point);
+  ordered_after_.merge(point.stream, point.sequence);
+  ordered_after_.merge(point.after);
 }
 
 void StreamCore::order_after_in(std::uint64_t recording, const OrderPoint& point) {
@@ -321,22 +306,18 @@ void StreamCore::order_after_in(std::uint64_t recording, const OrderPoint& point
     recorded_order_of_ = recording;
     ordered_in_recording_ = ordered_after_;  // what it was ordered after eagerly holds too
   }
-  merge_order(ordered_in_recording_, this, point);
+  ordered_in_recording_.merge(point.stream, point.sequence);
+  ordered_in_recording_.merge(point.after);
 }
 
 bool StreamCore::ordered_after(const memory::SliceOwner* stream, std::uint64_t sequence) {
   if (stream == this || sequence == 0) return true;
-  std::uint64_t recording = 0;
+  const std::uint64_t recording = window_.recording_id();
   {
     std::lock_guard lock(order_mutex_);
-    if (in_order(ordered_after_, stream, sequence)) return true;
-    if (recorded_order_of_ == 0) return false;
-    recording = recorded_order_of_;
+    if (order_now_locked(recording).covers(stream, sequence)) return true;
   }
-  // The order of a recorded wait counts only inside that recording.
-  if (window_.recording_id() != recording) return false;
-  std::lock_guard lock(order_mutex_);
-  return recorded_order_of_ == recording && in_order(ordered_in_recording_, stream, sequence);
+  return device_->completed_order().covers(stream, sequence);
 }
 
 void StreamCore::lost_order(capture::Operation& op, const Error& why) noexcept {
@@ -349,18 +330,10 @@ void StreamCore::lost_order(capture::Operation& op, const Error& why) noexcept {
                                "): its memory may be reused before this stream is done with it");
       return;
     }
-    // Recovered, but the driver's failure must not go unseen (it may be the first sign of a
-    // faulting device).
+    // Recovered (the use is complete, so the sync orders every owner after it), but the
+    // driver's failure must not go unseen (it may be the first sign of a faulting device).
     log(LogLevel::warn, why.context("handing a buffer back to its stream").message() +
                             "; waited for the stream instead");
-    // The use is complete: every owner is ordered after it.
-    OrderPoint point;
-    point.stream = this;
-    point.sequence = op.borrowed_at;
-    for (const capture::BufferUse& use : op.uses) {
-      auto& owner = static_cast<StreamCore&>((*use.buffer)->owner());
-      if (&owner != this) owner.order_after(point);
-    }
   } catch (...) {
     log(LogLevel::error, "handing a buffer back to its stream failed unexpectedly");
   }

@@ -20,6 +20,7 @@
 #include <graphcap/capture/recording.h>
 #include <graphcap/capture/replay_gate.h>
 #include <graphcap/capture/window.h>
+#include <graphcap/detail/stream_order.h>
 #include <graphcap/driver/driver_api.h>
 #include <graphcap/error.h>
 #include <graphcap/memory/drop_queue.h>
@@ -59,7 +60,8 @@ class StreamCore final : public memory::SliceOwner,
     return body != nullptr ? body : handle_;
   }
   // The body stream for a conditional node at `depth` (0: outermost), created on first use and
-  // kept until the stream closes (mutex() held); `operation` names the call in a failure.
+  // kept until the stream closes (mutex() held); `operation` names the call in a failure, which
+  // dooms the open recording (a failed step of `operation`).
   Result<CUstream> loop_stream(std::size_t depth, const char* operation = "begin_while");
   // Drops the body streams the window abandoned (their invalidated capture left open).
   void forget_abandoned_loop_streams();
@@ -126,14 +128,9 @@ class StreamCore final : public memory::SliceOwner,
   void keep_at_close(const memory::Slice& slice);
 
   // ---- Order between streams (docs/capture-lifecycle.md, "Buffers on several streams") ----
-  // A position on a stream, and every position of other streams known to come before it: what
-  // an event recorded on this stream now marks.
-  struct OrderPoint {
-    const StreamCore* stream = nullptr;
-    std::uint64_t sequence = 0;
-    std::vector<std::pair<const memory::SliceOwner*, std::uint64_t>> after;
-  };
-  // The point an event recorded now marks (mutex() held).
+  // The point an event recorded now marks: this stream's last operation and everything the
+  // stream's next work is ordered after (inside a recording, the recording's order too), so
+  // order passes whole through every event (mutex() held).
   OrderPoint order_point();
   // This stream waited for an event marking `point`: what follows here comes after it.
   void order_after(const OrderPoint& point);
@@ -141,8 +138,9 @@ class StreamCore final : public memory::SliceOwner,
   // stream's recorded operations for that recording only, never its eager work after it (the
   // graph's nodes are ordered, not the streams).
   void order_after_in(std::uint64_t recording, const OrderPoint& point);
-  // Whether work enqueued here from now on comes after operation `sequence` of `stream` (in the
-  // recording this stream records into, if any).
+  // Whether work enqueued here from now on comes after operation `sequence` of `stream`: by the
+  // events this stream waited for (in the recording it records into, if any), or because the
+  // host saw that operation finish (a completed sync of its stream, or of one ordered after it).
   bool ordered_after(const memory::SliceOwner* stream, std::uint64_t sequence);
   // After run() issued an eager operation that used buffers of other streams: make each owner
   // wait for op.borrowed_fence, so its later work and its drop queue come after this use. Call
@@ -176,10 +174,16 @@ class StreamCore final : public memory::SliceOwner,
   std::vector<Error> errors_;
   std::atomic<bool> has_errors_{false};
   std::atomic<bool> closed_{false};
+  // What this stream's work is ordered after: eager work's, and a recording's recorded work's
+  // (which starts from the eager order, and holds only inside recording recorded_order_of_).
+  const OrderList& order_now_locked(std::uint64_t recording) const noexcept {
+    return recording != 0 && recorded_order_of_ == recording ? ordered_in_recording_
+                                                              : ordered_after_;
+  }
   mutable std::mutex order_mutex_;
-  std::vector<std::pair<const memory::SliceOwner*, std::uint64_t>> ordered_after_;
-  std::uint64_t recorded_order_of_ = 0;  // the recording ordered_in_recording_ holds for
-  std::vector<std::pair<const memory::SliceOwner*, std::uint64_t>> ordered_in_recording_;
+  OrderList ordered_after_;
+  std::uint64_t recorded_order_of_ = 0;
+  OrderList ordered_in_recording_;
   std::vector<CUstream> loop_streams_;  // by loop depth
   std::vector<std::uintptr_t> kept_at_close_;  // device slices other devices' graphs pin
   void flush_drops_locked();
@@ -192,10 +196,10 @@ template <class Issue, class What, class UseName>
                                                            What&& what, UseName&& use_name) {
   capture::OpenRecording* const recording = window_.recording_into();
   if (recording != nullptr && window_.between_cases()) [[unlikely]] {
-    // Between begin_switch and its first begin_case no body captures: refused before anything
-    // is issued (it would run eagerly on the body stream), and nothing is doomed.
-    return Error(Errc::graph_state, what() + ": the SWITCH recorded last has no case open; "
-                                             "record a case's work after begin_case");
+    // No body captures (between begin_switch and its first begin_case, or a body that failed to
+    // open): refused before anything is issued (it would run eagerly on the body stream), and
+    // nothing more is doomed.
+    return recording->no_body_refusal(what());
   }
   // An input that carries a failure: the operation would compute from bytes no operation
   // produced. Skip it; what it writes carries the reason.
@@ -226,9 +230,11 @@ template <class Issue, class What, class UseName>
   }
   Result<void> issued = issue();
   const std::uint64_t use = drops_.next_use();
+  // A recorded use is the recording's: forgotten if it makes no graph.
+  const std::uint64_t recorded_into = recording != nullptr ? recording->id() : 0;
   for (const capture::BufferUse& buffer_use : op.uses) {
     memory::BufferState& buffer = **buffer_use.buffer;
-    buffer.used_by(*this, use, capture::writes(buffer_use.access));
+    buffer.used_by(*this, use, capture::writes(buffer_use.access), recorded_into);
     // Sequence numbers are per stream: a borrowed buffer is stamped on its owner's queue by
     // return_borrowed (eager) or pinned by the recording (recorded).
     if (&buffer.owner() == this) buffer.memory()->used_at(use);

@@ -1,5 +1,7 @@
 #include <graphcap/memory/buffer_state.h>
 
+#include <algorithm>
+
 namespace graphcap::memory {
 
 BufferState::~BufferState() {
@@ -46,7 +48,71 @@ BufferState::Usage BufferState::usage() const {
   return usage;
 }
 
-void BufferState::used_by(const SliceOwner& stream, std::uint64_t sequence, bool writes) {
+namespace {
+
+// A use on a saved usage (the rule of BufferState::stamp, on a copy).
+void stamp_usage(BufferState::Usage& usage, const SliceOwner& stream, std::uint64_t sequence,
+                 bool writes) {
+  if (writes) {
+    usage.writer = &stream;
+    usage.write_sequence = sequence;
+    usage.use_sequence = sequence;
+    usage.readers.clear();
+    return;
+  }
+  if (usage.writer == &stream) {
+    usage.use_sequence = sequence;
+    return;
+  }
+  for (BufferState::Use& reader : usage.readers) {
+    if (reader.stream == &stream) {
+      reader.sequence = sequence;
+      return;
+    }
+  }
+  usage.readers.push_back({&stream, sequence});
+}
+
+bool is_one_of(const std::vector<const SliceOwner*>& streams, const SliceOwner* stream) {
+  return std::find(streams.begin(), streams.end(), stream) != streams.end();
+}
+
+}  // namespace
+
+void BufferState::used_by(const SliceOwner& stream, std::uint64_t sequence, bool writes,
+                          std::uint64_t recording) {
+  if (recording != 0 || saved_count_.load(std::memory_order_acquire) != 0) [[unlikely]] {
+    // Inside a recording whose view is the one saved, only the live usage changes.
+    const bool only_its_own = recording != 0 &&
+                              saved_count_.load(std::memory_order_acquire) == 1 &&
+                              saved_for_.load(std::memory_order_acquire) == recording;
+    if (!only_its_own) used_by_saving(stream, sequence, writes, recording);
+  }
+  stamp(stream, sequence, writes);
+}
+
+void BufferState::used_by_saving(const SliceOwner& stream, std::uint64_t sequence, bool writes,
+                                 std::uint64_t recording) {
+  std::lock_guard lock(mutex_);
+  bool found = recording == 0;
+  for (Saved& saved : saved_) {
+    if (saved.recording == recording) {
+      found = true;
+    } else {
+      stamp_usage(saved.usage, stream, sequence, writes);  // not that recording's use
+    }
+  }
+  if (!found) {
+    // The recording's first use: what it goes back to if refused (before this use).
+    saved_.push_back({recording, Usage{writer(), write_sequence_.load(std::memory_order_acquire),
+                                       use_sequence_.load(std::memory_order_acquire), readers_}});
+  }
+  saved_count_.store(saved_.size(), std::memory_order_release);
+  saved_for_.store(saved_.size() == 1 ? saved_.front().recording : 0, std::memory_order_release);
+}
+
+void BufferState::stamp(const SliceOwner& stream, std::uint64_t sequence, bool writes) {
+
   if (writer() == &stream) {
     use_sequence_.store(sequence, std::memory_order_release);
     if (writes) {
@@ -79,21 +145,45 @@ void BufferState::used_by(const SliceOwner& stream, std::uint64_t sequence, bool
   has_readers_.store(true, std::memory_order_release);
 }
 
-void BufferState::forget_uses_by(const std::vector<const SliceOwner*>& sides,
-                                 const SliceOwner& origin, std::uint64_t sequence) {
-  auto is_side = [&](const SliceOwner* stream) {
-    for (const SliceOwner* side : sides) {
-      if (side == stream) return true;
-    }
-    return false;
-  };
+void BufferState::recording_closed(std::uint64_t recording, bool made_graph,
+                                   const std::vector<const SliceOwner*>& sides,
+                                   const SliceOwner& origin, std::uint64_t sequence) {
   std::lock_guard lock(mutex_);
-  std::erase_if(readers_, [&](const Use& reader) { return is_side(reader.stream); });
+  auto saved = std::find_if(saved_.begin(), saved_.end(),
+                            [&](const Saved& s) { return s.recording == recording; });
+  const bool restore = saved != saved_.end() && !made_graph;
+  if (restore) {
+    writer_.store(saved->usage.writer, std::memory_order_release);
+    write_sequence_.store(saved->usage.write_sequence, std::memory_order_release);
+    use_sequence_.store(saved->usage.use_sequence, std::memory_order_release);
+    readers_ = std::move(saved->usage.readers);
+    has_readers_.store(!readers_.empty(), std::memory_order_release);
+  }
+  if (saved != saved_.end()) saved_.erase(saved);
+  saved_count_.store(saved_.size(), std::memory_order_release);
+  saved_for_.store(saved_.size() == 1 ? saved_.front().recording : 0, std::memory_order_release);
+  // (Other recordings' views keep a refused recording's uses: more order asked, never less.)
+  if (!made_graph || sides.empty()) return;
+  auto to_origin = [&](const SliceOwner*& writer, std::vector<Use>& readers,
+                       std::uint64_t& write_sequence, std::uint64_t& use_sequence) {
+    std::erase_if(readers, [&](const Use& reader) { return is_one_of(sides, reader.stream); });
+    if (is_one_of(sides, writer)) {
+      writer = &origin;
+      write_sequence = sequence;
+      use_sequence = sequence;
+    }
+  };
+  const SliceOwner* writer = this->writer();
+  std::uint64_t write_sequence = write_sequence_.load(std::memory_order_acquire);
+  std::uint64_t use_sequence = use_sequence_.load(std::memory_order_acquire);
+  to_origin(writer, readers_, write_sequence, use_sequence);
   has_readers_.store(!readers_.empty(), std::memory_order_release);
-  if (is_side(writer())) {
-    write_sequence_.store(sequence, std::memory_order_release);
-    use_sequence_.store(sequence, std::memory_order_release);
-    writer_.store(&origin, std::memory_order_release);
+  write_sequence_.store(write_sequence, std::memory_order_release);
+  use_sequence_.store(use_sequence, std::memory_order_release);
+  writer_.store(writer, std::memory_order_release);
+  for (Saved& other : saved_) {
+    to_origin(other.usage.writer, other.usage.readers, other.usage.write_sequence,
+              other.usage.use_sequence);
   }
 }
 

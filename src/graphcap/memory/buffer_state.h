@@ -77,13 +77,18 @@ class BufferState {
   }
   bool has_readers() const noexcept { return has_readers_.load(std::memory_order_acquire); }
   Usage usage() const;
-  // Stamp a use by `stream` at its operation `sequence`.
-  void used_by(const SliceOwner& stream, std::uint64_t sequence, bool writes);
-  // A recording closed: its side streams' uses were recorded, not run (a graph's nodes run on the
-  // origin's stream; a refused recording's never run), so they become the origin's, at its
-  // operation `sequence` (the close).
-  void forget_uses_by(const std::vector<const SliceOwner*>& sides, const SliceOwner& origin,
-                      std::uint64_t sequence);
+  // Stamp a use by `stream` at its operation `sequence`; `recording`: the id of the recording
+  // it was recorded into (0: eager work, which ran or will).
+  void used_by(const SliceOwner& stream, std::uint64_t sequence, bool writes,
+               std::uint64_t recording = 0);
+  // Recording `recording`, which used this buffer, closed. Its uses were recorded, not run. A
+  // refused one's (`made_graph` false) never run: the buffer is left with the users eager work
+  // gave it, as if the recording had not used it (its failure is another matter: the claims).
+  // A graph's nodes run on the origin's stream: the uses of its side streams `sides` become the
+  // origin's, at its operation `sequence` (the close).
+  void recording_closed(std::uint64_t recording, bool made_graph,
+                        const std::vector<const SliceOwner*>& sides, const SliceOwner& origin,
+                        std::uint64_t sequence);
 
  private:
   std::shared_ptr<Allocation> memory_;
@@ -98,6 +103,18 @@ class BufferState {
   std::atomic<std::uint64_t> use_sequence_{0};
   std::atomic<bool> has_readers_{false};
   std::vector<Use> readers_;  // guarded by mutex_
+  // While recordings use the buffer: for each, the usage eager work and other recordings left
+  // (every use but that recording's), which a refusal goes back to.
+  struct Saved {
+    std::uint64_t recording;
+    Usage usage;
+  };
+  std::vector<Saved> saved_;                    // guarded by mutex_
+  std::atomic<std::size_t> saved_count_{0};     // saved_.size(), read first
+  std::atomic<std::uint64_t> saved_for_{0};     // with one saved: its recording
+  void used_by_saving(const SliceOwner& stream, std::uint64_t sequence, bool writes,
+                      std::uint64_t recording);
+  void stamp(const SliceOwner& stream, std::uint64_t sequence, bool writes);
   std::shared_ptr<const std::string> label_;  // guarded by mutex_
   std::atomic<bool> labelled_{false};
 };

@@ -14,6 +14,41 @@ const char* alloc_entry(SliceKind kind) {
   return kind == SliceKind::device ? "cuMemAlloc" : "cuMemAllocHost";
 }
 
+// Frees that failed, by driver code: one log line per cause, not one per allocation (a device
+// fault fails every free of a closing pool alike).
+class FailedFrees {
+ public:
+  explicit FailedFrees(SliceKind kind) : kind_(kind) {}
+  void add(CUresult code, std::size_t bytes) {
+    Count& count = by_code_[code];
+    ++count.allocations;
+    count.bytes += bytes;
+  }
+  void log_each(const char* doing, const SlicePool::TeardownLevel& level) const noexcept {
+    try {
+      for (const auto& [code, count] : by_code_) {
+        log(level ? level(code) : LogLevel::warn,
+            std::string(doing) + ": " +
+                Error::from_driver(kind_ == SliceKind::device ? "cuMemFree" : "cuMemFreeHost", code)
+                    .message() +
+                " (" + std::to_string(count.allocations) +
+                (count.allocations == 1 ? " allocation, " : " allocations, ") +
+                std::to_string(count.bytes) + " bytes, left to the driver)");
+      }
+    } catch (...) {
+      log(LogLevel::error, std::string(doing) + ": reporting failed frees failed");
+    }
+  }
+
+ private:
+  struct Count {
+    std::size_t allocations = 0;
+    std::size_t bytes = 0;
+  };
+  SliceKind kind_;
+  std::map<CUresult, Count> by_code_;
+};
+
 bool pop(std::map<std::size_t, std::vector<Slice>>& lists, std::size_t size, Slice& out) {
   auto it = lists.find(size);
   if (it == lists.end() || it->second.empty()) return false;
@@ -132,19 +167,18 @@ CUresult SlicePool::driver_free(const Slice& slice) noexcept {
 }
 
 void SlicePool::trim(std::map<std::size_t, std::vector<Slice>>& lists) noexcept {
+  FailedFrees failed(kind_);
   for (auto& [size, slices] : lists) {
     for (const Slice& slice : slices) {
       if (CUresult result = driver_free(slice); result != CUDA_SUCCESS) {
-        log(LogLevel::warn, "trimming the pool: " +
-                                Error::from_driver(slice.kind == SliceKind::device
-                                                       ? "cuMemFree" : "cuMemFreeHost",
-                                                   result).message());
+        failed.add(result, slice.capacity);
       }
       owned_.erase(slice.address);
       reserved_bytes_ -= slice.capacity;
     }
   }
   lists.clear();
+  failed.log_each("trimming the pool", {});
 }
 
 void SlicePool::trim_free() noexcept {
@@ -154,7 +188,9 @@ void SlicePool::trim_free() noexcept {
 
 void SlicePool::trim_persistent() noexcept { trim(persistent_free_); }
 
-void SlicePool::free_all(const std::vector<std::uintptr_t>& kept) noexcept {
+void SlicePool::free_all(const std::vector<std::uintptr_t>& kept,
+                         const TeardownLevel& level) noexcept {
+  FailedFrees failed(kind_);
   std::unordered_map<std::uintptr_t, std::size_t> still_owned;
   for (const auto& [address, capacity] : owned_) {
     if (std::find(kept.begin(), kept.end(), address) != kept.end()) {
@@ -166,12 +202,10 @@ void SlicePool::free_all(const std::vector<std::uintptr_t>& kept) noexcept {
     slice.capacity = capacity;
     slice.kind = kind_;
     if (CUresult result = driver_free(slice); result != CUDA_SUCCESS) {
-      log(LogLevel::warn,
-          "closing the pool: " +
-              Error::from_driver(kind_ == SliceKind::device ? "cuMemFree" : "cuMemFreeHost", result)
-                  .message());
+      failed.add(result, capacity);
     }
   }
+  failed.log_each("closing the pool", level);
   owned_ = std::move(still_owned);
   dynamic_free_.clear();
   persistent_free_.clear();

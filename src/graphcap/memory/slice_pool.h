@@ -10,11 +10,13 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <unordered_map>
 #include <vector>
 
 #include <graphcap/driver/driver_api.h>
+#include <graphcap/log.h>
 #include <graphcap/memory/pool_stats.h>
 #include <graphcap/memory/slice.h>
 #include <graphcap/result.h>
@@ -47,9 +49,14 @@ class SlicePool {
   // Call where an unsafe call is allowed.
   void trim_persistent() noexcept;
 
+  // The level a teardown failure with a driver code is logged at (warn when empty): the closing
+  // device says info for the consequences of a fault its user was already told of.
+  using TeardownLevel = std::function<LogLevel(CUresult)>;
   // Return every slice, free or not, to the driver (the device is closing), except those at
   // `kept` (held by graphs of other devices: each goes to the driver with free_kept later).
-  void free_all(const std::vector<std::uintptr_t>& kept = {}) noexcept;
+  // Frees that fail are logged once per driver code, with how many and how much.
+  void free_all(const std::vector<std::uintptr_t>& kept = {},
+                const TeardownLevel& level = {}) noexcept;
   // A slice free_all kept: to the driver now. False when the pool does not hold it.
   bool free_kept(const Slice& slice) noexcept;
 

@@ -125,11 +125,22 @@ CUresult FakeState::add_conditional_node(internal::Graph& graph, std::vector<std
   return CUDA_SUCCESS;
 }
 
-bool FakeState::run_graph(const internal::ExecBody& body, CUgraphExec exec, int depth) {
+bool FakeState::run_graph(const internal::ExecBody& body, CUgraphExec exec, int depth,
+                          internal::AccessLog* into) {
   std::map<std::size_t, PredecessorWrites> writes;  // by node: kept for its programmatic edges
-  for (std::size_t index : body.order) {
+  // The race check: what each node touched (a conditional node: what its bodies' nodes did).
+  std::vector<internal::AccessLog> logs(into != nullptr ? body.nodes.size() : 0);
+  struct Restore {
+    internal::AccessLog*& accesses;
+    ~Restore() { accesses = nullptr; }
+  } restore{accesses_};
+  std::vector<std::size_t> storage;
+  const std::vector<std::size_t>& order = launch_order(body, storage);
+  for (std::size_t index : order) {
     tick();
     const internal::NodeWork& work = body.nodes[index].work;
+    internal::AccessLog* log = into != nullptr ? &logs[index] : nullptr;
+    accesses_ = log;
     const std::string where = "cuGraphLaunch of exec " +
                               internal::hex(reinterpret_cast<std::uintptr_t>(exec)) + " (node " +
                               std::to_string(index) +
@@ -137,7 +148,7 @@ bool FakeState::run_graph(const internal::ExecBody& body, CUgraphExec exec, int 
                                          : std::string()) +
                               ")";
     if (const auto* conditional = std::get_if<internal::ConditionalWork>(&work)) {
-      if (!run_conditional(*conditional, exec, where, depth)) return false;
+      if (!run_conditional(*conditional, exec, where, depth, log)) return false;
       continue;
     }
     // Programmatic edges: what a kernel feeding one writes is kept for the kernels it feeds.
@@ -157,11 +168,15 @@ bool FakeState::run_graph(const internal::ExecBody& body, CUgraphExec exec, int 
     if (!execute_node(work, where, &watch)) return false;
     if (feeds) writes[index] = std::move(watch.written);
   }
+  accesses_ = nullptr;
+  if (into == nullptr) return true;
+  if (!check_graph_races(body, logs, order, exec, depth)) return false;
+  for (const internal::AccessLog& log : logs) into->append(log);
   return true;
 }
 
 bool FakeState::run_conditional(const internal::ConditionalWork& node, CUgraphExec exec,
-                                const std::string& where, int depth) {
+                                const std::string& where, int depth, internal::AccessLog* into) {
   const auto value = [&] { return condition_values_[{exec, node.handle}]; };
   switch (node.type) {
     case CU_GRAPH_COND_TYPE_WHILE: {
@@ -179,21 +194,23 @@ bool FakeState::run_conditional(const internal::ConditionalWork& node, CUgraphEx
           return false;
         }
         ++iterations;
-        if (!run_graph(*node.exec_bodies[0], exec, depth + 1)) return false;
+        if (!run_graph(*node.exec_bodies[0], exec, depth + 1, into)) return false;
       }
       return true;
     }
     case CU_GRAPH_COND_TYPE_IF:
       // Measured (B01, B02): any nonzero value runs body 0; zero runs the ELSE body, if any.
-      if (value() != 0) return run_graph(*node.exec_bodies[0], exec, depth + 1);
-      if (node.exec_bodies.size() == 2) return run_graph(*node.exec_bodies[1], exec, depth + 1);
+      if (value() != 0) return run_graph(*node.exec_bodies[0], exec, depth + 1, into);
+      if (node.exec_bodies.size() == 2) {
+        return run_graph(*node.exec_bodies[1], exec, depth + 1, into);
+      }
       return true;
     case CU_GRAPH_COND_TYPE_SWITCH: {
       // Measured (B03): value i runs body i; a value past the last case runs nothing (no
       // error: the graph goes on).
       const unsigned selected = value();
       if (selected < node.exec_bodies.size()) {
-        return run_graph(*node.exec_bodies[selected], exec, depth + 1);
+        return run_graph(*node.exec_bodies[selected], exec, depth + 1, into);
       }
       return true;
     }

@@ -31,6 +31,7 @@ CUresult FakeState::cuEventDestroy(CUevent event) {
   Context* context = nullptr;
   if (CUresult r = need_context_to_release(&context); r != CUDA_SUCCESS) return r;
   // A queued record of a destroyed event still runs; it just marks nothing.
+  event_clocks_.erase(event);
   return events_.erase(event) == 1 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 
@@ -81,9 +82,12 @@ CUresult FakeState::cuEventQuery(CUevent event_handle) {
   Event& event = it->second;
   if (event.state == Event::State::captured) return captured_event(event);
   if (CUresult r = check_unsafe_call(); r != CUDA_SUCCESS) return r;
-  if (event.state != Event::State::recorded || event.done) return CUDA_SUCCESS;
-  if (paused_) return CUDA_ERROR_NOT_READY;
-  run_until(event.record_seq);
+  if (event.state != Event::State::recorded) return CUDA_SUCCESS;
+  if (!event.done) {
+    if (paused_) return CUDA_ERROR_NOT_READY;
+    run_until(event.record_seq);
+  }
+  if (options_.detect_races) host_waited(event_handle);
   return CUDA_SUCCESS;
 }
 
@@ -98,6 +102,7 @@ CUresult FakeState::cuEventSynchronize(CUevent event_handle) {
   const std::uint64_t seq = it->second.record_seq;
   const std::uint64_t stream_id = it->second.stream;
   run_until(seq);
+  if (options_.detect_races) host_waited(event_handle);
   Stream* stream = stream_by_id(stream_id);
   if (stream == nullptr) return CUDA_SUCCESS;
   return take_error(*stream, seq).value_or(CUDA_SUCCESS);

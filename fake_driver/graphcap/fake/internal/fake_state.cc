@@ -22,6 +22,7 @@ FakeState::FakeState(FakeDriverOptions options)
       virtual_memory_(options.device_count),
       executable_arena_(options.device_count),
       log_(options.record_calls) {
+  order_random_.seed(options_.node_order_seed);
   const int devices = options_.device_count > 0 ? options_.device_count : 0;
   contexts_.resize(static_cast<std::size_t>(devices));
   for (int device = 0; device < devices; ++device) {
@@ -105,6 +106,7 @@ void FakeState::remove_stream(std::uint64_t id) {
   if (it == streams_.end()) return;
   if (it->second->handle != nullptr) user_streams_.erase(it->second->handle);
   streams_.erase(it);
+  stream_clocks_.erase(id);
 }
 
 }  // namespace graphcap::fake

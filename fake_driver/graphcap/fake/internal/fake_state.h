@@ -18,6 +18,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <random>
 #include <set>
 #include <string>
 #include <string_view>
@@ -36,6 +37,8 @@
 #include <graphcap/fake/internal/fault_plan.h>
 #include <graphcap/fake/internal/graph_model.h>
 #include <graphcap/fake/internal/pinned_memory.h>
+#include <graphcap/fake/internal/race_check.h>
+#include <graphcap/fake/internal/stream_order.h>
 #include <graphcap/fake/internal/virtual_memory.h>
 #include <graphcap/fake/internal/work.h>
 
@@ -77,6 +80,7 @@ class FakeState {
   void fail_always(std::string_view entry_point, CUresult code);
   void fail_when(std::string_view entry_point, CUresult code, FaultPredicate predicate);
   void clear_faults();
+  std::vector<std::string> unfired_faults() const;
   std::vector<CallRecord> calls() const;
   std::size_t call_count(std::string_view entry_point) const;
   std::size_t total_calls() const;
@@ -137,6 +141,11 @@ class FakeState {
   // writes before wait_for_predecessor(), and (`writable`) kept as this kernel's writes.
   void kernel_watch_access(const KernelContext& context, std::size_t param, CUdeviceptr address,
                            std::size_t bytes, bool writable);
+  // The race check records the running work's accesses (accesses_ is set).
+  bool kernel_tracks_accesses() const noexcept { return accesses_ != nullptr; }
+  void kernel_accessed(CUdeviceptr address, std::size_t bytes, bool writable) {
+    if (accesses_ != nullptr) accesses_->add(address, bytes, writable);
+  }
 
  private:
   struct ThreadState {
@@ -170,6 +179,13 @@ class FakeState {
     std::uint64_t capture = 0;                  // capture sequence id, 0 when not capturing
     std::vector<std::size_t> frontier;          // nodes the next captured node depends on
     std::vector<CUgraphNode> frontier_handles;  // storage for cuStreamGetCaptureInfo
+    // The race check: event waits (cuStreamWaitEvent outside capture) its operations from
+    // `from_seq` on happen after; the clock is the awaited record's, filled when it runs.
+    struct EventWait {
+      std::uint64_t from_seq = 0;
+      std::shared_ptr<internal::VectorClock> clock;
+    };
+    std::vector<EventWait> waits;
   };
 
   struct Event {
@@ -244,6 +260,8 @@ class FakeState {
     // `programmatic_after`, still queued when it was launched (0: none).
     bool watch_writes = false;
     std::uint64_t programmatic_after = 0;
+    // The race check: what the host had waited for when it enqueued this (null: check off).
+    std::shared_ptr<const internal::VectorClock> host;
   };
 
   // The programmatic dependent launch contract around one kernel's execution (the fake's own
@@ -412,9 +430,46 @@ class FakeState {
   bool handle_usable(const internal::Graph& graph, CUgraphConditionalHandle handle) const;
   // Runs an executable's nodes (a launch, or a conditional node's body) in order; false when the
   // work faulted (running_.trap says how).
-  bool run_graph(const internal::ExecBody& body, CUgraphExec exec, int depth);
+  // `into`: where the nodes' accesses go as well (the conditional node or the launch that ran
+  // them), nullptr when the race check is off.
+  bool run_graph(const internal::ExecBody& body, CUgraphExec exec, int depth,
+                 internal::AccessLog* into);
   bool run_conditional(const internal::ConditionalWork& node, CUgraphExec exec,
-                       const std::string& where, int depth);
+                       const std::string& where, int depth, internal::AccessLog* into);
+
+  // ---- race_calls.cc: races, node order and baked addresses ------------------------------------
+  // The order a launch runs `body`'s nodes in: its topological order, or under node_order_seed
+  // a random one that respects the edges (into `storage`).
+  const std::vector<std::size_t>& launch_order(const internal::ExecBody& body,
+                                               std::vector<std::size_t>& storage);
+  // How messages name node `index` of a launched graph (at conditional `depth`): "node 2 (kernel
+  // 'scale')". The one place that names a node: what else the fake learns about an operation
+  // (where it was recorded) belongs here.
+  static std::string node_label(const internal::NodeData& node, std::size_t index, int depth);
+  // After a launch ran `body`'s nodes in `order`: a violation for each pair of them that races
+  // (each once per executable); false when that faulted the launch (strict).
+  bool check_graph_races(const internal::ExecBody& body,
+                         const std::vector<internal::AccessLog>& logs,
+                         const std::vector<std::size_t>& order, CUgraphExec exec, int depth);
+  // The 8-byte words of a captured kernel's parameters that lie in live device memory now: the
+  // addresses a replay will pass as they are (KernelWork::held).
+  std::vector<internal::HeldAddress> held_addresses(const internal::KernelWork& work);
+  // A replayed kernel's held addresses that lie in no live memory now: a violation each.
+  void check_baked(const internal::KernelWork& work, const std::string& where);
+  // Eager races between streams: `op` of `stream` starts executing (its stream's clock takes
+  // what it happens after); it wrote what `log` holds (a violation for each earlier write there
+  // that nothing orders before it; the first one's text in *text); a record of `event` ran on
+  // `stream`; `stream` waits for `event` from its next operation on; the host waited for a
+  // stream's work so far, for an event's record, or for everything queued.
+  void begin_eager(const Op& op, const Stream& stream);
+  bool check_eager_writes(const Op& op, const Stream& stream, const internal::AccessLog& log,
+                          std::string* text);
+  void eager_record(const Op& op, CUevent event);
+  void eager_wait(Stream& stream, CUevent event, const Event& awaited);
+  void host_waited(const Stream& stream);
+  void host_waited(CUevent event);
+  void host_waited_all();
+  std::string stream_name(const Stream& stream) const;
   // `body` (an instantiation of `graph`) with node `index` of `target` (`graph` or a body graph
   // nested in it) replaced by `work`: changed in place when nothing else holds it, else a copy;
   // nullptr when `target` holds no such kernel node.
@@ -462,6 +517,18 @@ class FakeState {
   internal::ExecutableArena executable_arena_;
   std::deque<Op> queue_;
   RunningKernel running_;
+  // Where the running work's accesses go for the race check (nullptr: not recorded).
+  internal::AccessLog* accesses_ = nullptr;
+  std::mt19937_64 order_random_;  // node_order_seed's generator
+  // The eager race check: each stream's clock (by id), the host's (shared by the operations it
+  // enqueued since it last changed), each event's last executed record, records still queued
+  // that event waits await (by seq), and the last writer of every range.
+  std::map<std::uint64_t, internal::VectorClock> stream_clocks_;
+  std::shared_ptr<const internal::VectorClock> host_clock_ =
+      std::make_shared<const internal::VectorClock>();
+  std::map<CUevent, internal::VectorClock> event_clocks_;
+  std::multimap<std::uint64_t, std::shared_ptr<internal::VectorClock>> awaited_records_;
+  internal::LastWrites last_writes_;
   // Eager programmatic launches: what each watched op wrote, until its dependent runs (by seq).
   std::map<std::uint64_t, PredecessorWrites> pdl_writes_;
 

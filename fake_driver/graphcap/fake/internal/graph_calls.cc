@@ -500,6 +500,7 @@ CUresult FakeState::cuGraphExecKernelNodeSetParams(CUgraphExec exec, CUgraphNode
       work.extents = recorded->extents;
     }
   }
+  work.held = held_addresses(work);  // what a replay passes from now on
   // Only later launches see it: launches already queued keep the body they were launched with.
   std::shared_ptr<const internal::ExecBody> changed =
       with_kernel(body, updated->second.source, node_graph, index, work);

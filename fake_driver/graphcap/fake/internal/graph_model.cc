@@ -52,6 +52,35 @@ std::vector<std::size_t> topological_order(const std::vector<NodeData>& nodes) {
   return order;
 }
 
+std::vector<std::size_t> random_topological_order(const std::vector<NodeData>& nodes,
+                                                  const std::function<std::uint64_t()>& random) {
+  std::vector<std::size_t> waiting(nodes.size(), 0);
+  std::vector<std::vector<std::size_t>> dependents(nodes.size());
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    for (std::size_t dep : nodes[i].deps) {
+      ++waiting[i];
+      dependents[dep].push_back(i);
+    }
+  }
+  std::vector<std::size_t> ready;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    if (waiting[i] == 0) ready.push_back(i);
+  }
+  std::vector<std::size_t> order;
+  order.reserve(nodes.size());
+  while (!ready.empty()) {
+    const std::size_t pick = static_cast<std::size_t>(random() % ready.size());
+    const std::size_t next = ready[pick];
+    ready[pick] = ready.back();
+    ready.pop_back();
+    order.push_back(next);
+    for (std::size_t dependent : dependents[next]) {
+      if (--waiting[dependent] == 0) ready.push_back(dependent);
+    }
+  }
+  return order;
+}
+
 std::shared_ptr<ExecBody> make_exec_body(const std::vector<NodeData>& nodes) {
   auto body = std::make_shared<ExecBody>();
   body->nodes = nodes;

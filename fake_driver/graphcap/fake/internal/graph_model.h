@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include <graphcap/driver/cuda_types.h>
+#include <graphcap/fake/internal/race_check.h>
 #include <graphcap/fake/internal/work.h>
 
 namespace graphcap::fake::internal {
@@ -64,12 +66,19 @@ struct ExecBody {
   // Per node: whether a programmatic edge leaves it (its writes are watched); empty when the
   // graph has no programmatic edge.
   std::vector<bool> feeds_programmatic;
+  // The race check's reachability and the races it reported, from the first launch it checked
+  // (shared with copies of this body: they differ in parameters only, never in edges).
+  mutable std::shared_ptr<RaceCache> races;
 };
 
 std::shared_ptr<ExecBody> make_exec_body(const std::vector<NodeData>& nodes);
 
 // Kahn's algorithm, ties broken by creation order.
 std::vector<std::size_t> topological_order(const std::vector<NodeData>& nodes);
+// Kahn's algorithm, each next node drawn at random from the ready ones by `random` (a value from
+// a seeded generator per draw): an order any device could legally run (node_order_seed).
+std::vector<std::size_t> random_topological_order(const std::vector<NodeData>& nodes,
+                                                  const std::function<std::uint64_t()>& random);
 
 struct UpdateCheck {
   CUgraphExecUpdateResult result = CU_GRAPH_EXEC_UPDATE_SUCCESS;

@@ -232,6 +232,7 @@ CUresult FakeState::launch(CUfunction function, const LaunchDims& dims, CUstream
   // as well: by then a GraphPool may have lent that memory to another graph's Buffer.
   work.extents = launch_extents(work);
   if (captured) {
+    work.held = held_addresses(work);
     add_node(*stream, internal::NodeWork{std::move(work)}, attributes.programmatic);
     return CUDA_SUCCESS;
   }

@@ -28,6 +28,11 @@ void FakeState::clear_faults() {
   faults_.clear();
 }
 
+std::vector<std::string> FakeState::unfired_faults() const {
+  std::lock_guard<std::mutex> guard(mutex_);
+  return faults_.unfired();
+}
+
 std::vector<CallRecord> FakeState::calls() const {
   std::lock_guard<std::mutex> guard(mutex_);
   return log_.records();

@@ -96,6 +96,7 @@ CUresult FakeState::cuStreamSynchronize(CUstream handle) {
   }
   if (CUresult r = check_unsafe_call(); r != CUDA_SUCCESS) return r;
   run_until(stream->last_seq);
+  if (options_.detect_races) host_waited(*stream);
   return take_error(*stream, stream->last_seq + 1).value_or(CUDA_SUCCESS);
 }
 
@@ -124,6 +125,7 @@ CUresult FakeState::cuStreamQuery(CUstream handle) {
     if (paused_) return CUDA_ERROR_NOT_READY;
     run_until(stream->last_seq);  // the device catches up
   }
+  if (options_.detect_races) host_waited(*stream);
   // A query reports a fault of the stream's finished work too, but leaves it for the next wait
   // to report (CUDA keeps it for every later call: it is sticky for the context).
   return stream->error ? stream->error->code : CUDA_SUCCESS;
@@ -197,6 +199,9 @@ CUresult FakeState::cuStreamWaitEvent(CUstream handle, CUevent event_handle, uns
   // for it, as on CUDA: the strict fake's checks of returned memory found the gap).
   if (event.state == Event::State::recorded && !event.done) {
     stream->last_seq = std::max(stream->last_seq, event.record_seq);
+  }
+  if (options_.detect_races && event.state == Event::State::recorded) {
+    eager_wait(*stream, event_handle, event);
   }
   return CUDA_SUCCESS;
 }

@@ -31,6 +31,16 @@ struct BufferExtent {
   std::size_t size = 0;
 };
 
+// An 8-byte word of a captured kernel's parameters that held an address inside live device memory
+// at capture: a replay passes it as it is, whether or not that memory is still there.
+struct HeldAddress {
+  std::size_t param = 0;
+  std::size_t offset = 0;  // of the word, inside the parameter
+  CUdeviceptr address = 0;
+  CUdeviceptr allocation = 0;  // the allocation it lay in then, and its size
+  std::size_t allocation_size = 0;
+};
+
 struct KernelWork {
   std::shared_ptr<const KernelDef> kernel;
   CUmodule module = nullptr;  // the module it came from: it must still be loaded when it runs
@@ -44,6 +54,9 @@ struct KernelWork {
   // it runs: a GraphPool's graphs share slices, each graph with its own Buffer there, and a
   // queued launch runs after later windows lent the memory again.
   std::vector<BufferExtent> extents;
+  // Captured (or set on an executable) only: the words of its parameters that held addresses
+  // of live memory then (checked at every replay: baked addresses).
+  std::vector<HeldAddress> held;
   // cuLaunchKernelEx's attributes: PROGRAMMATIC_STREAM_SERIALIZATION (the kernel may begin
   // before its kernel predecessor ends, and must wait for it before reading what it wrote), and
   // PRIORITY, clamped to the context's range (measured: docs/cuda-driver-facts.md, P04).

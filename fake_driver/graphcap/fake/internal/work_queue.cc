@@ -19,7 +19,8 @@ Overloaded(F...) -> Overloaded<F...>;
 
 void FakeState::enqueue(Stream& stream, const char* entry_point, QueuedWork work) {
   const std::uint64_t seq = next_seq_++;
-  queue_.push_back(Op{seq, stream.id, entry_point, std::move(work)});
+  queue_.push_back(Op{seq, stream.id, entry_point, std::move(work), false, 0,
+                      options_.detect_races ? host_clock_ : nullptr});
   stream.last_seq = seq;
   ++stream.pending;
 }
@@ -38,6 +39,7 @@ void FakeState::run_all() {
     queue_.pop_front();
     execute(op);
   }
+  if (options_.detect_races) host_waited_all();  // every operation queued has run
 }
 
 std::optional<CUresult> FakeState::take_error(Stream& stream, std::uint64_t before_seq) {
@@ -73,9 +75,18 @@ void FakeState::execute(Op& op) {
   if (stream != nullptr && stream->pending > 0) --stream->pending;
   if (sticky_) return;  // a fault ended all work of the device (measured: queued work never runs)
   std::optional<CUresult> fault;
+  // The eager race check: what this operation writes, against the other streams' writes.
+  const bool eager = options_.detect_races && stream != nullptr && op.host != nullptr;
+  internal::AccessLog written;
+  if (eager) begin_eager(op, *stream);
   std::visit(Overloaded{
                  [&](const internal::NodeWork& work) {
                    tick();
+                   accesses_ = eager ? &written : nullptr;
+                   struct Unrecord {
+                     internal::AccessLog*& accesses;
+                     ~Unrecord() { accesses = nullptr; }
+                   } unrecord{accesses_};
                    if (!op.watch_writes && op.programmatic_after == 0) {
                      fault = execute_node(work, op.entry_point) ? std::nullopt : running_.trap;
                      return;
@@ -93,6 +104,9 @@ void FakeState::execute(Op& op) {
                  },
                  [&](const EventRecordWork& record) {
                    tick();
+                   // Waits on it were ordered when they were made: they hold even after the
+                   // event is destroyed (an application may destroy it right after the wait).
+                   if (eager) eager_record(op, record.event);
                    auto it = events_.find(record.event);
                    if (it == events_.end()) return;
                    Event& event = it->second;
@@ -110,12 +124,22 @@ void FakeState::execute(Op& op) {
                    }
                    running_exec_ = launch.exec;
                    running_conditions_ = &launch.body->conditions;
-                   if (!run_graph(*launch.body, launch.exec, 0)) fault = running_.trap;
+                   if (!run_graph(*launch.body, launch.exec, 0,
+                                  options_.detect_races ? &written : nullptr)) {
+                     fault = running_.trap;
+                   }
                    running_exec_ = nullptr;
                    running_conditions_ = nullptr;
                  },
              },
              op.work);
+  if (eager && !written.ranges.empty()) {
+    std::string text;
+    if (!check_eager_writes(op, *stream, written, &text) && options_.strict && !fault) {
+      fault = CUDA_ERROR_LAUNCH_FAILED;
+      running_.fault = std::move(text);
+    }
+  }
   if (fault && options_.strict && !sticky_) {
     sticky_ = *fault;  // as on the GPU: every later call that touches a context reports it
     sticky_fault_ = running_.fault;
@@ -151,6 +175,7 @@ bool FakeState::execute_node(const internal::NodeWork& work, const std::string& 
               violation(where + ": " + internal::describe(work) + ": destination " + why);
               return;
             }
+            if (accesses_ != nullptr) accesses_->add(copy.dst, copy.bytes, true);
             if (copy.from_snapshot) {
               std::memcpy(dst, copy.snapshot.data(), copy.bytes);
               return;
@@ -170,6 +195,7 @@ bool FakeState::execute_node(const internal::NodeWork& work, const std::string& 
               violation(where + ": " + internal::describe(work) + ": source " + why);
               return;
             }
+            if (accesses_ != nullptr) accesses_->add(copy.src, copy.bytes, false);
             if (copy.pinned && !pinned_memory_.contains(copy.dst, copy.bytes)) {
               violation(where + ": " + internal::describe(work) + ": destination " +
                         internal::hex(reinterpret_cast<std::uintptr_t>(copy.dst)) +
@@ -185,6 +211,7 @@ bool FakeState::execute_node(const internal::NodeWork& work, const std::string& 
               violation(where + ": " + internal::describe(work) + ": " + why);
               return;
             }
+            if (accesses_ != nullptr) accesses_->add(memset.dst, memset.bytes(), true);
             if (memset.element_size == 1) {
               std::memset(dst, static_cast<unsigned char>(memset.value), memset.count);
               return;
@@ -203,6 +230,10 @@ bool FakeState::execute_node(const internal::NodeWork& work, const std::string& 
             if (dst == nullptr) {
               violation(where + ": " + internal::describe(work) + ": destination " + why);
               return;
+            }
+            if (accesses_ != nullptr) {
+              accesses_->add(copy.src, copy.bytes, false);
+              accesses_->add(copy.dst, copy.bytes, true);
             }
             std::memmove(dst, src, copy.bytes);
           },
@@ -242,6 +273,7 @@ void FakeState::execute_kernel(const internal::KernelWork& work, const std::stri
     violation(where + ": kernel '" + name + "' belongs to a module that has been unloaded");
     return;
   }
+  if (!work.held.empty()) check_baked(work, where);
   KernelContext context(*this, name, work.dims, work.kernel->params, work.params);
   running_.kernel = work.kernel.get();
   running_.work = &work;

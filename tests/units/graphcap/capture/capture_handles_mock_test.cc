@@ -46,14 +46,12 @@ class CaptureHandlesMockTest : public ::testing::Test {
 
   Result<Graph> capture(bool doom = false) {
     Stream& s = device_->stream();
-    EXPECT_THAT(device_->prepare_capture(s), IsOk());
-    EXPECT_THAT(launch(), IsOk());
-    EXPECT_THAT(device_->begin_capture(s), IsOk());
-    EXPECT_THAT(launch(), IsOk());
-    if (doom) {
-      EXPECT_FALSE(device_->alloc(4321, s).has_value());
-    }
-    return device_->end_capture(s);
+    return device_->record(s, [&] {
+      EXPECT_THAT(launch(), IsOk());
+      if (doom && s.capture_state() == CaptureState::capture) {
+        EXPECT_FALSE(device_->alloc(4321, s).has_value());
+      }
+    });
   }
 
   NiceMock<fake::MockDriver> mock_;
