@@ -209,10 +209,15 @@ void FakeState::eager_wait(Stream& stream, CUevent event, const Event& awaited) 
 }
 
 void FakeState::host_waited(const Stream& stream) {
-  auto found = stream_clocks_.find(stream.id);
-  if (found == stream_clocks_.end()) return;
   auto joined = std::make_shared<internal::VectorClock>(*host_clock_);
-  joined->join(found->second);
+  if (auto found = stream_clocks_.find(stream.id); found != stream_clocks_.end()) {
+    joined->join(found->second);
+  }
+  // Event waits issued since the stream's last work ran: a wait on the stream covers the work
+  // they wait for too (CUDA's cuStreamSynchronize waits for it), though no later work of the
+  // stream has joined them into its clock yet. Their records have run: the wait ran the queue
+  // up to them.
+  for (const Stream::EventWait& wait : stream.waits) joined->join(*wait.clock);
   host_clock_ = std::move(joined);
 }
 
