@@ -137,7 +137,6 @@ Result<void> Device::copy(const Buffer& dst, std::size_t dst_offset, const Buffe
       op.label = capture::OperationLabel(&copy_label);
       op.label.numbers = {bytes, src_offset, src.size(), dst_offset, dst.size()};
       op.label.where = where;
-      op.label.reissue = capture::OperationLabel::Reissue::copy;
       add_buffer(op.label, 0, src, Arg::Access::in);
       add_buffer(op.label, 1, dst, Arg::Access::out);
       if (std::string direction = copy_direction(src, dst, *core_);
@@ -211,7 +210,6 @@ Result<void> Device::fill_with(const Buffer& dst, std::size_t offset, std::size_
       op.label = capture::OperationLabel(&fill_label);
       op.label.numbers = {bytes, element_size, value, offset, dst.size()};
       op.label.where = where;
-      op.label.reissue = capture::OperationLabel::Reissue::fill;
       add_buffer(op.label, 0, dst, Arg::Access::out);
     }
     return stream.run(

@@ -164,7 +164,6 @@ std::string render_launch(const capture::OperationLabel& label) {
   label.name = std::shared_ptr<const std::string>(state, &state->name());
   label.dims = dims;
   label.where = where;
-  label.reissue = capture::OperationLabel::Reissue::launch;
   label.numbers[0] = reinterpret_cast<std::uintptr_t>(state->function());
   std::uint32_t index = 0;
   for (const Arg& arg : args) {

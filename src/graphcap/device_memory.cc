@@ -79,7 +79,6 @@ Result<void> Device::write(const Buffer& dst, std::size_t offset, std::span<cons
     op.label.numbers[0] = bytes.size();
     op.label.numbers[2] = offset;
     op.label.where = where;
-    op.label.reissue = capture::OperationLabel::Reissue::host_write;
     capture::OperationLabel::BufferArg arg;
     arg.access = static_cast<std::uint8_t>(Arg::Access::out);
     arg.bytes = dst.size();

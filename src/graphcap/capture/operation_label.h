@@ -47,15 +47,6 @@ class OperationLabel {
     // Graph::replay_checked passes again, as recorded).
     std::shared_ptr<const std::string> label;
   };
-  // How Graph::replay_checked issues the operation again, eagerly, from this record (none: it
-  // can't: external work, a conditional node).
-  enum class Reissue : std::uint8_t {
-    none,
-    launch,      // cuLaunchKernel: function in numbers[0], dims, every argument in order
-    copy,        // cuMemcpyDtoDAsync: copy_label's numbers, arguments 0 (source), 1 (destination)
-    fill,        // cuMemsetD8/D32Async: fill_label's numbers, argument 0 (destination)
-    host_write,  // cuMemcpyHtoDAsync: bytes, staging host address, offset; argument 0
-  };
   using Render = std::string (*)(const OperationLabel&);
 
   // The inline arguments are constructed only as they are added, and a copy, a move or the
@@ -71,7 +62,6 @@ class OperationLabel {
         dims(other.dims),
         numbers(other.numbers),
         where(other.where),
-        reissue(other.reissue),
         render_(other.render_),
         text_(other.text_),
         more_args_(other.more_args_) {
@@ -127,7 +117,6 @@ class OperationLabel {
   // The public call that made the operation (its last, defaulted parameter): a handle to the
   // compiler's static record, copied, formatted only when rendered (line 0: unknown).
   std::source_location where{};
-  Reissue reissue = Reissue::none;
 
   void add_buffer_arg(const BufferArg& arg);
   // Moves every buffer argument to the end of `out`; the label keeps none.
@@ -160,7 +149,6 @@ class OperationLabel {
     dims = other.dims;
     numbers = other.numbers;
     where = other.where;
-    reissue = other.reissue;
     render_ = std::exchange(other.render_, nullptr);
     text_ = std::move(other.text_);
     other.text_.clear();

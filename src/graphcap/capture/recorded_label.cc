@@ -21,8 +21,7 @@ RecordedLabel::RecordedLabel(OperationLabel&& label, NodeStore& store)
     : render_(label.renderer()),
       dims_(label.dims),
       numbers_(label.numbers),
-      where_(label.where),
-      reissue_(label.reissue) {
+      where_(label.where) {
   if (render_ != nullptr) {
     if (label.name) name_ = keep_name(std::move(label.name), store);
     first_arg_ = static_cast<std::uint32_t>(store.args.size());
@@ -41,7 +40,6 @@ OperationLabel RecordedLabel::expand(const NodeStore& store) const {
   }
   OperationLabel label(render_);
   label.where = where_;
-  label.reissue = reissue_;
   // Borrowed (no owner): the store keeps the name while the recording lives.
   if (name_ != nullptr) {
     label.name = std::shared_ptr<const std::string>(std::shared_ptr<const void>(), name_);

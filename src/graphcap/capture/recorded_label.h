@@ -41,7 +41,6 @@ class RecordedLabel {
   std::source_location where_{};
   std::uint32_t first_arg_ = 0;
   std::uint32_t arg_count_ = 0;
-  OperationLabel::Reissue reissue_ = OperationLabel::Reissue::none;
 };
 
 }  // namespace graphcap::capture

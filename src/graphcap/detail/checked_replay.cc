@@ -22,7 +22,31 @@ namespace graphcap::detail {
 namespace {
 
 using capture::OperationLabel;
-using Reissue = OperationLabel::Reissue;
+// How a node is issued again, eagerly, from its record: derived from its node type and label,
+// not stored with every recorded node (a field written on every recorded launch for this rare
+// path cost the recording and eager paths instructions; docs/performance.md).
+enum class Reissue : std::uint8_t {
+  none,        // can't: external work, a conditional node
+  launch,      // cuLaunchKernel: function in numbers[0], dims, every argument in order
+  copy,        // cuMemcpyDtoDAsync: copy_label's numbers, arguments 0 (source), 1 (destination)
+  fill,        // cuMemsetD8/D32Async: fill_label's numbers, argument 0 (destination)
+  host_write,  // cuMemcpyHtoDAsync: bytes, staging host address, offset; argument 0
+};
+
+// graphcap records a kernel node only for a launch, a memset node only for a fill, and a memcpy
+// node for a copy (which names its source and destination) or a write from the host (which
+// names only its destination). A node without a rendered label (external work's text) has no
+// record to issue from.
+Reissue reissue_of(const capture::RecordedNode& node, const OperationLabel& label) {
+  if (label.renderer() == nullptr) return Reissue::none;
+  switch (node.type) {
+    case CU_GRAPH_NODE_TYPE_KERNEL: return Reissue::launch;
+    case CU_GRAPH_NODE_TYPE_MEMSET: return Reissue::fill;
+    case CU_GRAPH_NODE_TYPE_MEMCPY:
+      return label.buffer_args().size() == 2 ? Reissue::copy : Reissue::host_write;
+    default: return Reissue::none;
+  }
+}
 
 // A launch takes at most this many arguments (Device::launch refuses more), each of at most
 // Arg::kMaxValueBytes.
@@ -101,11 +125,12 @@ CUresult launch_again(DriverApi& driver, CUstream stream, const OperationLabel& 
 }
 
 // Issues the node again on `stream`; the driver's answer, and the entry point it named.
-CUresult issue_again(DriverApi& driver, CUstream stream, const OperationLabel& label,
-                     const capture::ParamNode* params, const char** entry) {
+CUresult issue_again(DriverApi& driver, CUstream stream, Reissue reissue,
+                     const OperationLabel& label, const capture::ParamNode* params,
+                     const char** entry) {
   const auto& n = label.numbers;
   const std::span<const OperationLabel::BufferArg> args = label.buffer_args();
-  switch (label.reissue) {
+  switch (reissue) {
     case Reissue::launch:
       *entry = "cuLaunchKernel";
       return launch_again(driver, stream, label, params);
@@ -146,7 +171,7 @@ std::optional<Error> unsupported(const capture::Recording& recording) {
                        "which graphcap can't know, so it can't run the graph's operations as a "
                        "replay would; nothing was run");
     }
-    if (label.reissue == Reissue::none) {
+    if (reissue_of(node, label) == Reissue::none) {
       return Error(
           Errc::graph_state,
           "replay_checked: node " + std::to_string(i) + " (" +
@@ -205,7 +230,8 @@ Result<void> GraphState::replay_checked() {
     const OperationLabel label = recording.label(i);
     const char* entry = "";
     std::optional<Error> failed;
-    if (const CUresult result = issue_again(driver, hot_.stream, label, params[i], &entry);
+    const Reissue reissue = reissue_of(recording.nodes[i], label);
+    if (const CUresult result = issue_again(driver, hot_.stream, reissue, label, params[i], &entry);
         result != CUDA_SUCCESS) {
       failed = Error::from_driver(entry, result);
     } else if (Result<void> done = stream_->synchronize("waiting for it"); !done) {
