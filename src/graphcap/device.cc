@@ -116,7 +116,7 @@ Result<void> check_order(const Buffer& buffer, const StreamCore& owner, StreamCo
       }
     }
   }
-  if (&owner != &stream && owner.window().recording() && !stream.window().recording()) {
+  if (&owner != &stream && owner.recording() && !stream.recording()) {
     return Error(Errc::invalid_argument,
                  std::string(what) + " belongs to a stream that is recording now; an eager use "
                  "on another stream could not be handed back to it (use it after end_capture, "

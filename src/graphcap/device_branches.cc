@@ -1,5 +1,6 @@
-// Device: IF/ELSE and SWITCH branches recorded into a graph (the window inserts the nodes and
-// tracks their bodies; the stream issues its work into the innermost open body).
+// Device: IF/ELSE and SWITCH branches recorded into a graph (the recording's conditional frames
+// insert the nodes and track their bodies; the stream issues its work into the innermost open
+// body). Each call checks its arguments and enters its stream's core as one conditional step.
 #include <graphcap/detail/call_site.h>
 #include <graphcap/detail/device_core.h>
 #include <graphcap/detail/stream_core.h>
@@ -9,24 +10,20 @@
 
 namespace graphcap {
 
-using capture::OpenRecording;
-using detail::StreamCore;
+using Step = capture::ConditionalStep;
 
 namespace {
 
-// A Condition the call may use: not empty, of the recording `s` records into now (if any).
-Result<void> check_condition(StreamCore& stream, const Condition& c, const char* operation) {
+// A step on Condition `c` on stream `s` (the step's checks: its stream's window and frames').
+Result<void> branch_step(Stream& s, const Condition& c, Step::Kind kind, unsigned value,
+                         std::source_location where) {
+  Step step{kind, HandleAccess::id(c), c.recording(), value, where};
   if (!c) {
     return Error(Errc::graph_state,
-                 std::string(operation) + ": an empty Condition (Device::condition gives one)");
+                 std::string(step.name()) + ": an empty Condition (Device::condition gives one)");
   }
-  // Outside a recording the window's own check says so.
-  const std::uint64_t recording = stream.window().recording_id();
-  if (recording != 0 && c.recording() != recording) {
-    return Error(Errc::graph_state,
-                 std::string(operation) +
-                     ": the condition was made in another recording (of this stream or another)");
-  }
+  Result<detail::StreamCore::Conditional> done = HandleAccess::core(s).conditional(step);
+  if (!done) return std::move(done).error();
   return {};
 }
 
@@ -36,12 +33,10 @@ Result<Condition> Device::condition(Stream& s, unsigned first, std::source_locat
   return detail::at_call(
       [&]() -> Result<Condition> {
         GRAPHCAP_TRY(check_stream(s, "condition"));
-        GRAPHCAP_TRY(core_->bind_thread());
-        StreamCore& stream = HandleAccess::core(s);
-        std::lock_guard lock(stream.mutex());
-        GRAPHCAP_ASSIGN_OR_RETURN(OpenRecording::ConditionInfo made,
-                                  stream.window().make_condition(first, where));
-        return HandleAccess::condition(made.id, stream.window().recording_id(), made.handle, first);
+        GRAPHCAP_ASSIGN_OR_RETURN(
+            detail::StreamCore::Conditional made,
+            HandleAccess::core(s).conditional({Step::Kind::condition, 0, 0, first, where}));
+        return HandleAccess::condition(made.made.id, made.recording, made.made.handle, first);
       }(),
       where);
 }
@@ -50,15 +45,7 @@ Result<void> Device::begin_if(Stream& s, Condition& c, std::source_location wher
   return detail::at_call(
       [&]() -> Result<void> {
         GRAPHCAP_TRY(check_stream(s, "begin_if"));
-        GRAPHCAP_TRY(core_->bind_thread());
-        StreamCore& stream = HandleAccess::core(s);
-        std::lock_guard lock(stream.mutex());
-        GRAPHCAP_TRY(check_condition(stream, c, "begin_if"));
-        capture::Window& window = stream.window();
-        GRAPHCAP_ASSIGN_OR_RETURN(std::size_t depth, window.check_loop_begin("begin_if"));
-        GRAPHCAP_ASSIGN_OR_RETURN(CUstream body, stream.loop_stream(depth, "begin_if"));
-        return window.begin_branch(body, OpenRecording::BranchKind::if_else, HandleAccess::id(c), 2,
-                                   where);
+        return branch_step(s, c, Step::Kind::begin_if, 0, where);
       }(),
       where);
 }
@@ -67,11 +54,7 @@ Result<void> Device::begin_else(Stream& s, Condition& c, std::source_location wh
   return detail::at_call(
       [&]() -> Result<void> {
         GRAPHCAP_TRY(check_stream(s, "begin_else"));
-        GRAPHCAP_TRY(core_->bind_thread());
-        StreamCore& stream = HandleAccess::core(s);
-        std::lock_guard lock(stream.mutex());
-        GRAPHCAP_TRY(check_condition(stream, c, "begin_else"));
-        return stream.window().begin_else(HandleAccess::id(c));
+        return branch_step(s, c, Step::Kind::begin_else, 0, where);
       }(),
       where);
 }
@@ -80,11 +63,7 @@ Result<void> Device::end_if(Stream& s, Condition& c, std::source_location where)
   return detail::at_call(
       [&]() -> Result<void> {
         GRAPHCAP_TRY(check_stream(s, "end_if"));
-        GRAPHCAP_TRY(core_->bind_thread());
-        StreamCore& stream = HandleAccess::core(s);
-        std::lock_guard lock(stream.mutex());
-        GRAPHCAP_TRY(check_condition(stream, c, "end_if"));
-        return stream.window().end_branch(OpenRecording::BranchKind::if_else, HandleAccess::id(c));
+        return branch_step(s, c, Step::Kind::end_if, 0, where);
       }(),
       where);
 }
@@ -95,18 +74,10 @@ Result<void> Device::begin_switch(Stream& s, Condition& c, unsigned cases,
       [&]() -> Result<void> {
         GRAPHCAP_TRY(check_stream(s, "begin_switch"));
         if (cases == 0) {
-          // The driver refuses a SWITCH of no case (measured B05: CUDA_ERROR_INVALID_VALUE).
+          // The driver refuses a SWITCH of no case (measured: CUDA_ERROR_INVALID_VALUE).
           return Error(Errc::invalid_argument, "begin_switch: a SWITCH of 0 cases (at least 1)");
         }
-        GRAPHCAP_TRY(core_->bind_thread());
-        StreamCore& stream = HandleAccess::core(s);
-        std::lock_guard lock(stream.mutex());
-        GRAPHCAP_TRY(check_condition(stream, c, "begin_switch"));
-        capture::Window& window = stream.window();
-        GRAPHCAP_ASSIGN_OR_RETURN(std::size_t depth, window.check_loop_begin("begin_switch"));
-        GRAPHCAP_ASSIGN_OR_RETURN(CUstream body, stream.loop_stream(depth, "begin_switch"));
-        return window.begin_branch(body, OpenRecording::BranchKind::switch_cases,
-                                   HandleAccess::id(c), cases, where);
+        return branch_step(s, c, Step::Kind::begin_switch, cases, where);
       }(),
       where);
 }
@@ -116,11 +87,7 @@ Result<void> Device::begin_case(Stream& s, Condition& c, unsigned index,
   return detail::at_call(
       [&]() -> Result<void> {
         GRAPHCAP_TRY(check_stream(s, "begin_case"));
-        GRAPHCAP_TRY(core_->bind_thread());
-        StreamCore& stream = HandleAccess::core(s);
-        std::lock_guard lock(stream.mutex());
-        GRAPHCAP_TRY(check_condition(stream, c, "begin_case"));
-        return stream.window().begin_case(HandleAccess::id(c), index);
+        return branch_step(s, c, Step::Kind::begin_case, index, where);
       }(),
       where);
 }
@@ -129,12 +96,7 @@ Result<void> Device::end_switch(Stream& s, Condition& c, std::source_location wh
   return detail::at_call(
       [&]() -> Result<void> {
         GRAPHCAP_TRY(check_stream(s, "end_switch"));
-        GRAPHCAP_TRY(core_->bind_thread());
-        StreamCore& stream = HandleAccess::core(s);
-        std::lock_guard lock(stream.mutex());
-        GRAPHCAP_TRY(check_condition(stream, c, "end_switch"));
-        return stream.window().end_branch(OpenRecording::BranchKind::switch_cases,
-                                          HandleAccess::id(c));
+        return branch_step(s, c, Step::Kind::end_switch, 0, where);
       }(),
       where);
 }

@@ -17,9 +17,7 @@ using detail::StreamCore;
 
 Result<void> Device::prepare_capture(Stream& s) {
   GRAPHCAP_TRY(check_stream(s, "prepare_capture"));
-  StreamCore& stream = HandleAccess::core(s);
-  std::lock_guard lock(stream.mutex());
-  return stream.window().prepare(core_->options().capture_mode, true, nullptr);
+  return HandleAccess::core(s).prepare_capture(core_->options().capture_mode, true, nullptr);
 }
 
 Result<void> Device::prepare_capture(Stream& s, CaptureOptions options) {
@@ -46,8 +44,7 @@ Result<void> Device::prepare_capture(Stream& s, CaptureOptions options) {
                    "are recorded and replayed on its stream, one at a time)");
     }
   }
-  std::lock_guard lock(stream.mutex());
-  return stream.window().prepare(mode, options.claim_on_refusal, std::move(pool));
+  return stream.prepare_capture(mode, options.claim_on_refusal, std::move(pool));
 }
 
 Result<GraphPool> Device::create_graph_pool(Stream& s) {
@@ -84,59 +81,15 @@ Result<GraphPool> Device::create_graph_pool(Stream& s, GraphPoolOptions options)
 
 Result<void> Device::begin_capture(Stream& s) {
   GRAPHCAP_TRY(check_stream(s, "begin_capture"));
-  GRAPHCAP_TRY(core_->bind_thread());
-  StreamCore& stream = HandleAccess::core(s);
-  std::lock_guard lock(stream.mutex());
-  return stream.window().begin();
+  return HandleAccess::core(s).begin_capture();
 }
-
-namespace {
-
-// What a re-recording replaced: released once the stream has passed the replays that used it.
-void release_replaced(detail::DeviceCore& device, const std::shared_ptr<StreamCore>& stream,
-                      std::unique_ptr<capture::Recording> old) {
-  // Its node records are not needed by replays: their room goes to the stream's next recording.
-  if (old->executable) {
-    {
-      std::lock_guard lock(stream->mutex());
-      stream->window().recycle(*old);
-    }
-    // Re-instantiated: the old executable may still be replaying. Release it as a graph is
-    // destroyed (wait for the stream, destroy, unpin), deferred while a recording forbids that.
-    auto replaced = std::make_shared<detail::GraphState>(stream, std::move(old));
-    if (!replaced->try_release()) device.defer(std::move(replaced));
-    return;
-  }
-  // Updated in place: replays already enqueued still run the old recording's nodes, so its pins
-  // count as used by them (the drop queue fences them behind the stream). What the new
-  // recording uses is pinned by it, so it stays pinned.
-  std::lock_guard lock(stream->mutex());
-  stream->window().recycle(*old);
-  const std::uint64_t use = stream->drops().next_use();
-  for (const auto& pin : old->pins) pin->used_at(use);
-  old->pins.clear();
-}
-
-}  // namespace
 
 Result<Graph> Device::end_capture(Stream& s) {
   GRAPHCAP_TRY(check_stream(s, "end_capture"));
-  GRAPHCAP_TRY(core_->bind_thread());
-  StreamCore& stream = HandleAccess::core(s);
-  Result<std::unique_ptr<capture::Recording>> closed = [&] {
-    std::lock_guard lock(stream.mutex());
-    Result<std::unique_ptr<capture::Recording>> recording =
-        stream.window().end(core_->options().upload_on_capture);
-    stream.forget_abandoned_loop_streams();
-    return recording;
-  }();
-  core_->collect_deferred();
-  if (!closed) return closed.error();
-  auto state = std::make_shared<detail::GraphState>(HandleAccess::core_ptr(s), std::move(*closed));
-  core_->add_graph(state);
+  GRAPHCAP_ASSIGN_OR_RETURN(std::shared_ptr<detail::GraphState> state,
+                            HandleAccess::core(s).end_capture());
   return HandleAccess::graph(std::move(state));
 }
-
 
 Result<void> Device::end_capture(Stream& s, Graph& into) {
   GRAPHCAP_TRY(check_stream(s, "end_capture"));
@@ -157,38 +110,12 @@ Result<void> Device::end_capture(Stream& s, Graph& into) {
                  "end_capture: the graph to re-record into replays on another stream (a graph "
                  "replays on the stream it was captured on; the recording stays open)");
   }
-  GRAPHCAP_TRY(core_->bind_thread());
-  StreamCore& stream = HandleAccess::core(s);
-  Result<std::unique_ptr<capture::Recording>> closed = [&] {
-    std::lock_guard lock(stream.mutex());
-    const capture::IntoGraph into_graph{target->executable(), target->source_nodes(),
-                                        target->report()};
-    Result<std::unique_ptr<capture::Recording>> recording =
-        stream.window().end(core_->options().upload_on_capture, &into_graph);
-    stream.forget_abandoned_loop_streams();
-    return recording;
-  }();
-  if (!closed) {
-    core_->collect_deferred();
-    return closed.error();
-  }
-  release_replaced(*core_, HandleAccess::core_ptr(s), target->adopt(std::move(*closed)));
-  core_->collect_deferred();
-  return {};
+  return HandleAccess::core(s).end_capture(*target);
 }
 
 Result<void> Device::abort_capture(Stream& s) {
   GRAPHCAP_TRY(check_stream(s, "abort_capture"));
-  GRAPHCAP_TRY(core_->bind_thread());
-  StreamCore& stream = HandleAccess::core(s);
-  Result<void> aborted = [&] {
-    std::lock_guard lock(stream.mutex());
-    Result<void> result = stream.window().abort();
-    stream.forget_abandoned_loop_streams();
-    return result;
-  }();
-  core_->collect_deferred();
-  return aborted;
+  return HandleAccess::core(s).abort_capture();
 }
 
 }  // namespace graphcap

@@ -133,7 +133,7 @@ Result<void> Device::copy(const Buffer& dst, std::size_t dst_offset, const Buffe
   op.uses = {uses, 2};
   Result<void> done = [&] {
     std::lock_guard lock(stream.mutex());
-    if (stream.window().recording() || log_enabled(LogLevel::debug)) {
+    if (stream.recording() || log_enabled(LogLevel::debug)) {
       op.label = capture::OperationLabel(&copy_label);
       op.label.numbers = {bytes, src_offset, src.size(), dst_offset, dst.size()};
       op.label.where = where;
@@ -206,7 +206,7 @@ Result<void> Device::fill_with(const Buffer& dst, std::size_t offset, std::size_
   op.uses = {&use, 1};
   Result<void> done = [&] {
     std::lock_guard lock(stream.mutex());
-    if (stream.window().recording() || log_enabled(LogLevel::debug)) {
+    if (stream.recording() || log_enabled(LogLevel::debug)) {
       op.label = capture::OperationLabel(&fill_label);
       op.label.numbers = {bytes, element_size, value, offset, dst.size()};
       op.label.where = where;

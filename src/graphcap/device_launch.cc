@@ -344,8 +344,8 @@ Result<void> Device::launch(Stream& s, const Kernel& kernel, LaunchDims dims,
   // (Inlined: a call of its own cost the eager path a second prologue and epilogue.)
   Result<void> done = [&]() __attribute__((always_inline)) -> Result<void> {
   std::lock_guard lock(stream.mutex());
-  const bool recording = stream.window().recording();
-  if (condition_recording != 0 && condition_recording != stream.window().recording_id())
+  const bool recording = stream.recording();
+  if (condition_recording != 0 && condition_recording != stream.recording_id())
       [[unlikely]] {
     return foreign_condition(state->name(), condition_arg, recording);
   }

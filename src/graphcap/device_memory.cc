@@ -74,7 +74,7 @@ Result<void> Device::write(const Buffer& dst, std::size_t offset, std::span<cons
   capture::Operation op;
   op.node = CU_GRAPH_NODE_TYPE_MEMCPY;
   op.uses = {&use, 1};
-  if (stream.window().recording() || log_enabled(LogLevel::debug)) {
+  if (stream.recording() || log_enabled(LogLevel::debug)) {
     op.label = capture::OperationLabel(&write_label);
     op.label.numbers[0] = bytes.size();
     op.label.numbers[2] = offset;
@@ -123,7 +123,7 @@ Result<std::vector<std::byte>> Device::read(const Buffer& src, std::size_t offse
   GRAPHCAP_TRY(check_range(src, offset, count, "read"));
   if (count == 0) return std::vector<std::byte>{};
   StreamCore& stream = HandleAccess::core(s);
-  if (stream.window().recording()) {
+  if (stream.recording()) {
     return Error(Errc::graph_state,
                  "read: the stream is recording; a read waits for the stream, which would "
                  "invalidate the recording (read before begin_capture or after end_capture)");
@@ -134,25 +134,8 @@ Result<std::vector<std::byte>> Device::read(const Buffer& src, std::size_t offse
                  "stream now would invalidate it");
   }
   if (std::optional<Error> failure = src.failure()) return *failure;
-  GRAPHCAP_TRY(core_->bind_thread());
-  std::shared_ptr<memory::Allocation> staging;
-  {
-    std::lock_guard lock(stream.mutex());
-    GRAPHCAP_ASSIGN_OR_RETURN(staging, stream.take_slice(stream.staging_pool(), count));
-    const CUresult result = core_->driver().cuMemcpyDtoHAsync(
-        staging->slice().host_ptr(), src.device_ptr() + offset, count, stream.target());
-    const std::uint64_t use = stream.drops().next_use();
-    staging->used_at(use);
-    // A buffer of another stream needs no stamp: the read is complete when it returns.
-    memory::BufferState& state = *HandleAccess::state(src);
-    if (&state.owner() == &stream) {
-      state.memory()->used_at(use);
-      state.used_by(stream, use, false);
-    }
-    if (result != CUDA_SUCCESS) {
-      return Error::from_driver("cuMemcpyDtoHAsync", result).context("read");
-    }
-  }
+  GRAPHCAP_ASSIGN_OR_RETURN(std::shared_ptr<memory::Allocation> staging,
+                            stream.copy_to_host(HandleAccess::state(src), offset, count));
   GRAPHCAP_TRY(stream.synchronize("read"));
   if (std::optional<Error> queued = stream.take_error()) return queued->context("read");
   if (std::optional<Error> failure = src.failure()) return *failure;

@@ -105,7 +105,7 @@ Result<void> Graph::destroy() {
   if (!state || state->released()) return {};
   detail::DeviceCore& device = state->stream().device();
   if (!device.is_open()) return {};  // closing the device released it
-  if (state->stream().window().recording()) {
+  if (state->stream().recording()) {
     device.defer(std::move(state));  // waiting now would invalidate its stream's recording
     return {};
   }

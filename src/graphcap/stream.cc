@@ -5,6 +5,6 @@
 namespace graphcap {
 
 CUstream Stream::handle() const noexcept { return core_->target(); }
-CaptureState Stream::capture_state() const noexcept { return core_->window().state(); }
+CaptureState Stream::capture_state() const noexcept { return core_->capture_state(); }
 
 }  // namespace graphcap

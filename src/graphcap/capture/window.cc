@@ -105,7 +105,7 @@ Result<std::unique_ptr<Recording>> Window::end(bool upload, const IntoGraph* int
   }
   if (is_side()) return refuse_on_side("end_capture").error();
   if (Result<void> owner = recording_.check_thread("end_capture"); !owner) return owner.error();
-  if (std::optional<Error> open = recording_.open_loop_refusal()) return *open;
+  if (std::optional<Error> open = recording_.frames().open_refusal()) return *open;
   // Instantiating (and updating, uploading) while another recording is open in global mode,
   // or another of this thread's, would invalidate that one (docs/cuda-driver-facts.md): refused
   // before anything closes. Held to the end of the close, so no global recording opens meanwhile.
@@ -182,7 +182,8 @@ Result<void> Window::join(Window& origin, std::uint64_t id, const std::vector<st
     return out_of_order("wait", now, "only a stream outside any window can be forked into a "
                                      "recording");
   }
-  if (Result<void> joined = origin.recording_.join(*this, stream_index_, id, after); !joined) {
+  if (Result<void> joined = origin.recording_.forks().join(*this, stream_index_, id, after);
+      !joined) {
     return joined;
   }
   joined_.store(&origin, std::memory_order_release);
@@ -209,79 +210,47 @@ Result<void> Window::refuse_on_side(const char* operation) const {
                    operation + " that stream (after joining this one back)");
 }
 
-Result<void> Window::check_loop_call(const char* operation, const char* closed_hint) const {
+Result<std::size_t> Window::check_conditional(const ConditionalStep& step) {
+  using Kind = ConditionalStep::Kind;
+  const char* operation = step.name();
+  const std::uint64_t now_recording = recording_id();
+  // A loop or condition of another recording: named before any other refusal (a condition's
+  // only inside a recording; outside, the state's refusal below says why).
+  if (step.kind == Kind::end_while && step.recording != now_recording) {
+    return Error(Errc::graph_state,
+                 "end_while: the loop was begun in another recording (of this stream or another)");
+  }
+  if (step.kind != Kind::begin_while && step.kind != Kind::end_while &&
+      step.kind != Kind::condition && now_recording != 0 && step.recording != now_recording) {
+    return Error(Errc::graph_state,
+                 std::string(operation) +
+                     ": the condition was made in another recording (of this stream or another)");
+  }
   if (CaptureState now = state(); now != CaptureState::capture) {
-    return out_of_order(operation, now, closed_hint);
+    const char* hint = "the branch's recording has ended";
+    switch (step.kind) {
+      case Kind::begin_while:
+      case Kind::begin_if:
+      case Kind::begin_switch:
+        hint = "a conditional node is recorded inside a recording (begin_capture first)";
+        break;
+      case Kind::condition:
+        hint = "a condition is made inside a recording (begin_capture first)";
+        break;
+      case Kind::end_while: hint = "the loop's recording has ended"; break;
+      case Kind::begin_else: hint = "the IF's recording has ended"; break;
+      case Kind::begin_case: hint = "the SWITCH's recording has ended"; break;
+      case Kind::end_if:
+      case Kind::end_switch: break;
+    }
+    return out_of_order(operation, now, hint);
   }
-  if (is_side()) return refuse_on_side(operation);
-  return recording_.check_thread(operation);
-}
-
-Result<std::size_t> Window::check_loop_begin(const char* operation) {
-  if (Result<void> ok = check_loop_call(operation, "a conditional node is recorded inside a "
-                                                   "recording (begin_capture first)");
-      !ok) {
-    return ok.error();
-  }
-  Result<std::size_t> depth = recording_.next_loop_depth();
+  if (is_side()) return refuse_on_side(operation).error();
+  if (Result<void> owner = recording_.check_thread(operation); !owner) return owner.error();
+  if (!step.opens_node()) return std::size_t{0};
+  Result<std::size_t> depth = recording_.frames().next_depth();
   if (!depth) return std::move(depth).error().context(operation);
   return depth;
-}
-
-Result<OpenRecording::LoopInfo> Window::begin_loop(CUstream body_stream, unsigned first,
-                                                   std::source_location where) {
-  if (Result<std::size_t> depth = check_loop_begin(); !depth) return depth.error();
-  return recording_.begin_loop(body_stream, first, where);
-}
-
-Result<void> Window::end_loop(std::uint64_t id) {
-  if (Result<void> ok = check_loop_call("end_while", "the loop's recording has ended"); !ok) {
-    return ok;
-  }
-  return recording_.end_loop(id);
-}
-
-Result<OpenRecording::ConditionInfo> Window::make_condition(unsigned first,
-                                                            std::source_location where) {
-  if (Result<void> ok = check_loop_call("condition", "a condition is made inside a recording "
-                                                     "(begin_capture first)");
-      !ok) {
-    return ok.error();
-  }
-  return recording_.make_condition(first, where);
-}
-
-Result<void> Window::begin_branch(CUstream body_stream, OpenRecording::BranchKind kind,
-                                  std::uint64_t condition, unsigned cases,
-                                  std::source_location where) {
-  const char* operation =
-      kind == OpenRecording::BranchKind::if_else ? "begin_if" : "begin_switch";
-  if (Result<std::size_t> depth = check_loop_begin(operation); !depth) return depth.error();
-  return recording_.begin_branch(body_stream, kind, condition, cases, where);
-}
-
-Result<void> Window::begin_else(std::uint64_t condition) {
-  if (Result<void> ok = check_loop_call("begin_else", "the IF's recording has ended"); !ok) {
-    return ok;
-  }
-  return recording_.begin_else(condition);
-}
-
-Result<void> Window::begin_case(std::uint64_t condition, unsigned index) {
-  if (Result<void> ok = check_loop_call("begin_case", "the SWITCH's recording has ended"); !ok) {
-    return ok;
-  }
-  return recording_.begin_case(condition, index);
-}
-
-Result<void> Window::end_branch(OpenRecording::BranchKind kind, std::uint64_t condition) {
-  const bool is_if = kind == OpenRecording::BranchKind::if_else;
-  if (Result<void> ok = check_loop_call(is_if ? "end_if" : "end_switch",
-                                        "the branch's recording has ended");
-      !ok) {
-    return ok;
-  }
-  return recording_.end_branch(kind, condition);
 }
 
 }  // namespace graphcap::capture

@@ -20,7 +20,9 @@
 #include <graphcap/capture/capture_state.h>
 #include <graphcap/capture/capture_tracker.h>
 #include <graphcap/capture/graph_driver.h>
+#include <graphcap/capture/conditional_frames.h>
 #include <graphcap/capture/open_recording.h>
+#include <graphcap/capture/recording_close.h>
 #include <graphcap/capture/pool_share.h>
 #include <graphcap/capture/recording.h>
 #include <graphcap/capture/replay_gate.h>
@@ -94,9 +96,11 @@ class Window {
   // open (graph_state, nothing changed) on a side stream, from another thread in global and
   // thread_local mode, with loops open, and while another open recording forbids instantiating.
   Result<std::unique_ptr<Recording>> end(bool upload, const IntoGraph* into = nullptr);
-  // A recording of this stream's that a re-recording replaced: its node list's room is reused
-  // by the next recording here (the stream's mutex held).
-  void recycle(Recording& replaced) noexcept { recording_.recycle(replaced); }
+  // A recording of this stream's that a re-recording replaced (RecordingClose::retire_replaced;
+  // the stream's mutex held).
+  void retire(Recording& replaced) {
+    RecordingClose::retire_replaced(recording_.book(), replaced, *drops_);
+  }
   // Leave prepare or capture without a graph, from any thread: a recording begun on another
   // thread is terminated (the driver ends it with CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD, which
   // is the expected outcome there), and what it would have written is claimed.
@@ -109,32 +113,19 @@ class Window {
   // Refused (graph_state) when that recording is no longer open.
   Result<void> join(Window& origin, std::uint64_t id, const std::vector<std::size_t>& after);
 
-  // ---- Conditional nodes: the origin stream's, on its recording thread (OpenRecording does
-  // them; docs/capture-lifecycle.md, "Device-side loops and branches") ----------------------
-  // The depth a new conditional node would have, once `operation` may run here.
-  Result<std::size_t> check_loop_begin(const char* operation = "begin_while");
-  Result<OpenRecording::LoopInfo> begin_loop(CUstream body_stream, unsigned first,
-                                             std::source_location where);
-  Result<void> end_loop(std::uint64_t id);
-  bool loop_open(std::uint64_t id) const { return recording_.loop_open(id); }
-  Result<OpenRecording::ConditionInfo> make_condition(unsigned first, std::source_location where);
-  Result<void> begin_branch(CUstream body_stream, OpenRecording::BranchKind kind,
-                            std::uint64_t condition, unsigned cases, std::source_location where);
-  Result<void> begin_else(std::uint64_t condition);
-  Result<void> begin_case(std::uint64_t condition, unsigned index);
-  Result<void> end_branch(OpenRecording::BranchKind kind, std::uint64_t condition);
-  // The innermost frame is a SWITCH with no case open: nothing may be recorded now.
-  bool between_cases() const noexcept { return recording_.between_cases(); }
-  std::vector<CUstream> take_abandoned_bodies() { return recording_.take_abandoned_bodies(); }
-  // Where this stream's operations are issued now: the innermost open body's stream, or
-  // nullptr for the stream itself. Read without the stream's mutex (Stream::handle()).
-  CUstream loop_target() const noexcept { return recording_.loop_target(); }
+  // ---- Conditional nodes: the origin stream's, on its recording thread ---------------------
+  // Whether `step` may run here now (a recording of this stream is open, this is its origin, on
+  // its recording thread, and the step's loop or condition is of it): the depth of the node a
+  // step that opens one would insert, else 0. The steps are its recording's frames'.
+  Result<std::size_t> check_conditional(const ConditionalStep& step);
+
+  // This stream's own recording (open or not; a side stream records into its origin's:
+  // recording_into()). Its frames say where the stream's operations are issued now.
+  OpenRecording& own_recording() noexcept { return recording_; }
+  const OpenRecording& own_recording() const noexcept { return recording_; }
 
   // Names the stream in messages and the debug log ("stream 1"), and in Graph::dot().
-  void set_stream_index(int index) noexcept {
-    stream_index_ = index;
-    recording_.set_stream_index(index);
-  }
+  void set_stream_index(int index) noexcept { stream_index_ = index; }
   int stream_index() const noexcept { return stream_index_; }
   // The stream this window belongs to, as buffers know it (who used them).
   void set_stream(const memory::SliceOwner* stream) noexcept {
@@ -144,12 +135,10 @@ class Window {
   const memory::SliceOwner* stream() const noexcept { return self_; }
 
  private:
-  friend class OpenRecording;
+  friend class RecordingClose;
   // A side stream: the recording it joined closed.
   void leave() noexcept;
   Result<void> refuse_on_side(const char* operation) const;
-  // Checks of the loop calls: in capture state, the origin, its recording thread.
-  Result<void> check_loop_call(const char* operation, const char* closed_hint) const;
   void set_state(CaptureState state) noexcept;
   void disarm() noexcept;
   // Close the open recording as refused with `why` (abort_capture, a closing device).

@@ -204,7 +204,7 @@ void DeviceCore::collect_deferred() noexcept {
   std::vector<std::shared_ptr<GraphState>> still_deferred;
   for (auto& graph : graphs) {
     // Its own stream records, or a recording opened meanwhile: waiting now would break it.
-    if (graph->stream().window().recording() || !graph->try_release()) {
+    if (graph->stream().recording() || !graph->try_release()) {
       still_deferred.push_back(std::move(graph));
     }
   }

@@ -6,8 +6,10 @@
 // Every stream operation on buffers (a launch, a write, ...) goes through run(): one place that
 // checks the inputs for carried failures, issues the driver call, stamps each buffer's last use,
 // hands the operation to the recording it enters (capture::OpenRecording) when recording, and
-// marks or clears failures. Events (record_event, wait_event) and allocations (allocate) go
-// through the stream too: nothing above it steers a recording.
+// marks or clears failures. Events (record_event, wait_event), allocations (allocate), reads back
+// to the host (copy_to_host) and the capture verbs (prepare_capture to end_capture, the
+// conditional steps) go through the stream too: nothing above it steers a recording, and the
+// public calls only convert handles and check arguments.
 #pragma once
 
 #include <atomic>
@@ -33,6 +35,7 @@ namespace graphcap::detail {
 
 class DeviceCore;
 class EventState;
+class GraphState;
 
 class StreamCore final : public memory::SliceOwner,
                          public std::enable_shared_from_this<StreamCore> {
@@ -53,11 +56,15 @@ class StreamCore final : public memory::SliceOwner,
   }
   std::string name() const { return "stream " + std::to_string(index_); }
   CUstream handle() const noexcept { return handle_; }
-  // Where the stream's operations are issued now: its handle, or, while a WHILE loop of its
-  // recording is open, the body stream of the innermost one.
+  // Where the stream's operations are issued now: its handle, or, while a conditional node of
+  // its recording is open, the body stream of the innermost one.
   CUstream target() const noexcept {
-    const CUstream body = window_.loop_target();
+    const CUstream body = window_.own_recording().frames().target();
     return body != nullptr ? body : handle_;
+  }
+  // The stream records the body of a conditional node now.
+  bool in_conditional_body() const noexcept {
+    return window_.own_recording().frames().target() != nullptr;
   }
   // The body stream for a conditional node at `depth` (0: outermost), created on first use and
   // kept until the stream closes (mutex() held); `operation` names the call in a failure, which
@@ -74,6 +81,7 @@ class StreamCore final : public memory::SliceOwner,
   memory::SlicePool& device_pool() noexcept { return device_pool_; }
   memory::SlicePool& staging_pool() noexcept { return staging_pool_; }
   memory::DropQueue& drops() noexcept { return drops_; }
+  // The capture window (for the detail layer: the device's closing, the events' fork and join).
   capture::Window& window() noexcept { return window_; }
   const capture::Window& window() const noexcept { return window_; }
   // A slice of `bytes` from `pool` as an Allocation of this stream: a free one, else whatever the
@@ -97,6 +105,41 @@ class StreamCore final : public memory::SliceOwner,
   // are called only to build a message).
   template <class Issue, class What, class UseName>
   Result<void> run(capture::Operation& op, Issue&& issue, What&& what, UseName&& use_name);
+
+  // ---- The capture verbs (stream_capture.cc): each takes the stream's lock itself ----------
+  CaptureState capture_state() const noexcept { return window_.state(); }
+  // This stream records (its own recording, or one it was forked into).
+  bool recording() const noexcept { return window_.recording(); }
+  // The recording this stream's operations enter now (unique in the process), 0 when none.
+  std::uint64_t recording_id() noexcept { return window_.recording_id(); }
+  // prepare_capture: arm the pools; the recording's mode, whether a refusal claims, the graph
+  // pool (of this stream) whose intermediates it shares.
+  Result<void> prepare_capture(CUstreamCaptureMode mode, bool claim_on_refusal,
+                               std::shared_ptr<capture::PoolShare> pool);
+  Result<void> begin_capture();
+  // end_capture: the graph's state (registered with the device), or the refusal.
+  Result<std::shared_ptr<GraphState>> end_capture();
+  // end_capture into `into` (a graph of this stream): `into` adopts the new recording; the one
+  // it replaced is released once the stream has passed the replays that used it.
+  Result<void> end_capture(GraphState& into);
+  Result<void> abort_capture();
+  // A step of a conditional node (begin_while, condition, begin_if, ..., end_switch), checked
+  // by the window and made by the recording's frames; a step opening a node gets its body
+  // stream here. A loop or a condition it made comes with this recording's id.
+  struct Conditional {
+    capture::ConditionalHandle made;
+    std::uint64_t recording = 0;
+  };
+  Result<Conditional> conditional(const capture::ConditionalStep& step);
+  // A loop or branch of this id is open in this stream's recording.
+  bool conditional_open(std::uint64_t id) const {
+    return window_.own_recording().frames().open_frame(id);
+  }
+  // Device::read: `count` bytes of `src` at `offset` copied into pinned staging memory, which is
+  // returned (the copy is enqueued; synchronize before reading it); the uses are stamped as
+  // run() stamps them. A failure is named as read's.
+  Result<std::shared_ptr<memory::Allocation>> copy_to_host(
+      const std::shared_ptr<memory::BufferState>& src, std::size_t offset, std::size_t count);
 
   // memory::SliceOwner: a slice's last handle went away (any thread); a buffer of this stream
   // started (+1) or stopped (-1) carrying a failure.
@@ -195,11 +238,11 @@ template <class Issue, class What, class UseName>
 [[gnu::always_inline]] inline Result<void> StreamCore::run(capture::Operation& op, Issue&& issue,
                                                            What&& what, UseName&& use_name) {
   capture::OpenRecording* const recording = window_.recording_into();
-  if (recording != nullptr && window_.between_cases()) [[unlikely]] {
+  if (recording != nullptr && window_.own_recording().frames().between_cases()) [[unlikely]] {
     // No body captures (between begin_switch and its first begin_case, or a body that failed to
     // open): refused before anything is issued (it would run eagerly on the body stream), and
     // nothing more is doomed.
-    return recording->no_body_refusal(what());
+    return window_.own_recording().frames().no_body_refusal(what());
   }
   // An input that carries a failure: the operation would compute from bytes no operation
   // produced. Skip it; what it writes carries the reason.

@@ -16,7 +16,7 @@ namespace {
 // recording (CUDA_ERROR_STREAM_CAPTURE_MERGE), after which ending it crashed the H200's driver;
 // fork/join inside a body is not supported by graphcap (the driver accepts it).
 Result<void> refuse_in_loop_body(const StreamCore& stream, const char* operation) {
-  if (stream.window().loop_target() == nullptr) return {};
+  if (!stream.in_conditional_body()) return {};
   return Error(Errc::graph_state,
                std::string(operation) + ": " + stream.name() + " is recording the body of a "
                "WHILE loop, and a loop body records no events (a wait on an event recorded "
@@ -43,7 +43,7 @@ Result<void> StreamCore::record_event(EventState& event) {
   if (recording != nullptr) {
     record.recording = recording->id();
     record.origin = window_.origin();
-    record.nodes = recording->marks(index_);
+    record.nodes = recording->forks().marks(index_);
   }
   event.set_record(std::move(record));
   return {};
@@ -107,7 +107,7 @@ Result<void> StreamCore::wait_event(const EventState& event, bool peer) {
   if (record.point.stream == nullptr) return {};  // never recorded: CUDA adds no dependency
   if (recording != nullptr) {
     // Recorded: the graph's nodes are ordered, not the streams' eager work.
-    recording->waited(index_, record.nodes);
+    recording->forks().waited(index_, record.nodes);
     order_after_in(record.recording, record.point);
     return {};
   }
