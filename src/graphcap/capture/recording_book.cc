@@ -175,9 +175,10 @@ std::size_t RecordingBook::add_conditional_locked(std::uint64_t frame, std::stri
 }
 
 RecordingBook::Taken RecordingBook::take_locked(Recording& recording) {
-  Taken taken;
   open_ = false;
-  taken.doomed = std::exchange(doomed_, std::nullopt);
+  Taken taken{std::exchange(recorded_, GraphReport{}), std::exchange(doomed_, std::nullopt)};
+  taken.recorded.node_priorities = node_priorities_;
+  taken.recorded.programmatic_edges = programmatic_edges_;
   // (The recording is new: its lists are empty, so a swap hands them over.)
   recording.pins.swap(pins_);
   recording.buffers = std::exchange(roles_, BufferRoles{});
@@ -186,9 +187,6 @@ RecordingBook::Taken RecordingBook::take_locked(Recording& recording) {
   node_hint_ = topology_.size();
   recording.nodes = topology_.take();
   recording.store = topology_.take_store();
-  taken.recorded = std::exchange(recorded_, GraphReport{});
-  taken.recorded.node_priorities = node_priorities_;
-  taken.recorded.programmatic_edges = programmatic_edges_;
   place_ = Place{};
   return taken;
 }

@@ -65,22 +65,23 @@ ClosedRecording RecordingClose::close(CloseRequest request) {
   Recording& recording = *out.recording;
   OpenRecording& open = *recording_;
   RecordingBook& book = open.book_;
-  GraphReport recorded;
-  std::optional<Error> doomed;
   std::optional<Error> unjoined;
   std::vector<Window*> sides;
   std::vector<CUstream> bodies;
-  {
+  // (Made in place: the report and the doom are moved once, from the book.)
+  RecordingBook::Taken taken = [&] {
     std::lock_guard lock(book.mutex());
     // Side streams' work the origin never waited for: refused by name, before the driver
     // answers with a bare CUDA_ERROR_STREAM_CAPTURE_UNJOINED.
     if (!request.abandon && !book.doomed_locked()) unjoined = open.forks_.unjoined_locked();
-    RecordingBook::Taken taken = book.take_locked(recording);
-    doomed = request.abandon ? std::move(request.abandon) : std::move(taken.doomed);
-    recorded = std::move(taken.recorded);
+    RecordingBook::Taken from_book = book.take_locked(recording);
     sides = open.forks_.take_sides_locked();
     bodies = open.frames_.close_locked();
-  }
+    return from_book;
+  }();
+  if (request.abandon) [[unlikely]] taken.doomed = std::move(request.abandon);
+  const GraphReport& recorded = taken.recorded;
+  const std::optional<Error>& doomed = taken.doomed;
 
   // Which bodies are still valid must be asked before the recording's capture ends; they are
   // ended after it (out of line: most recordings have none).
