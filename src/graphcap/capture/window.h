@@ -127,7 +127,7 @@ class Window {
   bool between_cases() const noexcept { return recording_.between_cases(); }
   std::vector<CUstream> take_abandoned_bodies() { return recording_.take_abandoned_bodies(); }
   // Where this stream's operations are issued now: the innermost open body's stream, or
-  // nullptr for the stream itself. Read without the stream's mutex (Stream::handle()).
+  // nullptr for the stream itself. Read without the stream's mutex (Stream::native_handle()).
   CUstream loop_target() const noexcept { return recording_.loop_target(); }
 
   // Names the stream in messages and the debug log ("stream 1"), and in Graph::dot().
