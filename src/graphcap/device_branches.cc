@@ -95,7 +95,7 @@ Result<void> Device::begin_switch(Stream& s, Condition& c, unsigned cases,
       [&]() -> Result<void> {
         GRAPHCAP_TRY(check_stream(s, "begin_switch"));
         if (cases == 0) {
-          // The driver refuses a SWITCH of no case (measured B05: CUDA_ERROR_INVALID_VALUE).
+          // The driver refuses a SWITCH of no case (measured: CUDA_ERROR_INVALID_VALUE).
           return Error(Errc::invalid_argument, "begin_switch: a SWITCH of 0 cases (at least 1)");
         }
         GRAPHCAP_TRY(core_->bind_thread());

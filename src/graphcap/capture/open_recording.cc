@@ -382,13 +382,13 @@ Result<void> OpenRecording::make_executable(CapturedGraph& captured, const Graph
   // instantiated; so an update that succeeds proves the new graph holds none, and its node
   // counts are `into`'s. Only a refused update (or a first recording) pays the census below
   // (one cuGraphGetNodes; a walk of cuGraphNodeGetType where external work made the counts
-  // unknown). This was a driver query on every update close (issue 24).
+  // unknown). This was a driver query on every update close.
   GraphReport update_report;
   if (into != nullptr) {
     update_report.rerecorded = true;
     // Each param node's position among the graph's nodes (kNone: not among them). One pass over
     // the nodes, one probe per param node: a std::find per param node was O(n^2) for a
-    // re-recording whose n nodes all take params (issue 24).
+    // re-recording whose n nodes all take params.
     constexpr std::size_t kNone = ~std::size_t{0};
     std::vector<std::size_t> positions(recording.param_nodes.size(), kNone);
     if (!recording.param_nodes.empty()) {
@@ -546,7 +546,7 @@ Result<void> OpenRecording::record(Operation& op, int stream, const Error* failu
   node.loop = frame != nullptr ? frame->id : 0;
   node.branch_body = frame != nullptr ? frame->body : 0;
   if (op.programmatic) [[unlikely]] {
-    // As the driver makes them (P01): programmatic edges from kernels, ordinary ones otherwise.
+    // As the driver makes them: programmatic edges from kernels, ordinary ones otherwise.
     node.programmatic = true;
     node.for_each_dependency(topology_.store(), [&](std::size_t before) {
       if (topology_.at(before).type == CU_GRAPH_NODE_TYPE_KERNEL) ++programmatic_edges_;
@@ -716,7 +716,7 @@ std::optional<Error> OpenRecording::unused_condition_locked(std::uint64_t frame,
   for (const ConditionState& condition : conditions_) {
     if (condition.home_frame != frame || condition.home_body != body || condition.used) continue;
     // CUDA refuses to instantiate a graph holding a handle no conditional node uses
-    // (CUDA_GRAPH_INSTANTIATE_CONDITIONAL_HANDLE_UNUSED, docs/cuda-driver-facts.md I02).
+    // (CUDA_GRAPH_INSTANTIATE_CONDITIONAL_HANDLE_UNUSED, docs/cuda-driver-facts.md).
     return Error(Errc::graph_state,
                  operation + ": the condition made after node " +
                      std::to_string(condition.after_node) + located_begun(condition.where, "made") +
@@ -1051,7 +1051,7 @@ Result<void> OpenRecording::begin_branch(CUstream body_stream, BranchKind kind,
     handle = condition->handle;
   }
   const CUstream outer = loop_target() != nullptr ? loop_target() : stream_;
-  // An IF node always has its ELSE body (size 2; empty bodies are valid, B06): begin_else may
+  // An IF node always has its ELSE body (size 2; empty bodies are valid): begin_else may
   // follow, and re-recordings with and without it update in place.
   const unsigned size = is_if ? 2u : cases;
   Result<ConditionalNode> inserted = graphs_->add_conditional(

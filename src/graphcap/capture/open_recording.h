@@ -51,7 +51,7 @@ struct IntoGraph {
 // What closing produced: the graph's whole state, or the refusal (then `recording` holds only
 // what is to be released, which the caller drops once no unsafe-call scope is held).
 // The Recording is held by pointer from here to the graph that adopts it: it is large, and each
-// move of it was code the close ran cold after the driver's update (issue 24).
+// move of it was code the close ran cold after the driver's update.
 struct ClosedRecording {
   std::unique_ptr<Recording> recording;
   std::optional<Error> refusal;
@@ -186,7 +186,7 @@ class OpenRecording {
   void set_stream(const memory::SliceOwner* stream) noexcept { self_ = stream; }
 
  private:
-  // Measured (B08): IF, WHILE, alternating IF/WHILE and SWITCH nodes nest to depth 128 (each
+  // Measured on the H200: IF, WHILE, alternating IF/WHILE and SWITCH nodes nest to depth 128 (each
   // depth instantiated and ran); graphcap takes no more than the H200 was shown to.
   static constexpr std::size_t kMaxDepth = 128;
   enum class FrameKind : std::uint8_t { loop, if_else, switch_cases };
@@ -254,7 +254,7 @@ class OpenRecording {
 
   void doom_locked(const Error& error);
   // close()'s rare parts, out of line: the update close runs its code cold, after the driver's
-  // cuGraphExecUpdate has evicted it, so its path is kept to few code lines (issue 24).
+  // cuGraphExecUpdate has evicted it, so its path is kept to few code lines.
   std::vector<bool> bodies_active(const std::vector<CUstream>& bodies) const;
   void end_bodies(const std::vector<CUstream>& bodies, const std::vector<bool>& active);
   Error close_refusal(const CloseRequest& request, const Result<CapturedGraph>& captured,

@@ -244,8 +244,8 @@ void StreamCore::keep_at_close(const memory::Slice& slice) {
 void StreamCore::forget_abandoned_loop_streams() {
   for (CUstream abandoned : window_.take_abandoned_bodies()) {
     // Its invalidated capture can't be ended (open_recording.cc, end_bodies). Destroying its
-    // stream crashed the H200 for a GLOBAL body (P21); graphcap's bodies are RELAXED, for which
-    // that is not measured yet (probes P25, P26; docs/capture-lifecycle.md).
+    // stream crashed the H200 for a GLOBAL body; graphcap's bodies are RELAXED, for which that is
+    // not measured yet (docs/capture-lifecycle.md).
     loop_streams_.erase(std::remove(loop_streams_.begin(), loop_streams_.end(), abandoned),
                         loop_streams_.end());
     if (CUresult result = device_->driver().cuStreamDestroy(abandoned); result != CUDA_SUCCESS) {
