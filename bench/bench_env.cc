@@ -126,17 +126,17 @@ Result<void> BenchEnv::launch_empty() {
 }
 
 CUresult BenchEnv::raw_launch_empty() {
-  return driver().cuLaunchKernel(empty_.function(), kEmptyDims.grid.x, kEmptyDims.grid.y,
+  return driver().cuLaunchKernel(empty_.native_handle(), kEmptyDims.grid.x, kEmptyDims.grid.y,
                                  kEmptyDims.grid.z, kEmptyDims.block.x, kEmptyDims.block.y,
-                                 kEmptyDims.block.z, kEmptyDims.shared_bytes, stream().handle(),
-                                 nullptr, nullptr);
+                                 kEmptyDims.block.z, kEmptyDims.shared_bytes,
+                                 stream().native_handle(), nullptr, nullptr);
 }
 
 CUresult BenchEnv::raw_eager_pass(int n) {
   for (int i = 0; i < n; ++i) {
     if (const CUresult r = raw_launch_empty(); r != CUDA_SUCCESS) return r;
   }
-  return driver().cuStreamSynchronize(stream().handle());
+  return driver().cuStreamSynchronize(stream().native_handle());
 }
 
 namespace {
@@ -155,10 +155,10 @@ CUresult BenchEnv::raw_launch_values() {
   std::uint64_t b = kValueB;
   std::uint32_t c = kValueC;
   void* params[] = {&a, &b, &c};
-  return driver().cuLaunchKernel(values_.function(), kEmptyDims.grid.x, kEmptyDims.grid.y,
+  return driver().cuLaunchKernel(values_.native_handle(), kEmptyDims.grid.x, kEmptyDims.grid.y,
                                  kEmptyDims.grid.z, kEmptyDims.block.x, kEmptyDims.block.y,
-                                 kEmptyDims.block.z, kEmptyDims.shared_bytes, stream().handle(),
-                                 params, nullptr);
+                                 kEmptyDims.block.z, kEmptyDims.shared_bytes,
+                                 stream().native_handle(), params, nullptr);
 }
 
 Result<CapturedGraph*> BenchEnv::graph(int n) {

@@ -105,7 +105,7 @@ void replay_vs_raw(benchmark::State& state, BenchEnv& env, bool graphcap_is_prim
   Graph& graph = (*captured)->graph;
   const CUgraphExec exec = (*captured)->exec;
   DriverApi& driver = env.driver();
-  const CUstream stream = env.stream().handle();
+  const CUstream stream = env.stream().native_handle();
   replay_vs_raw_with(
       state, env, graphcap_is_primary, batch, [&graph] { return graph.replay(); },
       [&] { return driver.cuGraphLaunch(exec, stream); });
@@ -137,7 +137,7 @@ void cache_hit_vs_raw(benchmark::State& state, BenchEnv& env, bool graphcap_is_p
   std::array<CUgraphExec, 8> execs{};
   for (int k = 0; k < 8; ++k) execs[k] = cache.graph(k)->native_handle();
   DriverApi& driver = env.driver();
-  const CUstream stream = env.stream().handle();
+  const CUstream stream = env.stream().native_handle();
   int key = 0;
   int raw_key = 0;
   replay_vs_raw_with(
@@ -543,7 +543,7 @@ Result<CaptureTimes> graphcap_capture(BenchEnv& env, int n, bool split = false) 
 
 Result<double> raw_capture(BenchEnv& env, int n, double* inside_ns = nullptr) {
   DriverApi& driver = env.driver();
-  const CUstream stream = env.stream().handle();
+  const CUstream stream = env.stream().native_handle();
   // Untimed, as graphcap's side: begin..end follows an eager pass and a sync on both sides.
   if (CUresult r = env.raw_eager_pass(n); r != CUDA_SUCCESS) {
     return Error::from_driver("raw eager pass", r);
@@ -736,7 +736,7 @@ Result<Graph> record_copy_beside_compute(BenchEnv& env, Stream& side, const Buff
   CaptureScope scope(device, s);
   ok = scope.began();
   if (ok && forked) {
-    ok = device.record(*fork, s);
+    ok = device.record_event(*fork, s);
     if (ok) ok = device.wait(side, *fork);
     if (ok) ok = device.copy(dst, src, side);
   } else if (ok) {
@@ -744,7 +744,7 @@ Result<Graph> record_copy_beside_compute(BenchEnv& env, Stream& side, const Buff
   }
   for (int i = 0; i < n && ok; ++i) ok = env.launch_empty();
   if (ok && forked) {
-    ok = device.record(*join, side);
+    ok = device.record_event(*join, side);
     if (ok) ok = device.wait(s, *join);
   }
   if (!ok) return ok.error();  // the scope aborts the recording

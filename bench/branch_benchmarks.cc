@@ -64,7 +64,7 @@ class EventTimer {
   // The device time of `issue` (us), or an error.
   Result<double> time(const std::function<Result<void>()>& issue) {
     DriverApi& driver = env_.driver();
-    const CUstream stream = env_.stream().handle();
+    const CUstream stream = env_.stream().native_handle();
     if (CUresult r = driver.cuEventRecord(start_, stream); r != CUDA_SUCCESS) {
       return Error::from_driver("cuEventRecord", r);
     }
@@ -129,7 +129,7 @@ Result<void> launch_chain(BenchEnv& env, const Chain& c, unsigned blocks, bool p
 
 // The same chain through raw cuLaunchKernelEx on the stream (captured by a raw capture).
 CUresult raw_chain(BenchEnv& env, const Chain& c, unsigned blocks) {
-  CUfunction function = c.kernel.function();
+  CUfunction function = c.kernel.native_handle();
   CUlaunchAttribute attribute;
   std::memset(&attribute, 0, sizeof attribute);
   attribute.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
@@ -140,12 +140,12 @@ CUresult raw_chain(BenchEnv& env, const Chain& c, unsigned blocks) {
   config.gridDimY = config.gridDimZ = 1;
   config.blockDimX = kChainThreads;
   config.blockDimY = config.blockDimZ = 1;
-  config.hStream = env.stream().handle();
+  config.hStream = env.stream().native_handle();
   config.attrs = &attribute;
   std::uint32_t wait = 1;
   for (std::size_t i = 0; i + 1 < c.buffers.size(); ++i) {
-    CUdeviceptr prev = c.buffers[i].device_ptr();
-    CUdeviceptr mine = c.buffers[i + 1].device_ptr();
+    CUdeviceptr prev = c.buffers[i].native_handle();
+    CUdeviceptr mine = c.buffers[i + 1].native_handle();
     void* params[] = {&prev, &mine, &wait};
     config.numAttrs = i > 0 ? 1 : 0;
     if (CUresult r = env.driver().cuLaunchKernelEx(&config, function, params, nullptr);
@@ -210,7 +210,7 @@ Result<void> make_chain(BenchEnv& env, Chain& c, unsigned n, unsigned blocks) {
   c.plain = std::move(*plain);
   if (Result<void> r = env.sync(); !r) return r;
   DriverApi& driver = env.driver();
-  const CUstream stream = env.stream().handle();
+  const CUstream stream = env.stream().native_handle();
   if (CUresult r = driver.cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL);
       r != CUDA_SUCCESS) {
     return Error::from_driver("cuStreamBeginCapture", r);
@@ -241,7 +241,7 @@ void pdl_chain_benchmark(benchmark::State& state, BenchEnv& env) {
   if (!timer.ok()) return fail(Error(Errc::driver, "PdlChain: no timing events"));
   if (Result<void> made = make_chain(env, c, n, blocks); !made) return fail(made.error());
   DriverApi& driver = env.driver();
-  const CUstream stream = env.stream().handle();
+  const CUstream stream = env.stream().native_handle();
   const std::function<Result<void>()> ways[5] = {
       [&] { return c.programmatic.replay(); },
       [&]() -> Result<void> {
@@ -359,12 +359,12 @@ Result<Graph> record_if(BenchEnv& env, const Branches& b, std::uint32_t value, i
 // The same IF through raw driver calls, with one body (size 1): setter(0) + IF { k empties }.
 Result<void> record_raw_if1(BenchEnv& env, Branches& b, int k) {
   DriverApi& driver = env.driver();
-  const CUstream stream = env.stream().handle();
+  const CUstream stream = env.stream().native_handle();
   Result<Stream*> body_stream = env.device().create_stream();
   if (!body_stream) return body_stream.error();
-  const CUstream body = (*body_stream)->handle();
-  const CUfunction setter = b.set_condition.function();
-  const CUfunction empty = env.empty_kernel().function();
+  const CUstream body = (*body_stream)->native_handle();
+  const CUfunction setter = b.set_condition.native_handle();
+  const CUfunction empty = env.empty_kernel().native_handle();
   auto check = [](const char* what, CUresult r) -> Result<void> {
     if (r != CUDA_SUCCESS) return Error::from_driver(what, r);
     return {};
@@ -487,7 +487,7 @@ void branch_cost_benchmark(benchmark::State& state, BenchEnv& env) {
   if (!timer.ok()) return fail(Error(Errc::driver, "BranchCost: no timing events"));
   if (Result<void> made = make_branches(env, b, k); !made) return fail(made.error());
   DriverApi& driver = env.driver();
-  const CUstream stream = env.stream().handle();
+  const CUstream stream = env.stream().native_handle();
   const std::function<Result<void>()> ways[7] = {
       [&] { return b.sink_only.replay(); },
       [&] { return b.plain.replay(); },

@@ -70,7 +70,7 @@ Result<Graph> capture_window(BenchEnv& env, int n) {
 
 CUresult raw_capture_window(BenchEnv& env, int n, CUgraphExec* exec) {
   DriverApi& driver = env.driver();
-  const CUstream stream = env.stream().handle();
+  const CUstream stream = env.stream().native_handle();
   if (CUresult r = driver.cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL);
       r != CUDA_SUCCESS) {
     return r;
@@ -232,7 +232,7 @@ void raw_capture(benchmark::State& state, BenchEnv& env) {
     const CUresult r = growth_op_raw_capture(env, n, &exec);
     const double took = ns_between(start, Clock::now());
     if (exec != nullptr) {
-      (void)driver.cuStreamSynchronize(env.stream().handle());
+      (void)driver.cuStreamSynchronize(env.stream().native_handle());
       (void)driver.cuGraphExecDestroy(exec);
     }
     if (r != CUDA_SUCCESS) return skip_driver(state, "raw capture", r);
@@ -276,7 +276,7 @@ void update_close(benchmark::State& state, BenchEnv& env) {
 void raw_update_close(benchmark::State& state, BenchEnv& env) {
   const int n = static_cast<int>(state.range(0));
   DriverApi& driver = env.driver();
-  const CUstream stream = env.stream().handle();
+  const CUstream stream = env.stream().native_handle();
   CUgraphExec exec = nullptr;
   if (CUresult r = raw_capture_window(env, n, &exec); r != CUDA_SUCCESS) {
     if (exec != nullptr) (void)driver.cuGraphExecDestroy(exec);
@@ -360,7 +360,7 @@ void raw_replay(benchmark::State& state, BenchEnv& env) {
   Result<CapturedGraph*> captured = env.graph(n);
   if (!captured) return skip(state, captured.error());
   DriverApi& driver = env.driver();
-  const CUstream stream = env.stream().handle();
+  const CUstream stream = env.stream().native_handle();
   time_each(
       state, n,
       [&] {

@@ -100,7 +100,7 @@ Result<Times> graphcap_rerecord(BenchEnv& env, int n, Close&& close) {
 
 Result<CUgraph> raw_record(BenchEnv& env, int n) {
   DriverApi& driver = env.driver();
-  const CUstream stream = env.stream().handle();
+  const CUstream stream = env.stream().native_handle();
   if (CUresult r = driver.cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL);
       r != CUDA_SUCCESS) {
     return Error::from_driver("cuStreamBeginCapture", r);
@@ -121,7 +121,7 @@ Result<CUgraph> raw_record(BenchEnv& env, int n) {
 
 Result<Times> raw_rerecord(BenchEnv& env, int n, CUgraphExec exec) {
   DriverApi& driver = env.driver();
-  const CUstream stream = env.stream().handle();
+  const CUstream stream = env.stream().native_handle();
   if (CUresult r = env.raw_eager_pass(n); r != CUDA_SUCCESS) {  // as graphcap's side, untimed
     return Error::from_driver("raw eager pass", r);
   }
@@ -184,7 +184,7 @@ void rerecord_sides(benchmark::State& state, BenchEnv& env, int primary) {
   // the device holds on both sides. Measured 2026-12-04 on the H200 before this: the raw side's
   // executable was never uploaded, and the update of graphcap's cost 12.9 us more at 100 nodes
   // where graphcap's own work was a few us (performance.md).
-  if (const CUresult uploaded = driver.cuGraphUpload(raw_exec, s.handle());
+  if (const CUresult uploaded = driver.cuGraphUpload(raw_exec, s.native_handle());
       uploaded != CUDA_SUCCESS || !env.sync()) {
     (void)driver.cuGraphExecDestroy(raw_exec);
     return skip(state, Error::from_driver("cuGraphUpload", uploaded));
@@ -308,7 +308,7 @@ void param_sides(benchmark::State& state, BenchEnv& env, int primary) {
   if (!graph) return skip(state, graph.error());
 
   // The raw executable of the same launches, with each launch's node.
-  const CUstream stream = s.handle();
+  const CUstream stream = s.native_handle();
   std::vector<CUgraphNode> nodes;
   std::uint32_t raw_value = 0;
   void* raw_args[] = {&raw_value};
@@ -319,7 +319,7 @@ void param_sides(benchmark::State& state, BenchEnv& env, int primary) {
   }
   CUresult failed = CUDA_SUCCESS;
   for (int i = 0; i < n && failed == CUDA_SUCCESS; ++i) {
-    failed = driver.cuLaunchKernel(sink.function(), dims.grid.x, dims.grid.y, dims.grid.z,
+    failed = driver.cuLaunchKernel(sink.native_handle(), dims.grid.x, dims.grid.y, dims.grid.z,
                                    dims.block.x, dims.block.y, dims.block.z, 0, stream, raw_args,
                                    nullptr);
     CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
@@ -346,7 +346,7 @@ void param_sides(benchmark::State& state, BenchEnv& env, int primary) {
     return skip(state, Error(Errc::driver, "RawKernelNodeSetParams: building the raw graph"));
   }
   CUDA_KERNEL_NODE_PARAMS params{};
-  params.func = sink.function();
+  params.func = sink.native_handle();
   params.gridDimX = dims.grid.x;
   params.gridDimY = dims.grid.y;
   params.gridDimZ = dims.grid.z;

@@ -48,7 +48,7 @@ void peer_copy(benchmark::State& state, BenchEnv& env) {
   // Device 0's stream after the fill on device 1 (the copy's order across the devices).
   Result<Event> filled = d1.create_event();
   if (!filled) return skip(filled.error());
-  if (Result<void> ok = d1.record(*filled, d1.stream()); !ok) return skip(ok.error());
+  if (Result<void> ok = d1.record_event(*filled, d1.stream()); !ok) return skip(ok.error());
   if (Result<void> ok = d0.wait(d0.stream(), *filled); !ok) return skip(ok.error());
   // The recorded copy.
   if (Result<void> ok = d0.prepare_capture(d0.stream()); !ok) return skip(ok.error());
@@ -73,8 +73,9 @@ void peer_copy(benchmark::State& state, BenchEnv& env) {
         outcome = d0.copy(*dst, *src, d0.stream());
       } else if (side == 1) {
         // d0's context is current: every graphcap call on d0 above bound it.
-        if (CUresult result = env.driver().cuMemcpyDtoDAsync(dst->device_ptr(), src->device_ptr(),
-                                                             bytes, d0.stream().handle());
+        if (CUresult result =
+                env.driver().cuMemcpyDtoDAsync(dst->native_handle(), src->native_handle(), bytes,
+                                               d0.stream().native_handle());
             result != CUDA_SUCCESS) {
           outcome = Error::from_driver("cuMemcpyDtoDAsync", result);
         }

@@ -382,7 +382,7 @@ struct Program {
         allowed(w.device->abort_capture(*s), {}, "abort_capture at the end");
       }
       CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_ACTIVE;
-      if (w.driver.cuStreamIsCapturing(s->handle(), &status) != CUDA_SUCCESS ||
+      if (w.driver.cuStreamIsCapturing(s->native_handle(), &status) != CUDA_SUCCESS ||
           status != CU_STREAM_CAPTURE_STATUS_NONE) {
         broken("no stream is left capturing");
       }

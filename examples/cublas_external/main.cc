@@ -1,10 +1,10 @@
 // cuBLAS inside a graphcap recording. cuBLAS enqueues its kernels on graphcap's stream
-// (Stream::handle()), so CUDA records them; Device::record_external tells graphcap which buffers
-// that work reads and writes, so they are checked, pinned by the graph and claimed if the
+// (Stream::native_handle()), so CUDA records them; Device::record_external tells graphcap which
+// buffers that work reads and writes, so they are checked, pinned by the graph and claimed if the
 // recording is refused, exactly like a graphcap launch's. The pattern:
 //
 //   device.record_external(s, {Arg::in(a), Arg::in(b), Arg::out(c), Arg::inout(workspace)});
-//   cublasSgemm(handle, ...);             // on s.handle(), right after the declaration
+//   cublasSgemm(handle, ...);             // on s.native_handle(), right after the declaration
 //   if it failed: device.record_external(s, {Arg::out(c)}, Error(...));   // c carries it
 //
 // cuBLAS may allocate a workspace on first use; inside a recording that allocation would become
@@ -94,8 +94,8 @@ int main() {
 
   cublasHandle_t handle = nullptr;
   if (cublasCreate(&handle) != CUBLAS_STATUS_SUCCESS) fail("cublasCreate failed");
-  cublasSetStream(handle, reinterpret_cast<cudaStream_t>(s.handle()));
-  cublasSetWorkspace(handle, reinterpret_cast<void*>(workspace.device_ptr()), kWorkspaceBytes);
+  cublasSetStream(handle, reinterpret_cast<cudaStream_t>(s.native_handle()));
+  cublasSetWorkspace(handle, reinterpret_cast<void*>(workspace.native_handle()), kWorkspaceBytes);
 
   // One step: C = A * B through cuBLAS, its buffers declared first.
   auto step = [&]() -> Result<void> {
@@ -107,9 +107,9 @@ int main() {
     const float one = 1.0f, zero = 0.0f;
     const cublasStatus_t status = cublasSgemm(
         handle, CUBLAS_OP_N, CUBLAS_OP_N, kN, kN, kN, &one,
-        reinterpret_cast<const float*>(da.device_ptr()), kN,
-        reinterpret_cast<const float*>(db.device_ptr()), kN, &zero,
-        reinterpret_cast<float*>(dc.device_ptr()), kN);
+        reinterpret_cast<const float*>(da.native_handle()), kN,
+        reinterpret_cast<const float*>(db.native_handle()), kN, &zero,
+        reinterpret_cast<float*>(dc.native_handle()), kN);
     if (status != CUBLAS_STATUS_SUCCESS) {
       return device->record_external(
           s, {Arg::out(dc)},

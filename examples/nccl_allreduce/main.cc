@@ -1,9 +1,10 @@
-// NCCL inside graphcap recordings, one Device per GPU (issue 14). One communicator per device
+// NCCL inside graphcap recordings, one Device per GPU. One communicator per device
 // (ncclCommInitAll); each step is an all-reduce (sum) of every device's send buffer into its
-// receive buffer, issued on that device's graphcap stream (Stream::handle()). Recorded once into
-// each device's graph, with Device::record_external declaring the buffers NCCL reads and writes
-// (so they are checked, pinned by the graph and claimed if a recording is refused, exactly like a
-// graphcap launch's), then replayed N times with new inputs; the sums are checked every time.
+// receive buffer, issued on that device's graphcap stream (Stream::native_handle()). Recorded once
+// into each device's graph, with Device::record_external declaring the buffers NCCL reads and
+// writes (so they are checked, pinned by the graph and claimed if a recording is refused, exactly
+// like a graphcap launch's), then replayed N times with new inputs; the sums are checked every
+// time.
 //
 //   nccl_allreduce                 check: 20 replays, exit 0 when every sum matches
 //   nccl_allreduce --bench [steps] per-step time (median of 15 runs of `steps` steps) of the
@@ -93,9 +94,10 @@ Result<void> all_reduce(std::vector<Rank>& ranks) {
   ncclResult_t result = ncclGroupStart();
   for (Rank& r : ranks) {
     if (result != ncclSuccess) break;
-    result = ncclAllReduce(reinterpret_cast<const void*>(r.send.device_ptr()),
-                           reinterpret_cast<void*>(r.recv.device_ptr()), kCount, ncclFloat,
-                           ncclSum, r.comm, reinterpret_cast<cudaStream_t>(r.stream->handle()));
+    result = ncclAllReduce(reinterpret_cast<const void*>(r.send.native_handle()),
+                           reinterpret_cast<void*>(r.recv.native_handle()), kCount, ncclFloat,
+                           ncclSum, r.comm,
+                           reinterpret_cast<cudaStream_t>(r.stream->native_handle()));
   }
   const ncclResult_t ended = ncclGroupEnd();
   if (result == ncclSuccess) result = ended;

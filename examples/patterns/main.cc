@@ -81,12 +81,12 @@ int run(bool cuda, bool print_dot) {
   Event forked = check(device->create_event(), "create_event");
   Event joined = check(device->create_event(), "create_event");
   auto fork_join = [&]() -> Result<void> {
-    if (Result<void> r = device->record(forked, s); !r) return r;
+    if (Result<void> r = device->record_event(forked, s); !r) return r;
     if (Result<void> r = device->wait(side, forked); !r) return r;
     Result<void> copied =
         device->launch(side, copy, dims, {Arg::in(y), Arg::out(z), Arg::value(kN)});
     if (!copied) return copied;
-    if (Result<void> r = device->record(joined, side); !r) return r;
+    if (Result<void> r = device->record_event(joined, side); !r) return r;
     return device->wait(s, joined);
   };
   check(device->prepare_capture(s), "prepare_capture");

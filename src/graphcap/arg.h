@@ -51,7 +51,7 @@ class Arg {
     const T value = param.value();
     std::memcpy(arg.bytes_, &value, sizeof(T));
     arg.size_ = sizeof(T);
-    arg.param_ = param.slot();
+    arg.param_ = param.slot_;
     return arg;
   }
 
@@ -76,17 +76,14 @@ class Arg {
                ? nullptr
                : &buffer_;
   }
-  // The bound param's slot (Access::param; nullptr for an empty Param or another access).
-  const std::shared_ptr<ParamSlot>& param_slot() const noexcept { return param_; }
-  // Access::condition: the recording whose loop or condition it names (0 for an empty one).
-  std::uint64_t condition_recording() const noexcept { return recording_; }
-  // Access::condition: the loop's or condition's identity in its recording (0 for an empty one).
-  std::uint64_t condition_id() const noexcept { return condition_; }
-  // The value's bytes (size() of them); a buffer argument passes its device address instead.
-  const std::byte* bytes() const noexcept { return bytes_; }
+  // The bytes a value, param or condition argument passes (0 for a buffer, which passes its
+  // device address).
   std::size_t size() const noexcept { return size_; }
 
  private:
+  // The launch reads the rest (the bound param, the condition's recording, the bytes) through
+  // HandleAccess.
+  friend struct HandleAccess;
   explicit Arg(Access access) noexcept : access_(access) {}
   static Arg conditional(CUgraphConditionalHandle handle, std::uint64_t recording,
                          std::uint64_t id) noexcept {
@@ -101,7 +98,7 @@ class Arg {
 
   Access access_;
   Buffer buffer_;
-  std::shared_ptr<ParamSlot> param_;
+  std::shared_ptr<detail::ParamSlot> param_;
   std::uint64_t recording_ = 0;
   std::uint64_t condition_ = 0;
   std::size_t size_ = 0;

@@ -6,7 +6,7 @@ namespace graphcap {
 
 std::size_t Buffer::size() const noexcept { return state_ ? state_->size() : 0; }
 
-CUdeviceptr Buffer::device_ptr() const noexcept { return state_ ? state_->device_ptr() : 0; }
+CUdeviceptr Buffer::native_handle() const noexcept { return state_ ? state_->device_ptr() : 0; }
 
 void Buffer::set_label(std::string label) {
   if (state_) state_->set_label(std::move(label));

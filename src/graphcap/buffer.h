@@ -30,9 +30,11 @@ class Buffer {
   // Bytes requested (the slice behind it may be larger). 0 for an empty handle.
   std::size_t size() const noexcept;
   // The device address, for interop; 0 for an empty handle.
-  CUdeviceptr device_ptr() const noexcept;
-  // The same: every wrapper's driver handle is native_handle().
-  CUdeviceptr native_handle() const noexcept { return device_ptr(); }
+  CUdeviceptr native_handle() const noexcept;
+  // The old name of native_handle() (every wrapper's driver handle is native_handle()).
+  [[deprecated("use native_handle()")]] CUdeviceptr device_ptr() const noexcept {
+    return native_handle();
+  }
   // The error this buffer carries instead of data, if any.
   std::optional<Error> failure() const;
 

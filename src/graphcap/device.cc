@@ -99,7 +99,7 @@ Result<void> check_order(const Buffer& buffer, const StreamCore& owner, StreamCo
                                     : "a stream of " + other_stream.device().name() + " (") +
                        other_name + ", its operation " + std::to_string(sequence) +
                        ") and nothing orders this stream (" + this_name +
-                       ") after that; order it first: Device::record(event, " + other_name +
+                       ") after that; order it first: Device::record_event(event, " + other_name +
                        ") after that use, then Device::wait(" + this_name + ", event)");
     };
     if (usage.writer != &stream) {

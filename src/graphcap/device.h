@@ -87,8 +87,8 @@ class Device {
                       std::initializer_list<Arg> args, const LaunchOptions& options,
                       std::source_location where = std::source_location::current());
 
-  // Work graphcap does not issue itself (cuBLAS, NCCL, a raw cuLaunchKernel on s.handle()):
-  // declare the buffers it reads and writes *before* issuing it on s.handle(), and keep them
+  // Work graphcap does not issue itself (cuBLAS, NCCL, a raw cuLaunchKernel on s.native_handle()):
+  // declare the buffers it reads and writes *before* issuing it on s.native_handle(), and keep them
   // until it is issued. They are checked like a launch's (stream, and an input carrying a
   // failure: then don't issue the work; its outputs carry the failure too), pinned by an open
   // recording (a buffer dropped after it is not reused while the graph may write it), claimed if
@@ -148,14 +148,19 @@ class Device {
   Result<void> fill(const Buffer& dst, int value, Stream& s,
                     std::source_location where = std::source_location::current()) = delete;
 
-  // Events (device_events.cc). record() marks everything enqueued on `s` so far; wait() makes
-  // later work on `s` wait for the last record of `e`. Outside a recording this orders eager
+  // Events (device_events.cc). record_event() marks everything enqueued on `s` so far; wait()
+  // makes later work on `s` wait for the last record of `e`. Outside a recording this orders eager
   // work between streams, and lets a buffer move to another stream (docs/capture-lifecycle.md,
   // "Buffers on several streams"). Inside one, waiting on an event recorded in the recording
   // forks a stream into it or joins it back.
   Result<Event> create_event();
-  Result<void> record(Event& e, Stream& s,
-                      std::source_location where = std::source_location::current());
+  Result<void> record_event(Event& e, Stream& s,
+                            std::source_location where = std::source_location::current());
+  // The old name of record_event (record(s, step) records a graph).
+  [[deprecated("use record_event(e, s)")]] Result<void> record(
+      Event& e, Stream& s, std::source_location where = std::source_location::current()) {
+    return record_event(e, s, where);
+  }
   Result<void> wait(Stream& s, const Event& e,
                     std::source_location where = std::source_location::current());
   // Waits for the stream; surfaces queued errors (e.g. of a replay), once. When the wait itself
@@ -289,7 +294,7 @@ class Device {
   // change it in a recorded graph with Graph::set, and for eager launches with Param::set.
   template <class T>
   Param<T> param(T initial) {
-    return Param<T>(std::make_shared<ParamSlot>(&initial, sizeof(T)));
+    return Param<T>(detail::make_param_slot(&initial, sizeof(T)));
   }
 
   // Code outside graphcap changed the calling thread's current context (cudaSetDevice, a

@@ -76,7 +76,7 @@ void add_buffer(capture::OperationLabel& label, std::uint32_t index, const Buffe
   arg.index = index;
   arg.access = static_cast<std::uint8_t>(access);
   arg.bytes = buffer.size();
-  arg.address = buffer.device_ptr();
+  arg.address = buffer.native_handle();
   arg.label = HandleAccess::state(buffer)->label();
   label.add_buffer_arg(arg);
 }
@@ -148,7 +148,7 @@ Result<void> Device::copy(const Buffer& dst, std::size_t dst_offset, const Buffe
         op,
         [&]() -> Result<void> {
           if (CUresult result = core_->driver().cuMemcpyDtoDAsync(
-                  dst.device_ptr() + dst_offset, src.device_ptr() + src_offset, bytes,
+                  dst.native_handle() + dst_offset, src.native_handle() + src_offset, bytes,
                   stream.target());
               result != CUDA_SUCCESS) {
             return Error::from_driver("cuMemcpyDtoDAsync", result);
@@ -185,7 +185,7 @@ Result<void> Device::fill(const Buffer& dst, std::uint32_t word, Stream& s,
   if (Result<void> ok = check_buffer(dst, s, "the destination", true); !ok) {
     return ok.error().context("fill");
   }
-  if (dst.size() % 4 != 0 || dst.device_ptr() % 4 != 0) {
+  if (dst.size() % 4 != 0 || dst.native_handle() % 4 != 0) {
     return Error(Errc::invalid_argument,
                  "fill: a 32-bit fill needs a destination of whole, 4-byte aligned words; this "
                  "buffer has " + std::to_string(dst.size()) + " bytes (fill bytes instead)");
@@ -215,7 +215,7 @@ Result<void> Device::fill_with(const Buffer& dst, std::size_t offset, std::size_
     return stream.run(
         op,
         [&]() -> Result<void> {
-          const CUdeviceptr at = dst.device_ptr() + offset;
+          const CUdeviceptr at = dst.native_handle() + offset;
           if (element_size == 1) {
             if (CUresult result = core_->driver().cuMemsetD8Async(
                     at, static_cast<unsigned char>(value), bytes, stream.target());

@@ -54,10 +54,10 @@ Result<EventState*> check_event(const Event& e, const detail::DeviceCore& device
 
 }  // namespace
 
-Result<void> Device::record(Event& e, Stream& s, std::source_location where) {
+Result<void> Device::record_event(Event& e, Stream& s, std::source_location where) {
   return detail::at_call([&]() -> Result<void> {
-    GRAPHCAP_TRY(check_stream(s, "record"));
-    GRAPHCAP_ASSIGN_OR_RETURN(EventState* event, check_event(e, *core_, "record"));
+    GRAPHCAP_TRY(check_stream(s, "record_event"));
+    GRAPHCAP_ASSIGN_OR_RETURN(EventState* event, check_event(e, *core_, "record_event"));
     GRAPHCAP_TRY(core_->bind_thread());
     StreamCore& stream = HandleAccess::core(s);
     std::lock_guard lock(stream.mutex());

@@ -1,10 +1,10 @@
 // Device::record_external: the buffers of work graphcap does not issue itself (cuBLAS, NCCL, raw
-// launches on Stream::handle()), given the same bookkeeping as a launch: checked, pinned while
-// recorded, claimed on refusal, marked on failure.
+// launches on Stream::native_handle()), given the same bookkeeping as a launch: checked, pinned
+// while recorded, claimed on refusal, marked on failure.
 #include <array>
 #include <string>
 
-#include <graphcap/detail/arg_access.h>
+#include <graphcap/arg_access.h>
 #include <graphcap/detail/device_core.h>
 #include <graphcap/detail/stream_core.h>
 #include <graphcap/device.h>

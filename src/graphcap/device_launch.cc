@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include <graphcap/detail/arg_access.h>
+#include <graphcap/arg_access.h>
 #include <graphcap/detail/device_core.h>
 #include <graphcap/detail/kernel_state.h>
 #include <graphcap/detail/stream_core.h>
@@ -172,14 +172,14 @@ std::string render_launch(const capture::OperationLabel& label) {
     shown.access = static_cast<std::uint8_t>(arg.access());
     if (const Buffer* buffer = arg.buffer()) {
       shown.bytes = buffer->size();
-      shown.address = buffer->device_ptr();
+      shown.address = buffer->native_handle();
       shown.label = HandleAccess::state(*buffer)->label();  // null unless labelled: one atomic
     } else {
       shown.value_size = static_cast<std::uint8_t>(arg.size());
-      std::memcpy(&shown.bytes, arg.bytes(), std::min(arg.size(), sizeof shown.bytes));
+      std::memcpy(&shown.bytes, HandleAccess::bytes(arg), std::min(arg.size(), sizeof shown.bytes));
       if (arg.size() > sizeof shown.bytes) [[unlikely]] {
         shown.label = std::make_shared<const std::string>(
-            reinterpret_cast<const char*>(arg.bytes()), arg.size());
+            reinterpret_cast<const char*>(HandleAccess::bytes(arg)), arg.size());
       }
     }
     label.add_buffer_arg(shown);
@@ -198,8 +198,8 @@ std::string render_launch(const capture::OperationLabel& label) {
 }
 
 // What Graph::set needs to set a recorded launch's node again: every argument's bytes at its
-// offset and the params bound to it. Out of line: the eager path never runs it (issue 24: the
-// launch path's code is kept to few cache lines, as the driver's launch evicts them).
+// offset and the params bound to it. Out of line: the eager path never runs it (the launch
+// path's code is kept to few cache lines, as the driver's launch evicts them).
 [[gnu::noinline]] std::unique_ptr<capture::ParamNode> param_node_of(
     const detail::KernelState& state, const LaunchDims& dims, std::initializer_list<Arg> args,
     void* const* params) {
@@ -215,7 +215,7 @@ std::string render_launch(const capture::OperationLabel& label) {
     param_node->offsets.push_back(offset);
     param_node->sizes.push_back(size);
     if (arg.access() == Arg::Access::param) {
-      param_node->bindings.push_back({i, std::shared_ptr<const void>(arg.param_slot())});
+      param_node->bindings.push_back({i, std::shared_ptr<const void>(HandleAccess::param(arg))});
     }
     ++i;
   }
@@ -311,27 +311,27 @@ Result<void> Device::launch(Stream& s, const Kernel& kernel, LaunchDims dims,
       if (Result<void> ok = check_buffer(*buffer, s, "it", arg.writes()); !ok) [[unlikely]] {
         return ok.error().context(what() + ": argument " + std::to_string(index));
       }
-      pointers[index] = buffer->device_ptr();
+      pointers[index] = buffer->native_handle();
       params[index] = &pointers[index];
       uses[use_count] = {&HandleAccess::state(*buffer), detail::access_of(arg.access())};
       use_arg[use_count++] = static_cast<unsigned char>(index);
     } else {
       if (arg.access() == Arg::Access::param) {
-        if (!arg.param_slot()) [[unlikely]] {
+        if (!HandleAccess::param(arg)) [[unlikely]] {
           return Error(Errc::invalid_argument,
                        what() + ": argument " + std::to_string(index) + " is an empty Param");
         }
         takes_params = true;
       } else if (arg.access() == Arg::Access::condition) {
-        if (arg.condition_recording() == 0) [[unlikely]] {
+        if (HandleAccess::condition_recording(arg) == 0) [[unlikely]] {
           return Error(Errc::invalid_argument, what() + ": argument " + std::to_string(index) +
                                                    " is an empty Loop or Condition");
         }
-        condition_recording = arg.condition_recording();
-        condition_id = arg.condition_id();
+        condition_recording = HandleAccess::condition_recording(arg);
+        condition_id = HandleAccess::condition_id(arg);
         condition_arg = index;
       }
-      params[index] = const_cast<std::byte*>(arg.bytes());
+      params[index] = const_cast<std::byte*>(HandleAccess::bytes(arg));
     }
     ++index;
   }

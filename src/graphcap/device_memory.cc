@@ -5,6 +5,7 @@
 #include <graphcap/detail/device_core.h>
 #include <graphcap/detail/stream_core.h>
 #include <graphcap/device.h>
+#include <graphcap/driver/driver_hooks.h>
 #include <graphcap/handle_access.h>
 #include <graphcap/log.h>
 #include <graphcap/memory/buffer_state.h>
@@ -44,7 +45,7 @@ Result<Buffer> Device::alloc(std::size_t bytes, Stream& s) {
   if (!state) return std::move(state).error().context("alloc");
   // The driver learns the Buffer's extent inside its slice (a checking driver, the fake, checks
   // kernels against it; libcuda ignores it).
-  core_->driver().annotate_buffer((*state)->device_ptr(), bytes);
+  detail::DriverHooks::annotate_buffer(core_->driver(), (*state)->device_ptr(), bytes);
   return HandleAccess::buffer(std::move(*state));
 }
 
@@ -82,7 +83,7 @@ Result<void> Device::write(const Buffer& dst, std::size_t offset, std::span<cons
     capture::OperationLabel::BufferArg arg;
     arg.access = static_cast<std::uint8_t>(Arg::Access::out);
     arg.bytes = dst.size();
-    arg.address = dst.device_ptr();
+    arg.address = dst.native_handle();
     arg.label = HandleAccess::state(dst)->label();
     op.label.add_buffer_arg(arg);
   }
@@ -98,7 +99,7 @@ Result<void> Device::write(const Buffer& dst, std::size_t offset, std::span<cons
         void* host = op.staging->slice().host_ptr();
         std::memcpy(host, bytes.data(), bytes.size());
         op.label.numbers[1] = reinterpret_cast<std::uintptr_t>(host);  // the graph pins it
-        if (CUresult result = core_->driver().cuMemcpyHtoDAsync(dst.device_ptr() + offset, host,
+        if (CUresult result = core_->driver().cuMemcpyHtoDAsync(dst.native_handle() + offset, host,
                                                                 bytes.size(), stream.target());
             result != CUDA_SUCCESS) {
           return Error::from_driver("cuMemcpyHtoDAsync", result);

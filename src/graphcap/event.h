@@ -1,7 +1,7 @@
 // Event: a CUDA event of a Device (Device::create_event), for ordering work between its streams.
-// Device::record(event, s) marks everything enqueued on `s` so far; Device::wait(t, event) makes
-// later work on `t` wait for it. Outside a recording that is eager cross-stream order, and it is
-// what lets a buffer be used on another stream of its device (docs/capture-lifecycle.md,
+// Device::record_event(event, s) marks everything enqueued on `s` so far; Device::wait(t, event)
+// makes later work on `t` wait for it. Outside a recording that is eager cross-stream order, and
+// it is what lets a buffer be used on another stream of its device (docs/capture-lifecycle.md,
 // "Buffers on several streams"). Move-only; the driver's event is destroyed exactly once, when
 // the last Event goes (or when its Device closes, whichever comes first).
 #pragma once

@@ -83,14 +83,14 @@ class Graph {
   Result<void> set(const Param<T>& param, U value) {
     if (!param) return Error(Errc::invalid_argument, "Graph::set: an empty Param");
     const T converted{value};
-    return set_param(param.slot().get(), &converted, sizeof(T));
+    return set_param(param.slot_.get(), &converted, sizeof(T));
   }
 
   // Whether a node of this graph took `param` (Arg::param while recording); false for an empty
   // param, or an empty or destroyed graph.
   template <class T>
   bool took(const Param<T>& param) const {
-    return param && took_param(param.slot().get());
+    return param && took_param(param.slot_.get());
   }
 
   // Node counts, pinned memory and capture timings; an empty report for an empty graph.

@@ -1,11 +1,12 @@
 // HandleAccess: the public layer's own way to the state behind its handles (Buffer, Stream,
-// Kernel, Module, Graph). Public headers keep that state private; only the public layer's .cc
-// files include this. Not part of the API.
+// Kernel, Module, Graph) and to what an Arg carries for the launch. Public headers keep that state
+// private; only the public layer's .cc files include this. Not part of the API.
 #pragma once
 
 #include <memory>
 #include <utility>
 
+#include <graphcap/arg.h>
 #include <graphcap/buffer.h>
 #include <graphcap/condition.h>
 #include <graphcap/event.h>
@@ -72,6 +73,17 @@ struct HandleAccess {
     return Condition(id, recording, handle, first);
   }
   static std::uint64_t id(const Condition& condition) noexcept { return condition.id_; }
+
+  // The param an Arg::param bound (nullptr for an empty Param or another access).
+  static const std::shared_ptr<detail::ParamSlot>& param(const Arg& arg) noexcept {
+    return arg.param_;
+  }
+  // Arg::condition: the recording whose loop or condition it names, and its identity there (0
+  // for an empty one).
+  static std::uint64_t condition_recording(const Arg& arg) noexcept { return arg.recording_; }
+  static std::uint64_t condition_id(const Arg& arg) noexcept { return arg.condition_; }
+  // The bytes a value, param or condition argument passes (Arg::size() of them).
+  static const std::byte* bytes(const Arg& arg) noexcept { return arg.bytes_; }
 };
 
 }  // namespace graphcap

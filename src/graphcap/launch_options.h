@@ -9,9 +9,9 @@
 //   anything that kernel writes. The predecessor may let it begin early with
 //   cudaTriggerProgrammaticLaunchCompletion() (graphcap::kernel::trigger_dependents()). In a
 //   recording the launch becomes a programmatic
-//   edge from a kernel predecessor (an ordinary edge from any other node: docs/cuda-driver-
-//   facts.md, P01). A kernel that reads early reads stale data on the GPU (P03.a); the fake
-//   reports it as a violation.
+//   edge from a kernel predecessor (an ordinary edge from any other node, as measured on the
+//   H200: docs/cuda-driver-facts.md, "Programmatic dependent launch and priorities"). A kernel
+//   that reads early reads stale data on the GPU; the fake reports it as a violation.
 // priority: CU_LAUNCH_ATTRIBUTE_PRIORITY (lower numbers are higher priorities; the driver clamps
 //   the value to the device's range, least 0 and greatest -5 on the H200). A recording that holds
 //   a launch with a priority is instantiated with CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY

@@ -22,7 +22,7 @@ LogLevel threshold_from_environment() {
 }
 
 // GRAPHCAP_LOG, read once at load (a function-local static's guard was a third of
-// log_enabled's instructions and four cache lines on the eager launch path; issue 24).
+// log_enabled's instructions and four cache lines on the eager launch path).
 const LogLevel g_threshold = threshold_from_environment();
 
 LogLevel threshold() { return g_threshold; }

@@ -17,7 +17,7 @@ const std::string& Kernel::name() const noexcept {
   return state_ ? state_->name() : kEmpty;
 }
 
-CUfunction Kernel::function() const noexcept { return state_ ? state_->function() : nullptr; }
+CUfunction Kernel::native_handle() const noexcept { return state_ ? state_->function() : nullptr; }
 
 CUmodule Module::native_handle() const noexcept {
   return state_ && !state_->released() ? state_->handle() : nullptr;

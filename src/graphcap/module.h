@@ -27,9 +27,11 @@ class Kernel {
   // The function's name; empty for an empty Kernel.
   const std::string& name() const noexcept;
   // The driver's function, for interop; nullptr for an empty Kernel.
-  CUfunction function() const noexcept;
-  // The same: every wrapper's driver handle is native_handle().
-  CUfunction native_handle() const noexcept { return function(); }
+  CUfunction native_handle() const noexcept;
+  // The old name of native_handle() (every wrapper's driver handle is native_handle()).
+  [[deprecated("use native_handle()")]] CUfunction function() const noexcept {
+    return native_handle();
+  }
 
   // The kernel's own signature, as the driver reported it when Module::kernel looked the kernel
   // up (cuFuncGetParamInfo). Device::launch checks every launch's arguments against it. False

@@ -14,7 +14,6 @@
 #include <cstddef>
 #include <limits>
 #include <memory>
-#include <mutex>
 #include <type_traits>
 #include <utility>
 
@@ -24,25 +23,21 @@ class Device;
 class Arg;
 class Graph;
 
-// The value cell behind a Param: its bytes, guarded (set and value may race across threads).
-class ParamSlot {
- public:
-  static constexpr std::size_t kMaxBytes = 64;
-  ParamSlot(const void* initial, std::size_t size) noexcept;
-  std::size_t size() const noexcept { return size_; }
-  void load(void* out) const noexcept;
-  void store(const void* in) noexcept;
-
- private:
-  mutable std::mutex mutex_;
-  std::size_t size_;
-  alignas(8) unsigned char bytes_[kMaxBytes] = {};
-};
+namespace detail {
+// The value cell behind a Param (param.cc): its bytes, guarded (set and value may race across
+// threads). Not part of the API: a Param's copies share one, and a recording keeps it as the
+// param's identity.
+class ParamSlot;
+inline constexpr std::size_t kMaxParamBytes = 64;
+std::shared_ptr<ParamSlot> make_param_slot(const void* initial, std::size_t size);
+void load_param(const ParamSlot& slot, void* out) noexcept;
+void store_param(ParamSlot& slot, const void* in) noexcept;
+}  // namespace detail
 
 template <class T>
 class Param {
   static_assert(std::is_trivially_copyable_v<T>, "kernel arguments are copied bytewise");
-  static_assert(sizeof(T) <= ParamSlot::kMaxBytes, "pass larger parameters through a Buffer");
+  static_assert(sizeof(T) <= detail::kMaxParamBytes, "pass larger parameters through a Buffer");
   static_assert(alignof(T) <= 8, "kernel parameters are at most 8-byte aligned");
 
  public:
@@ -53,20 +48,21 @@ class Param {
   // The value eager launches take (and a recording takes as the node's first value).
   T value() const noexcept {
     T out{};
-    if (slot_) slot_->load(&out);
+    if (slot_) detail::load_param(*slot_, &out);
     return out;
   }
   void set(T value) noexcept {
-    if (slot_) slot_->store(&value);
+    if (slot_) detail::store_param(*slot_, &value);
   }
-  // Identity of the param (for Arg and Graph); copies share it.
-  const std::shared_ptr<ParamSlot>& slot() const noexcept { return slot_; }
 
  private:
+  // The slot is the param's identity: Arg::param binds it, Graph::set and took look it up.
   friend class Device;
-  explicit Param(std::shared_ptr<ParamSlot> slot) noexcept : slot_(std::move(slot)) {}
+  friend class Arg;
+  friend class Graph;
+  explicit Param(std::shared_ptr<detail::ParamSlot> slot) noexcept : slot_(std::move(slot)) {}
 
-  std::shared_ptr<ParamSlot> slot_;
+  std::shared_ptr<detail::ParamSlot> slot_;
 };
 
 // What Graph::set takes for a Param<T>: a T, or an arithmetic value whose type converts to an

@@ -4,7 +4,7 @@
 
 namespace graphcap {
 
-CUstream Stream::handle() const noexcept { return core_->target(); }
+CUstream Stream::native_handle() const noexcept { return core_->target(); }
 CaptureState Stream::capture_state() const noexcept { return core_->capture_state(); }
 
 }  // namespace graphcap

@@ -23,9 +23,9 @@ class Stream {
   // work uses with Device::record_external). While a WHILE loop of this stream's recording is
   // open (Device::begin_while), the body stream of the innermost one: what is issued on it is
   // recorded into the loop's body. Ask again after begin_while and end_while.
-  CUstream handle() const noexcept;
-  // The same: every wrapper's driver handle is native_handle().
-  CUstream native_handle() const noexcept { return handle(); }
+  CUstream native_handle() const noexcept;
+  // The old name of native_handle() (every wrapper's driver handle is native_handle()).
+  [[deprecated("use native_handle()")]] CUstream handle() const noexcept { return native_handle(); }
   CaptureState capture_state() const noexcept;
 
  private:

@@ -423,10 +423,10 @@ TEST_F(BranchTest, ASideStreamCannotBranch) {
   Event fork = new_event();
   Event join = new_event();
   begin();
-  ASSERT_THAT(device_->record(fork, stream()), IsOk());
+  ASSERT_THAT(device_->record_event(fork, stream()), IsOk());
   ASSERT_THAT(device_->wait(*side, fork), IsOk());
   EXPECT_THAT(device_->condition(*side), StatusIs(Errc::graph_state, _, HasSubstr("forked")));
-  ASSERT_THAT(device_->record(join, *side), IsOk());
+  ASSERT_THAT(device_->record_event(join, *side), IsOk());
   ASSERT_THAT(device_->wait(stream(), join), IsOk());
   EXPECT_THAT(device_->end_capture(stream()), IsOk());
 }
@@ -460,16 +460,17 @@ TEST_F(BranchTest, ConditionalNodesNestToTheDepthTheH200Showed) {
 }
 
 TEST_F(BranchTest, AnInstantiateRefusalNamesTheNodeAndItsBody) {
-  // Memory nodes in a conditional body (work issued around graphcap on s.handle(), declared with
-  // record_external): the driver records them and refuses the graph at instantiate, naming the
+  // Memory nodes in a conditional body (work issued around graphcap on s.native_handle(), declared
+  // with record_external): the driver records them and refuses the graph at instantiate, naming the
   // MEM_ALLOC node of the body (docs/cuda-driver-facts.md I06).
   begin();
   Result<Loop> loop = device_->begin_while(stream(), false);
   ASSERT_THAT(loop, IsOk());
   ASSERT_THAT(device_->record_external(stream(), {}), IsOk());
   CUdeviceptr scratch = 0;
-  ASSERT_EQ(device_->driver().cuMemAllocAsync(&scratch, 256, stream().handle()), CUDA_SUCCESS);
-  ASSERT_EQ(device_->driver().cuMemFreeAsync(scratch, stream().handle()), CUDA_SUCCESS);
+  ASSERT_EQ(device_->driver().cuMemAllocAsync(&scratch, 256, stream().native_handle()),
+            CUDA_SUCCESS);
+  ASSERT_EQ(device_->driver().cuMemFreeAsync(scratch, stream().native_handle()), CUDA_SUCCESS);
   ASSERT_THAT(device_->end_while(stream(), *loop), IsOk());
   EXPECT_THAT(device_->end_capture(stream()),
               StatusIs(Errc::driver, CUDA_ERROR_INVALID_VALUE,

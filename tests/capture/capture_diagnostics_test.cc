@@ -267,7 +267,7 @@ TEST_F(CaptureDiagnosticsTest, AnInvalidatedRecordingNamesTheFirstOperationThatS
   ASSERT_THAT(device_->begin_capture(stream()), IsOk());
   ASSERT_THAT(fill(x, 3, 64), IsOk());
   // Outside graphcap: a wait for the recording stream invalidates the driver's recording (900).
-  EXPECT_EQ(device_->driver().cuStreamSynchronize(stream().handle()),
+  EXPECT_EQ(device_->driver().cuStreamSynchronize(stream().native_handle()),
             CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
   EXPECT_THAT(add_one(x, x, 64), StatusIs(Errc::driver, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED));
   EXPECT_THAT(device_->end_capture(stream()),
@@ -285,7 +285,7 @@ TEST_F(CaptureDiagnosticsTest, AnInvalidationNoOperationSawIsExplainedAtEnd) {
   ASSERT_THAT(device_->prepare_capture(stream()), IsOk());
   ASSERT_THAT(device_->begin_capture(stream()), IsOk());
   ASSERT_THAT(add_one(x, x, 64), IsOk());
-  EXPECT_EQ(device_->driver().cuStreamSynchronize(stream().handle()),
+  EXPECT_EQ(device_->driver().cuStreamSynchronize(stream().native_handle()),
             CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
   EXPECT_THAT(device_->end_capture(stream()),
               StatusIs(Errc::driver, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED,
@@ -318,7 +318,7 @@ TEST_F(CaptureDiagnosticsTest, AnInvalidatedRecordingQuotesTheFakesCallLogForThe
   ASSERT_THAT(device_->begin_capture(stream()), IsOk());
   ASSERT_THAT(fill(x, 3, 64), IsOk());
   // Outside graphcap, on the recording thread: a wait for the recording stream (900).
-  EXPECT_EQ(device_->driver().cuStreamSynchronize(stream().handle()),
+  EXPECT_EQ(device_->driver().cuStreamSynchronize(stream().native_handle()),
             CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
   EXPECT_THAT(add_one(x, x, 64), StatusIs(Errc::driver, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED));
   Result<Graph> graph = device_->end_capture(stream());
@@ -385,7 +385,7 @@ TEST_F(CaptureDiagnosticsTest, AnInvalidationByAnotherThreadIsNamedWithItsThread
   ASSERT_THAT(device_->prepare_capture(stream()), IsOk());
   ASSERT_THAT(device_->begin_capture(stream()), IsOk());
   if (on_fake()) {
-    EXPECT_EQ(fake()->capture_invalidation(stream().handle()), "");
+    EXPECT_EQ(fake()->capture_invalidation(stream().native_handle()), "");
   }
   ASSERT_THAT(fill(x, 4, 64), IsOk());
   ASSERT_THAT(device_->end_capture(stream()), IsOk());
@@ -406,7 +406,7 @@ TEST_F(CaptureDiagnosticsTest, ACaptureScopeWhoseEndWasRefusedLeavesNoRecordingO
   }
   EXPECT_EQ(stream().capture_state(), CaptureState::no_capture);
   CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_ACTIVE;
-  ASSERT_EQ(device_->driver().cuStreamIsCapturing(stream().handle(), &status), CUDA_SUCCESS);
+  ASSERT_EQ(device_->driver().cuStreamIsCapturing(stream().native_handle(), &status), CUDA_SUCCESS);
   EXPECT_EQ(status, CU_STREAM_CAPTURE_STATUS_NONE);
   ASSERT_THAT(device_->sync(stream()), IsOk());
 }

@@ -24,7 +24,7 @@ class CaptureLifecycleTest : public DeviceFixture {
  protected:
   CUstreamCaptureStatus driver_capture_status() {
     CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
-    EXPECT_EQ(driver_->api().cuStreamIsCapturing(stream().handle(), &status), CUDA_SUCCESS);
+    EXPECT_EQ(driver_->api().cuStreamIsCapturing(stream().native_handle(), &status), CUDA_SUCCESS);
     return status;
   }
 };
@@ -152,7 +152,7 @@ TEST_F(CaptureLifecycleTest, ClosingTheDeviceMidRecordingClosesTheDriverCapture)
   // Watch the driver's own view of the stream: the device is about to destroy it, so keep one of
   // ours beside it, capturing too, to tell "closed by the device" from "destroyed mid-capture".
   DriverApi& api = driver_->api();
-  CUstream handle = stream().handle();
+  CUstream handle = stream().native_handle();
   CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
   ASSERT_EQ(api.cuStreamIsCapturing(handle, &status), CUDA_SUCCESS);
   ASSERT_EQ(status, CU_STREAM_CAPTURE_STATUS_ACTIVE);

@@ -25,7 +25,7 @@ class CaptureLifetimeTest : public DeviceFixture {
  protected:
   CUstreamCaptureStatus driver_status(Stream& s) {
     CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
-    EXPECT_EQ(driver_->api().cuStreamIsCapturing(s.handle(), &status), CUDA_SUCCESS);
+    EXPECT_EQ(driver_->api().cuStreamIsCapturing(s.native_handle(), &status), CUDA_SUCCESS);
     return status;
   }
   // A full prepare / warm-up / record / end of x = x + 1 on `s`: the stream captures again.

@@ -23,7 +23,7 @@ class CaptureRefusalTest : public DeviceFixture {
  protected:
   CUstreamCaptureStatus driver_capture_status() {
     CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_ACTIVE;
-    EXPECT_EQ(driver_->api().cuStreamIsCapturing(stream().handle(), &status), CUDA_SUCCESS);
+    EXPECT_EQ(driver_->api().cuStreamIsCapturing(stream().native_handle(), &status), CUDA_SUCCESS);
     return status;
   }
 
@@ -69,8 +69,8 @@ TEST_F(CaptureRefusalTest, RecordingWithMemoryNodesIsRefusedWithTheirCount) {
   ASSERT_THAT(device_->begin_capture(stream()), IsOk());
   // Something allocates through the driver on the capturing stream, around graphcap's pools.
   CUdeviceptr rogue = 0;
-  ASSERT_EQ(driver_->api().cuMemAllocAsync(&rogue, 4096, stream().handle()), CUDA_SUCCESS);
-  ASSERT_EQ(driver_->api().cuMemFreeAsync(rogue, stream().handle()), CUDA_SUCCESS);
+  ASSERT_EQ(driver_->api().cuMemAllocAsync(&rogue, 4096, stream().native_handle()), CUDA_SUCCESS);
+  ASSERT_EQ(driver_->api().cuMemFreeAsync(rogue, stream().native_handle()), CUDA_SUCCESS);
   Result<Graph> graph = device_->end_capture(stream());
   EXPECT_THAT(graph, StatusIs(Errc::graph_state, CUDA_SUCCESS,
                               AllOf(HasSubstr("2 memory node(s)"), HasSubstr("1 MEM_ALLOC"),
@@ -101,8 +101,8 @@ TEST_F(CaptureRefusalTest, ReRecordingWithMemoryNodesIntoAGraphIsRefusedAndLeave
   ASSERT_THAT(device_->begin_capture(stream()), IsOk());
   ASSERT_THAT(add_one(x, x, 3), IsOk());
   CUdeviceptr rogue = 0;
-  ASSERT_EQ(driver_->api().cuMemAllocAsync(&rogue, 4096, stream().handle()), CUDA_SUCCESS);
-  ASSERT_EQ(driver_->api().cuMemFreeAsync(rogue, stream().handle()), CUDA_SUCCESS);
+  ASSERT_EQ(driver_->api().cuMemAllocAsync(&rogue, 4096, stream().native_handle()), CUDA_SUCCESS);
+  ASSERT_EQ(driver_->api().cuMemFreeAsync(rogue, stream().native_handle()), CUDA_SUCCESS);
   EXPECT_THAT(device_->end_capture(stream(), *graph),
               StatusIs(Errc::graph_state, CUDA_SUCCESS,
                        AllOf(HasSubstr("2 memory node(s)"), HasSubstr("1 MEM_ALLOC"))));

@@ -110,7 +110,7 @@ TEST_F(CaptureReplayTest, PinnedIntermediateIsNeverHandedToSentinels) {
     if (stream().capture_state() == CaptureState::capture) kept = *intermediate;
   });
   ASSERT_TRUE(graph);
-  const CUdeviceptr pinned = kept.device_ptr();
+  const CUdeviceptr pinned = kept.native_handle();
   kept = Buffer{};
   ASSERT_THAT(device_->sync(stream()), IsOk());
   // Sentinels of the same size, from both pools: plain allocations, and allocations while a new
@@ -124,7 +124,7 @@ TEST_F(CaptureReplayTest, PinnedIntermediateIsNeverHandedToSentinels) {
     sentinels.push_back(upload_u32(std::vector<std::uint32_t>(kN, 0xC0FFEE00u + i)));
   }
   ASSERT_THAT(device_->abort_capture(stream()), IsOk());
-  for (const Buffer& sentinel : sentinels) EXPECT_NE(sentinel.device_ptr(), pinned);
+  for (const Buffer& sentinel : sentinels) EXPECT_NE(sentinel.native_handle(), pinned);
 
   ASSERT_THAT(graph.replay(), IsOk());
   EXPECT_THAT(read_u32(*output), ElementsAreArray(iota_u32(kN, 2)));

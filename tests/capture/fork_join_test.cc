@@ -30,7 +30,7 @@ class ForkJoinTest : public DeviceFixture {
   }
   CUstreamCaptureStatus driver_status(Stream& s) {
     CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_ACTIVE;
-    EXPECT_EQ(device_->driver().cuStreamIsCapturing(s.handle(), &status), CUDA_SUCCESS);
+    EXPECT_EQ(device_->driver().cuStreamIsCapturing(s.native_handle(), &status), CUDA_SUCCESS);
     return status;
   }
   Stream* side_ = nullptr;
@@ -45,12 +45,12 @@ TEST_F(ForkJoinTest, AForkedSideStreamIsRecordedAndJoinedBack) {
   ASSERT_THAT(device_->prepare_capture(stream()), IsOk());
   ASSERT_THAT(device_->begin_capture(stream()), IsOk());
   ASSERT_THAT(fill(x, 1, 64), IsOk());
-  ASSERT_THAT(device_->record(fork, stream()), IsOk());
+  ASSERT_THAT(device_->record_event(fork, stream()), IsOk());
   ASSERT_THAT(device_->wait(*side_, fork), IsOk());
   EXPECT_EQ(side_->capture_state(), CaptureState::capture);
   ASSERT_THAT(add_one(x, y, 64, *side_), IsOk());           // compute beside...
   ASSERT_THAT(device_->copy(z, x, stream()), IsOk());        // ...a copy
-  ASSERT_THAT(device_->record(join, *side_), IsOk());
+  ASSERT_THAT(device_->record_event(join, *side_), IsOk());
   ASSERT_THAT(device_->wait(stream(), join), IsOk());
   ASSERT_THAT(add_one(y, y, 64), IsOk());
   Result<Graph> graph = device_->end_capture(stream());
@@ -102,7 +102,7 @@ TEST_F(ForkJoinTest, UnjoinedSideWorkIsRefusedByNameAndEveryStreamIsLeftUsable) 
   ASSERT_THAT(device_->prepare_capture(stream()), IsOk());
   ASSERT_THAT(device_->begin_capture(stream()), IsOk());
   ASSERT_THAT(fill(x, 1, 64), IsOk());
-  ASSERT_THAT(device_->record(fork, stream()), IsOk());
+  ASSERT_THAT(device_->record_event(fork, stream()), IsOk());
   ASSERT_THAT(device_->wait(*side_, fork), IsOk());
   ASSERT_THAT(add_one(x, y, 64, *side_), IsOk());
   EXPECT_THAT(device_->end_capture(*side_),
@@ -119,7 +119,7 @@ TEST_F(ForkJoinTest, UnjoinedSideWorkIsRefusedByNameAndEveryStreamIsLeftUsable) 
   // recording's uses never ran: y is still last written by its upload on the recording stream,
   // so the side stream reads it once ordered after that.)
   Event closed = new_event();
-  ASSERT_THAT(device_->record(closed, stream()), IsOk());
+  ASSERT_THAT(device_->record_event(closed, stream()), IsOk());
   ASSERT_THAT(device_->wait(*side_, closed), IsOk());
   EXPECT_THAT(device_->read(y, *side_), StatusIs(Errc::graph_state, CUDA_SUCCESS,
                                                   HasSubstr("not joined back")));
@@ -140,14 +140,14 @@ TEST_F(ForkJoinTest, ASideStreamObeysTheRecordingsRules) {
   Event join = new_event();
   ASSERT_THAT(device_->prepare_capture(stream()), IsOk());
   ASSERT_THAT(device_->begin_capture(stream()), IsOk());
-  ASSERT_THAT(device_->record(fork, stream()), IsOk());
+  ASSERT_THAT(device_->record_event(fork, stream()), IsOk());
   ASSERT_THAT(device_->wait(*side_, fork), IsOk());
   // No reads or syncs, no window of its own.
   EXPECT_THAT(device_->read(own, *side_), StatusIs(Errc::graph_state));
   EXPECT_THAT(device_->sync(*side_), StatusIs(Errc::graph_state));
   EXPECT_THAT(device_->prepare_capture(*side_), StatusIs(Errc::graph_state));
   ASSERT_THAT(add_one(own, own, 64, *side_), IsOk());
-  ASSERT_THAT(device_->record(join, *side_), IsOk());
+  ASSERT_THAT(device_->record_event(join, *side_), IsOk());
   ASSERT_THAT(device_->wait(stream(), join), IsOk());
   ASSERT_THAT(add_one(x, x, 64), IsOk());
   Result<Graph> graph = device_->end_capture(stream());
@@ -158,13 +158,13 @@ TEST_F(ForkJoinTest, ASideStreamObeysTheRecordingsRules) {
   EXPECT_THAT(device_->read(own, *side_), StatusIs(Errc::invalid_argument, CUDA_SUCCESS,
                                                     HasSubstr("nothing orders")));
   Event closed = new_event();
-  ASSERT_THAT(device_->record(closed, stream()), IsOk());
+  ASSERT_THAT(device_->record_event(closed, stream()), IsOk());
   ASSERT_THAT(device_->wait(*side_, closed), IsOk());
   EXPECT_THAT(read_u32(own, *side_), ElementsAreArray(iota_u32(64)));  // recorded, not run
   ASSERT_THAT(graph->replay(), IsOk());
   ASSERT_THAT(device_->sync(stream()), IsOk());
   Event after_replay = new_event();
-  ASSERT_THAT(device_->record(after_replay, stream()), IsOk());
+  ASSERT_THAT(device_->record_event(after_replay, stream()), IsOk());
   ASSERT_THAT(device_->wait(*side_, after_replay), IsOk());
   EXPECT_THAT(read_u32(own, *side_), ElementsAreArray(iota_u32(64, 1)));
 
@@ -172,7 +172,7 @@ TEST_F(ForkJoinTest, ASideStreamObeysTheRecordingsRules) {
   // can't serve is refused and dooms the recording.
   ASSERT_THAT(device_->prepare_capture(stream()), IsOk());
   ASSERT_THAT(device_->begin_capture(stream()), IsOk());
-  ASSERT_THAT(device_->record(fork, stream()), IsOk());
+  ASSERT_THAT(device_->record_event(fork, stream()), IsOk());
   ASSERT_THAT(device_->wait(*side_, fork), IsOk());
   EXPECT_THAT(device_->alloc(5 << 20, *side_), StatusIs(Errc::out_of_memory));
   EXPECT_THAT(device_->end_capture(stream()),
@@ -198,7 +198,7 @@ TEST_F(ForkJoinTest, ForksThatCantBeAreRefusedBeforeTheDriverSeesThem) {
   Event fork = new_event();
   ASSERT_THAT(device_->prepare_capture(stream()), IsOk());
   ASSERT_THAT(device_->begin_capture(stream()), IsOk());
-  ASSERT_THAT(device_->record(fork, stream()), IsOk());
+  ASSERT_THAT(device_->record_event(fork, stream()), IsOk());
   // A stream with its own window open can't be forked into another recording.
   ASSERT_THAT(device_->prepare_capture(*side_), IsOk());
   EXPECT_THAT(device_->wait(*side_, fork), StatusIs(Errc::graph_state));
@@ -216,7 +216,7 @@ TEST_F(ForkJoinTest, AbortingTheRecordingReleasesItsSideStreams) {
   Event fork = new_event();
   ASSERT_THAT(device_->prepare_capture(stream()), IsOk());
   ASSERT_THAT(device_->begin_capture(stream()), IsOk());
-  ASSERT_THAT(device_->record(fork, stream()), IsOk());
+  ASSERT_THAT(device_->record_event(fork, stream()), IsOk());
   ASSERT_THAT(device_->wait(*side_, fork), IsOk());
   ASSERT_THAT(fill(x, 1, 64), IsOk());
   EXPECT_THAT(device_->abort_capture(*side_), StatusIs(Errc::graph_state));
@@ -245,14 +245,14 @@ TEST_F(ForkJoinTest, EndCaptureIntoAGraphOnASideStreamIsRefusedAndChangesNothing
   ASSERT_THAT(device_->prepare_capture(stream()), IsOk());
   ASSERT_THAT(device_->begin_capture(stream()), IsOk());
   ASSERT_THAT(fill(x, 1, 64), IsOk());
-  ASSERT_THAT(device_->record(fork, stream()), IsOk());
+  ASSERT_THAT(device_->record_event(fork, stream()), IsOk());
   ASSERT_THAT(device_->wait(*side_, fork), IsOk());
   ASSERT_THAT(add_one(x, y, 64, *side_), IsOk());
   EXPECT_THAT(device_->end_capture(*side_, *side_graph),
               StatusIs(Errc::graph_state, CUDA_SUCCESS, HasSubstr("forked into the recording")));
   EXPECT_EQ(side_->capture_state(), CaptureState::capture);
   EXPECT_EQ(driver_status(stream()), CU_STREAM_CAPTURE_STATUS_ACTIVE);
-  ASSERT_THAT(device_->record(join, *side_), IsOk());
+  ASSERT_THAT(device_->record_event(join, *side_), IsOk());
   ASSERT_THAT(device_->wait(stream(), join), IsOk());
   Result<Graph> graph = device_->end_capture(stream());
   ASSERT_THAT(graph, IsOk());

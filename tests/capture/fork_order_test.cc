@@ -36,7 +36,7 @@ class ForkOrderTest : public DeviceFixture {
   // `to` waits for an event recorded on `from` now.
   void order(Stream& from, Stream& to) {
     events_.push_back(new_event());
-    ASSERT_THAT(device_->record(events_.back(), from), IsOk());
+    ASSERT_THAT(device_->record_event(events_.back(), from), IsOk());
     ASSERT_THAT(device_->wait(to, events_.back()), IsOk());
   }
   Stream* side_ = nullptr;   // stream 1

@@ -189,14 +189,14 @@ TEST_F(LoopTest, AbortWithLoopsOpenLeavesTheStreamUsable) {
 }
 
 TEST_F(LoopTest, StreamHandleIsTheInnermostBodyStreamWhileALoopIsOpen) {
-  const CUstream own = stream().handle();
+  const CUstream own = stream().native_handle();
   begin();
   Result<Loop> loop = device_->begin_while(stream());
   ASSERT_THAT(loop, IsOk());
-  EXPECT_NE(stream().handle(), own);
+  EXPECT_NE(stream().native_handle(), own);
   ASSERT_THAT(countdown(*loop), IsOk());
   ASSERT_THAT(device_->end_while(stream(), *loop), IsOk());
-  EXPECT_EQ(stream().handle(), own);
+  EXPECT_EQ(stream().native_handle(), own);
   ASSERT_THAT(device_->end_capture(stream()), IsOk());
 }
 
@@ -209,7 +209,7 @@ TEST_F(LoopTest, AnUnsafeCallDuringALoopInvalidatesTheRecordingButNeverTheBody) 
   ASSERT_THAT(countdown(*loop), IsOk());
   // An unsafe call made outside graphcap in global mode invalidates the recording's capture; the
   // body's is RELAXED (an invalidated body crashed the H200's driver on every way out of it).
-  EXPECT_EQ(device_->driver().cuStreamQuery(other->handle()),
+  EXPECT_EQ(device_->driver().cuStreamQuery(other->native_handle()),
             CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
   EXPECT_THAT(device_->end_while(stream(), *loop), IsOk());
   EXPECT_FALSE(loop->open());
@@ -303,12 +303,13 @@ TEST_F(LoopTest, AConditionOutsideItsRecordingIsRefused) {
 TEST_F(LoopTest, EventsInsideALoopBodyAreRefused) {
   Event event = new_event();
   begin();
-  ASSERT_THAT(device_->record(event, stream()), IsOk());  // in the recording, outside the loop
+  // In the recording, outside the loop:
+  ASSERT_THAT(device_->record_event(event, stream()), IsOk());
   Result<Loop> loop = device_->begin_while(stream());
   ASSERT_THAT(loop, IsOk());
   EXPECT_THAT(device_->wait(stream(), event),
               StatusIs(Errc::graph_state, ::testing::_, HasSubstr("loop body")));
-  EXPECT_THAT(device_->record(event, stream()), StatusIs(Errc::graph_state));
+  EXPECT_THAT(device_->record_event(event, stream()), StatusIs(Errc::graph_state));
   ASSERT_THAT(countdown(*loop), IsOk());
   ASSERT_THAT(device_->end_while(stream(), *loop), IsOk());
   EXPECT_THAT(device_->end_capture(stream()), IsOk());
@@ -320,11 +321,11 @@ TEST_F(LoopTest, ASideStreamCannotBeginALoop) {
   Event fork = new_event();
   Event join = new_event();
   begin();
-  ASSERT_THAT(device_->record(fork, stream()), IsOk());
+  ASSERT_THAT(device_->record_event(fork, stream()), IsOk());
   ASSERT_THAT(device_->wait(*side, fork), IsOk());
   EXPECT_THAT(device_->begin_while(*side),
               StatusIs(Errc::graph_state, ::testing::_, HasSubstr("forked")));
-  ASSERT_THAT(device_->record(join, *side), IsOk());
+  ASSERT_THAT(device_->record_event(join, *side), IsOk());
   ASSERT_THAT(device_->wait(stream(), join), IsOk());
   EXPECT_THAT(device_->end_capture(stream()), IsOk());
 }

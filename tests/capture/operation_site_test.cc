@@ -79,7 +79,7 @@ TEST_F(OperationSiteTest, UnjoinedSideWorkIsRefusedNamingItsLine) {
   Event fork = new_event();
   begin();
   ASSERT_THAT(fill(x, 1, 64), IsOk());
-  ASSERT_THAT(device_->record(fork, stream()), IsOk());
+  ASSERT_THAT(device_->record_event(fork, stream()), IsOk());
   ASSERT_THAT(device_->wait(*side, fork), IsOk());
   const std::uint_least32_t line = std::source_location::current().line() + 1;
   ASSERT_THAT(device_->fill(y, std::uint8_t{2}, *side), IsOk());

@@ -1,6 +1,7 @@
 // Device::record_external on every driver: work graphcap does not issue (here a raw cuLaunchKernel
-// on Stream::handle(), as cuBLAS or NCCL would enqueue) declares its buffers, and gets a launch's
-// bookkeeping: checked inputs, pinned while recorded, claimed on refusal, marked on failure.
+// on Stream::native_handle(), as cuBLAS or NCCL would enqueue) declares its buffers, and gets a
+// launch's bookkeeping: checked inputs, pinned while recorded, claimed on refusal, marked on
+// failure.
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -21,12 +22,13 @@ class RecordExternalTest : public DeviceFixture {
  protected:
   // dst = src + 1, launched straight through the driver on the device's stream.
   CUresult raw_add_one(const Buffer& src, const Buffer& dst, std::uint32_t n) {
-    CUdeviceptr in = src.device_ptr();
-    CUdeviceptr out = dst.device_ptr();
+    CUdeviceptr in = src.native_handle();
+    CUdeviceptr out = dst.native_handle();
     void* params[] = {&in, &out, &n};
     const LaunchDims dims = dims_for(n);
-    return driver_->api().cuLaunchKernel(add_one_.function(), dims.grid.x, 1, 1, dims.block.x, 1,
-                                         1, 0, stream().handle(), params, nullptr);
+    return driver_->api().cuLaunchKernel(add_one_.native_handle(), dims.grid.x, 1, 1,
+                                         dims.block.x, 1, 1, 0, stream().native_handle(), params,
+                                         nullptr);
   }
 };
 
@@ -143,10 +145,10 @@ TEST_F(RecordExternalTest, ABufferDroppedAfterTheRecordingStaysPinnedWhileTheGra
   EXPECT_EQ(graph->report().pinned_slices, 2u) << "in and out";
   // The caller drops the buffer the external work writes; the graph still writes its memory on
   // every replay, so a buffer of the same size allocated now must get other memory.
-  const CUdeviceptr dropped = out->device_ptr();
+  const CUdeviceptr dropped = out->native_handle();
   out.reset();
   Buffer next = upload_u32(std::vector<std::uint32_t>(256, 7));
-  EXPECT_NE(next.device_ptr(), dropped) << "the pinned memory of the dropped buffer was reused";
+  EXPECT_NE(next.native_handle(), dropped) << "the pinned memory of the dropped buffer was reused";
   ASSERT_THAT(graph->replay(), IsOk());
   ASSERT_THAT(device_->sync(stream()), IsOk());
   EXPECT_THAT(read_u32(next), ElementsAreArray(std::vector<std::uint32_t>(256, 7)));

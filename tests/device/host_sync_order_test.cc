@@ -67,7 +67,7 @@ TEST_F(HostSyncOrderTest, ASyncCompletesWhatTheStreamWasOrderedAfter) {
   Buffer x = upload_u32(iota_u32(64), **third);
   ASSERT_THAT(device_->fill(x, std::uint32_t{8}, **third), IsOk());
   Event e = new_event();
-  ASSERT_THAT(device_->record(e, **third), IsOk());
+  ASSERT_THAT(device_->record_event(e, **third), IsOk());
   ASSERT_THAT(device_->wait(stream(), e), IsOk());
   ASSERT_THAT(device_->sync(stream()), IsOk());
   EXPECT_THAT(read_u32(x, *side_), Each(8u));

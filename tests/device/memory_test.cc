@@ -23,7 +23,7 @@ TEST_F(MemoryTest, UploadThenReadRoundTrips) {
   const std::vector<std::uint32_t> values = iota_u32(4096, 100);
   Buffer buffer = upload_u32(values);
   EXPECT_EQ(buffer.size(), values.size() * sizeof(std::uint32_t));
-  EXPECT_NE(buffer.device_ptr(), 0u);
+  EXPECT_NE(buffer.native_handle(), 0u);
   EXPECT_THAT(read_u32(buffer), ElementsAreArray(values));
 }
 
@@ -116,12 +116,12 @@ TEST_F(MemoryTest, DroppedMemoryIsReusedOnceTheStreamPassedIt) {
   {
     Buffer buffer = upload_u32(iota_u32(1024));
     ASSERT_THAT(fill(buffer, 3, 1024), IsOk());
-    first = buffer.device_ptr();
+    first = buffer.native_handle();
     ASSERT_THAT(device_->sync(stream()), IsOk());
   }  // dropped after the stream passed its last use: back in the pool at once
   Result<Buffer> again = device_->alloc(1024 * sizeof(std::uint32_t), stream());
   ASSERT_THAT(again, IsOk());
-  EXPECT_EQ(again->device_ptr(), first);
+  EXPECT_EQ(again->native_handle(), first);
   const memory::PoolStats stats = device_->memory_stats(stream()).device;
   EXPECT_EQ(stats.driver_allocations, 1u);
 }

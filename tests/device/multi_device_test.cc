@@ -67,7 +67,7 @@ class TwoDevices : public ::testing::Test {
   void order(Device& from, Device& to) {
     Result<Event> event = from.create_event();
     ASSERT_THAT(event, IsOk());
-    ASSERT_THAT(from.record(*event, from.stream()), IsOk());
+    ASSERT_THAT(from.record_event(*event, from.stream()), IsOk());
     ASSERT_THAT(to.wait(to.stream(), *event), IsOk());
   }
   // Peer access from d0 to d1 (what copies on d0's streams touching d1's memory need), or skip.
@@ -93,7 +93,7 @@ TEST_F(TwoDevices, EachDeviceKeepsItsOrdinalAndItsOwnMemory) {
   Buffer a = upload(d0(), iota_u32(32, 0));
   Buffer b = upload(d1(), iota_u32(32, 1000));
   Buffer c = upload(d0(), iota_u32(32, 2000));
-  EXPECT_NE(a.device_ptr(), b.device_ptr());
+  EXPECT_NE(a.native_handle(), b.native_handle());
   EXPECT_THAT(read(d1(), b), ElementsAreArray(iota_u32(32, 1000)));
   EXPECT_THAT(read(d0(), a), ElementsAreArray(iota_u32(32, 0)));
   EXPECT_THAT(read(d0(), c), ElementsAreArray(iota_u32(32, 2000)));
@@ -119,7 +119,7 @@ TEST_F(TwoDevices, ObjectsOfAnotherDeviceAreRefusedNamingBoth) {
   // An event of device 1 recorded on device 0's stream.
   Result<Event> e1 = d1().create_event();
   ASSERT_THAT(e1, IsOk());
-  EXPECT_THAT(d0().record(*e1, d0().stream()), names_both);
+  EXPECT_THAT(d0().record_event(*e1, d0().stream()), names_both);
   // A kernel of device 1's module launched on device 0.
   Result<Module> module = d1().load_module(driver_->kernel_image());
   ASSERT_THAT(module, IsOk());
@@ -235,7 +235,7 @@ TEST_F(TwoDevices, APeerCopyFromAFailedBufferCarriesTheFailure) {
 TEST_F(TwoDevices, ARecordingCannotWaitForAnotherDevicesEvent) {
   Result<Event> e1 = d1().create_event();
   ASSERT_THAT(e1, IsOk());
-  ASSERT_THAT(d1().record(*e1, d1().stream()), IsOk());
+  ASSERT_THAT(d1().record_event(*e1, d1().stream()), IsOk());
   ASSERT_THAT(d0().prepare_capture(d0().stream()), IsOk());
   ASSERT_THAT(d0().begin_capture(d0().stream()), IsOk());
   EXPECT_THAT(d0().wait(d0().stream(), *e1),

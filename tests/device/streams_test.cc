@@ -40,7 +40,7 @@ TEST_F(StreamsTest, ABufferUsedOnItsStreamIsRefusedOnAnotherUntilOrdered) {
   EXPECT_THAT(device_->read(x, *side_), StatusIs(Errc::invalid_argument));
   EXPECT_THAT(device_->copy(y, x, *side_), StatusIs(Errc::invalid_argument));
   Event after_upload = new_event();
-  ASSERT_THAT(device_->record(after_upload, stream()), IsOk());
+  ASSERT_THAT(device_->record_event(after_upload, stream()), IsOk());
   ASSERT_THAT(device_->wait(*side_, after_upload), IsOk());
   ASSERT_THAT(add_one(x, y, 256, *side_), IsOk());
   EXPECT_THAT(read_u32(y, *side_), ElementsAreArray(iota_u32(256, 1)));
@@ -49,7 +49,7 @@ TEST_F(StreamsTest, ABufferUsedOnItsStreamIsRefusedOnAnotherUntilOrdered) {
 TEST_F(StreamsTest, AnEventRecordedBeforeTheLastUseDoesNotOrderIt) {
   Buffer x = upload_u32(iota_u32(16));
   Event early = new_event();
-  ASSERT_THAT(device_->record(early, stream()), IsOk());
+  ASSERT_THAT(device_->record_event(early, stream()), IsOk());
   ASSERT_THAT(fill(x, 3, 16), IsOk());  // a use after the record
   ASSERT_THAT(device_->wait(*side_, early), IsOk());
   EXPECT_THAT(device_->read(x, *side_), StatusIs(Errc::invalid_argument));
@@ -58,7 +58,7 @@ TEST_F(StreamsTest, AnEventRecordedBeforeTheLastUseDoesNotOrderIt) {
 TEST_F(StreamsTest, ALentBufferIsHandedBackToItsStream) {
   Buffer x = upload_u32(iota_u32(64));
   Event e = new_event();
-  ASSERT_THAT(device_->record(e, stream()), IsOk());
+  ASSERT_THAT(device_->record_event(e, stream()), IsOk());
   ASSERT_THAT(device_->wait(*side_, e), IsOk());
   // Written on the side stream...
   ASSERT_THAT(device_->fill(x, std::uint32_t{42}, *side_), IsOk());
@@ -77,9 +77,9 @@ TEST_F(StreamsTest, OrderIsTransitiveThroughAThirdStream) {
   Buffer x = upload_u32(iota_u32(16));
   Event first = new_event();
   Event second = new_event();
-  ASSERT_THAT(device_->record(first, stream()), IsOk());
+  ASSERT_THAT(device_->record_event(first, stream()), IsOk());
   ASSERT_THAT(device_->wait(*side_, first), IsOk());
-  ASSERT_THAT(device_->record(second, *side_), IsOk());
+  ASSERT_THAT(device_->record_event(second, *side_), IsOk());
   ASSERT_THAT(device_->wait(**third, second), IsOk());
   EXPECT_THAT(read_u32(x, **third), ElementsAreArray(iota_u32(16)));
 }
@@ -92,7 +92,7 @@ TEST_F(StreamsTest, AFreshAllocationBelongsToItsStreamUntilOrdered) {
 
 TEST_F(StreamsTest, EmptyAndNeverRecordedEvents) {
   Event empty;
-  EXPECT_THAT(device_->record(empty, stream()), StatusIs(Errc::invalid_argument));
+  EXPECT_THAT(device_->record_event(empty, stream()), StatusIs(Errc::invalid_argument));
   EXPECT_THAT(device_->wait(stream(), empty), StatusIs(Errc::invalid_argument));
   // Waiting on an event never recorded orders nothing (CUDA: no dependency) and succeeds.
   Event never = new_event();
@@ -105,7 +105,7 @@ TEST_F(StreamsTest, EmptyAndNeverRecordedEvents) {
 
 TEST_F(StreamsTest, ARecordingRefusesToWaitOnAnEventRecordedOutsideIt) {
   Event outside = new_event();
-  ASSERT_THAT(device_->record(outside, *side_), IsOk());
+  ASSERT_THAT(device_->record_event(outside, *side_), IsOk());
   ASSERT_THAT(device_->prepare_capture(stream()), IsOk());
   ASSERT_THAT(device_->begin_capture(stream()), IsOk());
   EXPECT_THAT(device_->wait(stream(), outside),
@@ -117,7 +117,7 @@ TEST_F(StreamsTest, ARecordingRefusesToWaitOnAnEventRecordedOutsideIt) {
 
 TEST_F(StreamsTest, AnEventMayOutliveItsDevice) {
   Event e = new_event();
-  ASSERT_THAT(device_->record(e, stream()), IsOk());
+  ASSERT_THAT(device_->record_event(e, stream()), IsOk());
   device_.reset();  // destroys the driver's event with everything else
   EXPECT_NE(e.native_handle(), nullptr);
 }  // ~Event: nothing left to destroy (the fake's teardown counts handles)
@@ -132,9 +132,9 @@ TEST_F(StreamsTest, AWaitRecordedIntoAGraphDoesNotOrderEagerWork) {
   Event join = new_event();
   ASSERT_THAT(device_->prepare_capture(*side_), IsOk());
   ASSERT_THAT(device_->begin_capture(*side_), IsOk());
-  ASSERT_THAT(device_->record(fork, *side_), IsOk());
+  ASSERT_THAT(device_->record_event(fork, *side_), IsOk());
   ASSERT_THAT(device_->wait(stream(), fork), IsOk());  // stream 0 forks into side's recording
-  ASSERT_THAT(device_->record(join, stream()), IsOk());
+  ASSERT_THAT(device_->record_event(join, stream()), IsOk());
   ASSERT_THAT(device_->wait(*side_, join), IsOk());    // recorded, not eager
   Result<Graph> graph = device_->end_capture(*side_);
   ASSERT_THAT(graph, IsOk());
@@ -142,7 +142,7 @@ TEST_F(StreamsTest, AWaitRecordedIntoAGraphDoesNotOrderEagerWork) {
               StatusIs(Errc::invalid_argument, CUDA_SUCCESS, HasSubstr("nothing orders")));
   // Ordered eagerly, it reads.
   Event eager = new_event();
-  ASSERT_THAT(device_->record(eager, stream()), IsOk());
+  ASSERT_THAT(device_->record_event(eager, stream()), IsOk());
   ASSERT_THAT(device_->wait(*side_, eager), IsOk());
   Result<std::vector<std::byte>> bytes = device_->read(x, *side_);
   ASSERT_THAT(bytes, IsOk());

@@ -133,11 +133,11 @@ TEST_F(CaptureFaultsTest, DestroyingAGraphWaitsForItsReplays) {
   if (on_fake()) fake()->set_device_paused(true);
   for (int i = 0; i < 5; ++i) ASSERT_THAT(graph->replay(), IsOk());
   if (on_fake()) {
-    EXPECT_GE(fake()->pending_operations(stream().handle()), 5u);
+    EXPECT_GE(fake()->pending_operations(stream().native_handle()), 5u);
   }
   ASSERT_THAT(graph->destroy(), IsOk());
   if (on_fake()) {
-    EXPECT_EQ(fake()->pending_operations(stream().handle()), 0u);
+    EXPECT_EQ(fake()->pending_operations(stream().native_handle()), 0u);
   }
   // The wait came before the executable's destruction.
   const std::vector<fake::CallRecord> calls = faults().calls();

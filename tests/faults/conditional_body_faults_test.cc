@@ -59,7 +59,8 @@ class ConditionalBodyFaultTest : public FaultFixture {
   void expect_stream_usable() {
     EXPECT_EQ(stream().capture_state(), CaptureState::no_capture);
     CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_ACTIVE;
-    ASSERT_EQ(device_->driver().cuStreamIsCapturing(stream().handle(), &status), CUDA_SUCCESS);
+    ASSERT_EQ(device_->driver().cuStreamIsCapturing(stream().native_handle(), &status),
+              CUDA_SUCCESS);
     EXPECT_EQ(status, CU_STREAM_CAPTURE_STATUS_NONE);
     ASSERT_THAT(add_one(x_, y_, kN), IsOk());
     EXPECT_EQ(read_u32(y_), iota_u32(kN, 1));

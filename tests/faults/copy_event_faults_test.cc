@@ -34,7 +34,7 @@ class CopyEventFaultsTest : public FaultFixture {
   // Orders the side stream after everything on the device's stream so far.
   void order_side_after_main() {
     Event e = new_event();
-    ASSERT_THAT(device_->record(e, stream()), IsOk());
+    ASSERT_THAT(device_->record_event(e, stream()), IsOk());
     ASSERT_THAT(device_->wait(*side_, e), IsOk());
   }
   Stream* side_ = nullptr;
@@ -73,9 +73,9 @@ TEST_F(CopyEventFaultsTest, EventCallsThatFailAreReportedByName) {
   Result<Event> e = device_->create_event();
   ASSERT_THAT(e, IsOk());
   faults().fail_call("cuEventRecord", CUDA_ERROR_INVALID_HANDLE);
-  EXPECT_THAT(device_->record(*e, stream()),
+  EXPECT_THAT(device_->record_event(*e, stream()),
               StatusIs(Errc::driver, CUDA_ERROR_INVALID_HANDLE, HasSubstr("cuEventRecord")));
-  ASSERT_THAT(device_->record(*e, stream()), IsOk());
+  ASSERT_THAT(device_->record_event(*e, stream()), IsOk());
   faults().fail_call("cuStreamWaitEvent", CUDA_ERROR_INVALID_HANDLE);
   EXPECT_THAT(device_->wait(*side_, *e),
               StatusIs(Errc::driver, CUDA_ERROR_INVALID_HANDLE, HasSubstr("cuStreamWaitEvent")));
@@ -120,19 +120,19 @@ TEST_F(CopyEventFaultsTest, ADroppedLentBufferIsNotReusedWhileTheBorrowerMayStil
   {
     Result<Buffer> lent = device_->alloc(1024, stream());
     ASSERT_THAT(lent, IsOk());
-    dropped = lent->device_ptr();
+    dropped = lent->native_handle();
     ASSERT_THAT(device_->copy(*lent, input, stream()), IsOk());
     order_side_after_main();
     ASSERT_THAT(add_one(*lent, out, 256, *side_), IsOk());  // queued on the side stream
   }  // dropped: its owner's queue must wait for the side stream's launch
   // On the fake the paused device keeps the borrower's launch queued; a GPU may finish it at once.
   if (on_fake()) {
-    EXPECT_GT(fake()->pending_operations(side_->handle()), 0u);
+    EXPECT_GT(fake()->pending_operations(side_->native_handle()), 0u);
   }
   Result<Buffer> next = device_->alloc(1024, stream());
   ASSERT_THAT(next, IsOk());
   if (on_fake()) {
-    EXPECT_NE(next->device_ptr(), dropped) << "reused while the borrower's launch was queued";
+    EXPECT_NE(next->native_handle(), dropped) << "reused while the borrower's launch was queued";
   }
   ASSERT_THAT(device_->sync(stream()), IsOk());  // the owner waited for the borrower
   Result<Buffer> reused = device_->alloc(1024, stream());
@@ -141,9 +141,9 @@ TEST_F(CopyEventFaultsTest, ADroppedLentBufferIsNotReusedWhileTheBorrowerMayStil
   // comes back now. On a GPU the launch may already have finished when `next` was taken, and
   // `next` may hold it legitimately (H200 run 7): either way it is released by now.
   if (on_fake()) {
-    EXPECT_EQ(reused->device_ptr(), dropped) << "released once the owner passed the hand-back";
+    EXPECT_EQ(reused->native_handle(), dropped) << "released once the owner passed the hand-back";
   } else {
-    EXPECT_TRUE(reused->device_ptr() == dropped || next->device_ptr() == dropped)
+    EXPECT_TRUE(reused->native_handle() == dropped || next->native_handle() == dropped)
         << "released once the owner passed the hand-back";
   }
   if (on_fake()) fake()->set_device_paused(false);

@@ -73,21 +73,21 @@ TEST_F(DeviceFaultsTest, DroppedBufferIsNotReusedWhileALaunchMayStillUseIt) {
   {
     Result<Buffer> scratch = device_->alloc(1024, stream());
     ASSERT_THAT(scratch, IsOk());
-    dropped = scratch->device_ptr();
+    dropped = scratch->native_handle();
     ASSERT_THAT(add_one(input, *scratch, 256), IsOk());  // queued, not run
   }
   if (on_fake()) {
-    EXPECT_GT(fake()->pending_operations(stream().handle()), 0u);
+    EXPECT_GT(fake()->pending_operations(stream().native_handle()), 0u);
   }
   Result<Buffer> next = device_->alloc(1024, stream());
   ASSERT_THAT(next, IsOk());
-  EXPECT_NE(next->device_ptr(), dropped) << "reused while its launch was still queued";
+  EXPECT_NE(next->native_handle(), dropped) << "reused while its launch was still queued";
   EXPECT_GE(device_->memory_stats(stream()).pending_drops, 1u);
   ASSERT_THAT(device_->sync(stream()), IsOk());
   EXPECT_EQ(device_->memory_stats(stream()).pending_drops, 0u);
   Result<Buffer> reused = device_->alloc(1024, stream());
   ASSERT_THAT(reused, IsOk());
-  EXPECT_EQ(reused->device_ptr(), dropped) << "released once the stream passed it";
+  EXPECT_EQ(reused->native_handle(), dropped) << "released once the stream passed it";
   if (on_fake()) {
     EXPECT_THAT(fake()->violations(), IsEmpty());
   }

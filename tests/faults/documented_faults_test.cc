@@ -110,7 +110,7 @@ TEST_F(DocumentedFaults, AllocationsTheNthWaitAndAPredicateOnOneStream) {
   ASSERT_NE(side_stream, nullptr);
   Stream& side = *side_stream;
   faults().fail_when("cuStreamSynchronize", CUDA_ERROR_LAUNCH_FAILED,
-                     [side = side.handle()](const fake::CallInfo& call) {
+                     [side = side.native_handle()](const fake::CallInfo& call) {
                        return call.stream == side;
                      });
   EXPECT_THAT(device_->sync(side), StatusIs(Errc::driver, CUDA_ERROR_LAUNCH_FAILED,

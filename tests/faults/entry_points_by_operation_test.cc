@@ -95,7 +95,7 @@ TEST_F(EntryPointsByOperation, StreamsAndEvents) {
               Contains("cuStreamCreate"));
   Event event;
   EXPECT_THAT(entry_points_of([&] { event = new_event(); }), Contains("cuEventCreate"));
-  EXPECT_THAT(entry_points_of([&] { ASSERT_THAT(device_->record(event, stream()), IsOk()); }),
+  EXPECT_THAT(entry_points_of([&] { ASSERT_THAT(device_->record_event(event, stream()), IsOk()); }),
               Contains("cuEventRecord"));
   EXPECT_THAT(entry_points_of([&] { ASSERT_THAT(device_->wait(stream(), event), IsOk()); }),
               Contains("cuStreamWaitEvent"));

@@ -571,10 +571,10 @@ bool memory_node_refusal(Session& s) {
   // Around graphcap's pools: a memory node on the capturing stream.
   CUdeviceptr rogue = 0;
   if (!s.driver_call("cuMemAllocAsync",
-                     s.driver.cuMemAllocAsync(&rogue, 4096, s.main().handle()))) {
+                     s.driver.cuMemAllocAsync(&rogue, 4096, s.main().native_handle()))) {
     return false;
   }
-  if (!s.driver_call("cuMemFreeAsync", s.driver.cuMemFreeAsync(rogue, s.main().handle()))) {
+  if (!s.driver_call("cuMemFreeAsync", s.driver.cuMemFreeAsync(rogue, s.main().native_handle()))) {
     return false;
   }
   if (!end(s, s.main(), Errc::graph_state)) return false;
@@ -1032,7 +1032,7 @@ Stream* new_stream(Session& s) {
 
 // `to` is ordered after everything enqueued on `from` so far: record an event there, wait for it.
 bool order(Session& s, Event& event, Stream& from, Stream& to) {
-  return named_step(s, s.dev().record(event, from), "record") &&
+  return named_step(s, s.dev().record_event(event, from), "record") &&
          named_step(s, s.dev().wait(to, event), "wait");
 }
 
@@ -1367,7 +1367,7 @@ void check_open_device(Session& s) {
   for (Stream* stream : s.streams) {
     EXPECT_EQ(stream->capture_state(), CaptureState::no_capture);
     CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_ACTIVE;
-    EXPECT_EQ(s.driver.cuStreamIsCapturing(stream->handle(), &status), CUDA_SUCCESS);
+    EXPECT_EQ(s.driver.cuStreamIsCapturing(stream->native_handle(), &status), CUDA_SUCCESS);
     EXPECT_EQ(status, CU_STREAM_CAPTURE_STATUS_NONE) << "a stream was left capturing";
   }
   for (Stream* stream : s.streams) {

@@ -147,7 +147,7 @@ TEST_F(MultiDeviceThreads, PeerCopiesFromAnotherThreadsDevice) {
   ASSERT_THAT(shared, IsOk());
   Result<Event> uploaded = d0.create_event();
   ASSERT_THAT(uploaded, IsOk());
-  ASSERT_THAT(d0.record(*uploaded, **side), IsOk());
+  ASSERT_THAT(d0.record_event(*uploaded, **side), IsOk());
   ASSERT_THAT(d1.wait(d1.stream(), *uploaded), IsOk());
   Failures failures;
   std::barrier start(2);

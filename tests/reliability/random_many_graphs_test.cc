@@ -715,7 +715,7 @@ class Sequence {
     ModelBuffer model;
     model.owner = s;
     model.handle = *made;
-    model.ptr = made->device_ptr();
+    model.ptr = made->native_handle();
     model.window = pool >= 0 ? st.window : 0;
     model.maybe_lent = may_lend;
     model.writer = s;  // the allocation counts as a write on its owner, lent or not
@@ -884,7 +884,7 @@ class Sequence {
     log_ << "record(event " << e << ", stream " << s << ")";
     ModelEvent& event = events_[static_cast<std::size_t>(e)];
     arm({"cuEventRecord"});
-    Result<void> recorded = device_->record(event.handle, stream(s));
+    Result<void> recorded = device_->record_event(event.handle, stream(s));
     settle();
     expect(recorded, std::nullopt, in_recording(s) ? "record (recorded)" : "record");
     if (!recorded) {
@@ -2296,7 +2296,7 @@ class Sequence {
     for (int s = 0; s <= kStreams; ++s) {
       Stream& on = s < kStreams ? stream(s) : *checker_;
       CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
-      if (CUresult r = test_driver_->api().cuStreamIsCapturing(on.handle(), &status);
+      if (CUresult r = test_driver_->api().cuStreamIsCapturing(on.native_handle(), &status);
           r != CUDA_SUCCESS) {
         diverge("cuStreamIsCapturing failed with " + std::to_string(r));
         return;
@@ -2341,7 +2341,7 @@ class Sequence {
       }
     }
     for (int s = 0; s < kStreams; ++s) {
-      Result<void> recorded = device_->record(check_events_[s], stream(s));
+      Result<void> recorded = device_->record_event(check_events_[s], stream(s));
       Result<void> waited = device_->wait(*checker_, check_events_[s]);
       if (!recorded || !waited) {
         diverge("ordering the checking stream failed: " +

@@ -441,7 +441,7 @@ class Sequence {
   void do_record(int e, int s) {
     log_ << "record(event " << e << ", stream " << s << ")";
     ModelEvent& event = events_[static_cast<std::size_t>(e)];
-    expect(device_->record(event.handle, *streams_[s].handle), std::nullopt, "record");
+    expect(device_->record_event(event.handle, *streams_[s].handle), std::nullopt, "record");
     event.recorded = true;
     event.stream = s;
     event.seq = streams_[s].seq;

@@ -124,7 +124,7 @@ class StreamOrderTest : public DeviceFixture, public ::testing::WithParamInterfa
       if (kind == 0) {  // record
         const int e = pick(kEvents);
         trail << "record(e" << e << ", s" << s << ") ";
-        ASSERT_THAT(device_->record(events_[static_cast<std::size_t>(e)], on), IsOk());
+        ASSERT_THAT(device_->record_event(events_[static_cast<std::size_t>(e)], on), IsOk());
         events[static_cast<std::size_t>(e)] = {s, count_[s]};
         event_after[static_cast<std::size_t>(e)] = after_[s];
       } else if (kind == 1) {  // wait

@@ -138,13 +138,14 @@ class KernelContext {
   void set_condition(std::size_t param, unsigned value) const;
 
   // cudaGridDependencySynchronize(): a kernel launched programmatically (cuLaunchKernelEx with
-  // PROGRAMMATIC_STREAM_SERIALIZATION, eager or as a programmatic edge of a graph) may begin
-  // before its kernel predecessor has finished, and sees what that predecessor wrote only after
-  // this call. Taking a buffer() (or, in a GRAPHCAP_KERNEL, touching memory through a ptr<T>)
-  // that overlaps memory the predecessor took for writing before calling it is recorded as a
-  // violation, which fails nothing even under strict (the H200 read stale data there and went
-  // on: docs/cuda-driver-facts.md, P03.a). A no-op for any other launch, as on CUDA.
-  // graphcap::kernel::wait_for_predecessor() calls it from a GRAPHCAP_KERNEL.
+  // PROGRAMMATIC_STREAM_SERIALIZATION, eager or as a programmatic edge of a graph) may begin before
+  // its kernel predecessor has finished, and sees what that predecessor wrote only after this call.
+  // Taking a buffer() (or, in a GRAPHCAP_KERNEL, touching memory through a ptr<T>) that overlaps
+  // memory the predecessor took for writing before calling it is recorded as a violation, which
+  // fails nothing even under strict (the H200 read stale data there and went on:
+  // docs/cuda-driver-facts.md, "Programmatic dependent launch and priorities"). A no-op for any
+  // other launch, as on CUDA. graphcap::kernel::wait_for_predecessor() calls it from a
+  // GRAPHCAP_KERNEL.
   void wait_for_predecessor() const;
 
  private:

@@ -208,7 +208,8 @@ void FakeState::check_before_wait(const KernelContext& context, std::size_t para
                 ", which '" + before->kernel +
                 "' may write, before KernelContext::wait_for_predecessor() "
                 "(cudaGridDependencySynchronize): on a GPU it may run before they are written and "
-                "read stale data (the H200 did: docs/cuda-driver-facts.md, P03.a)");
+                "read stale data (the H200 did: docs/cuda-driver-facts.md, \"Programmatic "
+                "dependent launch and priorities\")");
       return;
     }
   }

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include <graphcap/driver/driver_hooks.h>
 #include <graphcap/driver/error_names.h>
 #include <graphcap/driver/executable_memory.h>
 #include <graphcap/log.h>
@@ -146,9 +147,9 @@ Result<Executable> CudaGraphDriver::instantiate_inspected(const CapturedGraph& g
                                                           InstantiateFailure* failure) {
   // Through cuGraphInstantiateWithParams for its report of what failed (measured: it names the
   // node, also one inside a conditional body). Not with CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD: that
-  // saved 0.8-3% (9-19 us at 100-1000 kernels, docs/cuda-driver-facts.md I07) but would make a
-  // failed upload a failed instantiate, where the lifecycle makes it a warning (the first replay
-  // uploads).
+  // saved 0.8-3% (9-19 us at 100-1000 kernels, docs/cuda-driver-facts.md,
+  // "cuGraphInstantiateWithParams") but would make a failed upload a failed instantiate, where the
+  // lifecycle makes it a warning (the first replay uploads).
   CUDA_GRAPH_INSTANTIATE_PARAMS params{};
   params.flags =
       report.node_priorities ? cuuint64_t{CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY} : 0;
@@ -417,7 +418,7 @@ Result<void> CudaGraphDriver::end_body(CUstream body_stream) {
 
 std::string CudaGraphDriver::invalidation_account(CUstream stream) {
   try {
-    return driver_->capture_invalidation(stream);
+    return detail::DriverHooks::capture_invalidation(*driver_, stream);
   } catch (...) {
     return {};  // a diagnostic: never a reason to fail the refusal it words
   }

@@ -4,7 +4,7 @@
 // dependencies of the nodes that have more than one (a join). With them here, a node record holds
 // nothing to release: a recording's node list is freed, emptied or reused without a walk over
 // its nodes (a walk over cold memory was graphcap's per-node cost in the update close on the
-// H200; docs/performance.md, issue 24).
+// H200; docs/performance.md).
 #pragma once
 
 #include <cstddef>

@@ -52,8 +52,8 @@ class OperationLabel {
   // The inline arguments are constructed only as they are added, and a copy, a move or the
   // destructor touches only those (a recorded launch's label is made, moved into the recording
   // and destroyed with it: constructing, moving and destroying all eight entries, each with its
-  // shared label, was most of graphcap's own cost per recorded launch; docs/performance.md,
-  // issue 24). A moved-from label is empty (it renders nothing rather than a name it no longer
+  // shared label, was most of graphcap's own cost per recorded launch; docs/performance.md). A
+  // moved-from label is empty (it renders nothing rather than a name it no longer
   // holds).
   OperationLabel() noexcept {}
   ~OperationLabel() { destroy_inline(); }

@@ -78,7 +78,7 @@ namespace {
 
 // Launches take at most this many arguments (Device::launch refuses more).
 constexpr std::size_t kMaxParamArgs = 64;
-// A param's value is at most this many bytes (param.h's ParamSlot::kMaxBytes).
+// A param's value is at most this many bytes (param.h's detail::kMaxParamBytes).
 constexpr std::size_t kMaxParamBytes = 64;
 
 CUresult set_node(DriverApi& driver, CUgraphExec exec, capture::ParamNode& node) {

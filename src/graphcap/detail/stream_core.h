@@ -233,7 +233,7 @@ class StreamCore final : public memory::SliceOwner,
   std::vector<std::weak_ptr<memory::VirtualRange>> ranges_;  // of this stream's graph pools
 };
 
-// (Always inlined: a call of its own was a second frame on every launch; issue 24.)
+// (Always inlined: a call of its own was a second frame on every launch.)
 template <class Issue, class What, class UseName>
 [[gnu::always_inline]] inline Result<void> StreamCore::run(capture::Operation& op, Issue&& issue,
                                                            What&& what, UseName&& use_name) {

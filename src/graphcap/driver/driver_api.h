@@ -13,12 +13,30 @@
 
 namespace graphcap {
 
+namespace detail {
+struct DriverHooks;
+}
+
 class DriverApi {
  public:
   virtual ~DriverApi() = default;
 
   // A short name for messages and test names: "cuda" or "fake".
   virtual const char* name() const noexcept = 0;
+
+  // One pure virtual per line of entry_points.def:
+  //   virtual CUresult cuStreamBeginCapture(CUstream stream, CUstreamCaptureMode mode) = 0;
+#define GRAPHCAP_DRIVER_ENTRY(name, version, versioned, params, ...) \
+  virtual CUresult name(GRAPHCAP_PARAMS(params)) = 0;
+#include <graphcap/driver/entry_points.def>
+
+ private:
+  // Three hooks that are not CUDA entry points, for a driver that keeps more than libcuda does
+  // (the fake). graphcap calls them through its own door, detail::DriverHooks
+  // (driver/driver_hooks.h); they are no part of the API. A driver overrides them if it keeps
+  // such an account (FakeDriver does, and offers them to its tests); libcuda keeps none (the
+  // defaults). Decorators forward them (ForwardingDriver, MockDriver).
+  friend struct detail::DriverHooks;
 
   // Diagnostics, not a CUDA entry point: the driver's own account of what invalidated the capture
   // sequence last begun on `stream` (the stream that began it), in one sentence, or an empty
@@ -56,12 +74,6 @@ class DriverApi {
     (void)address;
     (void)bytes;
   }
-
-  // One pure virtual per line of entry_points.def:
-  //   virtual CUresult cuStreamBeginCapture(CUstream stream, CUstreamCaptureMode mode) = 0;
-#define GRAPHCAP_DRIVER_ENTRY(name, version, versioned, params, ...) \
-  virtual CUresult name(GRAPHCAP_PARAMS(params)) = 0;
-#include <graphcap/driver/entry_points.def>
 };
 
 }  // namespace graphcap

@@ -28,19 +28,17 @@ class ForwardingDriver : public DriverApi {
   DriverApi& inner() const noexcept { return *inner_; }
 
   const char* name() const noexcept override { return inner_->name(); }
-  std::string capture_invalidation(CUstream stream) override {
-    return inner_->capture_invalidation(stream);
-  }
-  std::string stream_fault(CUstream stream) override { return inner_->stream_fault(stream); }
-  void annotate_buffer(CUdeviceptr address, std::size_t bytes) noexcept override {
-    inner_->annotate_buffer(address, bytes);
-  }
 
 #define GRAPHCAP_DRIVER_ENTRY(name, version, versioned, params, ...) \
   CUresult name(GRAPHCAP_PARAMS(params)) override { return inner_->name(GRAPHCAP_ARGS(params)); }
 #include <graphcap/driver/entry_points.def>
 
  private:
+  // DriverApi's private hooks, forwarded to the inner driver (forwarding_driver.cc).
+  std::string capture_invalidation(CUstream stream) override;
+  std::string stream_fault(CUstream stream) override;
+  void annotate_buffer(CUdeviceptr address, std::size_t bytes) noexcept override;
+
   DriverApi* inner_;
 };
 

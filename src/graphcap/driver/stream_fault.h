@@ -1,5 +1,5 @@
 // with_stream_fault: a failed wait's error, completed with the driver's own account of the fault
-// (DriverApi::stream_fault: the fake names the violation; libcuda keeps none). Internal.
+// (DriverApi's stream_fault hook: the fake names the violation; libcuda keeps none). Internal.
 #pragma once
 
 #include <graphcap/driver/cuda_types.h>

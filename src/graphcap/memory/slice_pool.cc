@@ -4,6 +4,7 @@
 #include <limits>
 #include <string>
 
+#include <graphcap/driver/driver_hooks.h>
 #include <graphcap/log.h>
 #include <graphcap/memory/size_class.h>
 
@@ -131,8 +132,10 @@ Result<Slice> SlicePool::allocate(std::size_t capacity, bool persistent) {
 void SlicePool::release(Slice slice) {
   if (owned_.find(slice.address) == owned_.end()) return;  // freed by free_all already
   // No Buffer holds it now (retained or free): a checking driver refuses accesses until it is
-  // lent again (DriverApi::annotate_buffer).
-  if (kind_ == SliceKind::device) driver_->annotate_buffer(slice.device_ptr(), 0);
+  // lent again (DriverApi's annotate_buffer hook).
+  if (kind_ == SliceKind::device) {
+    detail::DriverHooks::annotate_buffer(*driver_, slice.device_ptr(), 0);
+  }
   if (priming_ && slice.primed) {
     retained_.push_back(slice);
     return;

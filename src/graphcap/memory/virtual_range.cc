@@ -78,7 +78,7 @@ Result<void> VirtualRange::grow_to(std::size_t bytes) {
   const std::size_t size = want - mapped_;
   const std::string what = "growing a graph pool by " + std::to_string(size) + " bytes";
   // One physical allocation per granule: only a whole handle can be unmapped and released
-  // (V04), so a piece as large as the growth would stay mapped while any graph used its first
+  // (measured), so a piece as large as the growth would stay mapped while any graph used its first
   // granule, and a pool whose largest graph went first could never shrink to its smaller ones.
   // Room for the pieces first: nothing below allocates host memory once a piece exists.
   std::vector<Piece> grown;
@@ -113,7 +113,7 @@ Result<void> VirtualRange::grow_to(std::size_t bytes) {
     }
     grown.push_back(piece);
   }
-  // Access over the whole growth in one call (several mappings in one call: V04, V05).
+  // Access over the whole growth in one call (the driver takes several mappings in one call).
   CUmemAccessDesc access{};
   access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
   access.location.id = device_;
@@ -191,7 +191,7 @@ void VirtualRange::shrink_locked() noexcept {
 
 bool VirtualRange::give_back(const Piece& piece, const char* why, bool release_if_mapped) noexcept {
   const CUresult unmapped = driver_->cuMemUnmap(piece.at, piece.size);
-  // Released while still mapped, the memory lives on until its mapping goes (V02).
+  // Released while still mapped, the memory lives on until its mapping goes (measured).
   const CUresult released = unmapped == CUDA_SUCCESS || release_if_mapped
                                 ? driver_->cuMemRelease(piece.handle)
                                 : CUDA_SUCCESS;
@@ -233,7 +233,7 @@ void VirtualRange::close() noexcept {
     pieces_.pop_back();
   }
   views_.clear();
-  if (!all_unmapped) return;  // a range with a mapping left can't be freed (V04)
+  if (!all_unmapped) return;  // the driver refuses to free a range with a mapping left
   if (CUresult result = driver_->cuMemAddressFree(base_, reserved_); result != CUDA_SUCCESS) {
     try {
       log(LogLevel::warn,

@@ -13,7 +13,7 @@
 //
 // The views are Allocations of the pool's stream whose home is this range: they come back here
 // through that stream's drop queue, so a piece is unmapped only once the stream has passed every
-// use of it (an unmap does not wait for the device: V06). Thread-safe.
+// use of it (an unmap does not wait for the device). Thread-safe.
 #pragma once
 
 #include <cstddef>

@@ -112,13 +112,13 @@ void run(fake::FakeDriver& fake) {
   Buffer in_values = upload(*device, s, values);
   Buffer bins = upload(*device, s, std::vector<unsigned>(10, 0));
   Event ready = device->create_event().value();
-  device->record(ready, s).value();
+  device->record_event(ready, s).value();
   device->wait(**side, ready).value();
   device->launch(**side, histogram, LaunchDims{Dim3{8, 1, 1}, Dim3{128, 1, 1}, 0},
                  {Arg::in(in_values), Arg::inout(bins), Arg::value(n), Arg::value(10u)})
       .value();
   Event done = device->create_event().value();
-  device->record(done, **side).value();
+  device->record_event(done, **side).value();
   device->wait(s, done).value();
   device->sync(**side).value();
   expect(as<unsigned>(device->read(bins, s).value()) == std::vector<unsigned>(10, 100),

@@ -161,7 +161,9 @@ Result<void> World::set_condition(Stream& s, const Arg& condition, std::uint32_t
 
 void World::barrier() {
   for (int s = 0; s < kStreams; ++s) {
-    if (Result<void> r = device_->record(check_events_[static_cast<std::size_t>(s)], stream(s)); !r) {
+    if (Result<void> r =
+            device_->record_event(check_events_[static_cast<std::size_t>(s)], stream(s));
+        !r) {
       diverge("barrier: record on stream " + std::to_string(s) + ": " + to_string(r.error()));
       return;
     }
@@ -179,7 +181,7 @@ void World::barrier() {
 }
 
 void World::recorded_allocation(const Buffer& buffer, int b) {
-  recorded_.push_back(Range{buffer.device_ptr(), buffer.size(), b});
+  recorded_.push_back(Range{buffer.native_handle(), buffer.size(), b});
 }
 
 void World::diverge(const std::string& what) {
@@ -214,7 +216,8 @@ void World::check_streams() {
       return;
     }
     CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
-    if (CUresult r = test_driver_->api().cuStreamIsCapturing(on.handle(), &status); r != CUDA_SUCCESS) {
+    if (CUresult r = test_driver_->api().cuStreamIsCapturing(on.native_handle(), &status);
+        r != CUDA_SUCCESS) {
       diverge("cuStreamIsCapturing failed with " + std::to_string(r));
       return;
     }
@@ -233,7 +236,7 @@ void World::check_overlaps() {
     const int id = static_cast<int>(b);
     const bool listed = std::any_of(recorded_.begin(), recorded_.end(),
                                     [&](const Range& r) { return r.buffer == id; });
-    if (!listed) ranges.push_back(Range{buffer.handle.device_ptr(), buffer.handle.size(), id});
+    if (!listed) ranges.push_back(Range{buffer.handle.native_handle(), buffer.handle.size(), id});
   }
   std::sort(ranges.begin(), ranges.end(), [](const Range& a, const Range& b) { return a.begin < b.begin; });
   for (std::size_t i = 1; i < ranges.size(); ++i) {
@@ -256,7 +259,7 @@ void World::check_bytes() {
   }
   for (int s = 0; s < kStreams; ++s) {
     Event& e = check_events_[static_cast<std::size_t>(s)];
-    Result<void> recorded = device_->record(e, stream(s));
+    Result<void> recorded = device_->record_event(e, stream(s));
     Result<void> waited = recorded ? device_->wait(checker(), e) : Result<void>{};
     if (!recorded || !waited) {
       diverge("ordering the checking stream failed: " + to_string(recorded ? waited.error() : recorded.error()));

@@ -16,7 +16,10 @@ std::string on(int s) { return " on stream " + std::to_string(s); }
 // Forks side stream `to` from `from` through event `e`, inside the recording.
 bool fork(World& world, int from, int to, int e) {
   Device& device = world.device();
-  if (!ok(world, device.record(world.event(e), world.stream(from)), "fork: record" + on(from))) return false;
+  if (!ok(world, device.record_event(world.event(e), world.stream(from)),
+          "fork: record" + on(from))) {
+    return false;
+  }
   if (!ok(world, device.wait(world.stream(to), world.event(e)), "fork: wait" + on(to))) return false;
   world.expected_state(to) = CaptureState::capture;
   world.check();
@@ -26,7 +29,10 @@ bool fork(World& world, int from, int to, int e) {
 // Joins stream `from` into `to` through event `e`.
 bool join(World& world, int from, int to, int e) {
   Device& device = world.device();
-  if (!ok(world, device.record(world.event(e), world.stream(from)), "join: record" + on(from))) return false;
+  if (!ok(world, device.record_event(world.event(e), world.stream(from)),
+          "join: record" + on(from))) {
+    return false;
+  }
   return ok(world, device.wait(world.stream(to), world.event(e)), "join: wait" + on(to));
 }
 

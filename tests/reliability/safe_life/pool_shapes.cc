@@ -88,10 +88,12 @@ void pool_fork(World& world) {
       if (!ok(world, first, "pool: first allocation" + when)) return false;
       if (recorded) {
         world.recorded_allocation(*first, -1);
-        used.push_back({first->device_ptr(), first->size()});
+        used.push_back({first->native_handle(), first->size()});
       }
       if (!ok(world, world.fill(s, *first, v), "pool: origin fills the first" + when)) return false;
-      if (!ok(world, device.record(world.event(0), s), "pool: fork record" + when)) return false;
+      if (!ok(world, device.record_event(world.event(0), s), "pool: fork record" + when)) {
+        return false;
+      }
       if (!ok(world, device.wait(world.stream(s1), world.event(0)), "pool: fork wait" + when)) return false;
       if (recorded) world.expected_state(s1) = CaptureState::capture;
       if (!ok(world, world.add_one(world.stream(s1), *first, world.buf(r1).handle), "pool: side reads the first" + when)) return false;
@@ -105,12 +107,15 @@ void pool_fork(World& world) {
       if (!ok(world, second, "pool: second allocation" + when)) return false;
       if (recorded) {
         world.recorded_allocation(*second, -1);
-        used.push_back({second->device_ptr(), second->size()});
+        used.push_back({second->native_handle(), second->size()});
         world.check();  // the two intermediates must not overlap: the side may still read the first
       }
       if (!ok(world, world.fill(s, *second, u), "pool: origin fills the second" + when)) return false;
       if (!ok(world, world.copy(s, *second, world.buf(r0).handle), "pool: origin copies the second out" + when)) return false;
-      if (!ok(world, device.record(world.event(1), world.stream(s1)), "pool: join record" + when)) return false;
+      if (!ok(world, device.record_event(world.event(1), world.stream(s1)),
+              "pool: join record" + when)) {
+        return false;
+      }
       return ok(world, device.wait(s, world.event(1)), "pool: join wait" + when);
     };
     CaptureOptions into_pool;
@@ -244,7 +249,9 @@ void budget_eviction(World& world) {
     std::optional<Intermediate> recorded;
     auto step = [&]() -> Result<void> {
       GRAPHCAP_ASSIGN_OR_RETURN(Buffer scratch, device.alloc(key.bytes, s));
-      if (s.capture_state() == CaptureState::capture) recorded = Intermediate{scratch.device_ptr(), scratch.size()};
+      if (s.capture_state() == CaptureState::capture) {
+        recorded = Intermediate{scratch.native_handle(), scratch.size()};
+      }
       GRAPHCAP_TRY(world.fill(s, scratch, key.value));
       return world.copy(s, scratch, world.buf(key.out).handle);
     };

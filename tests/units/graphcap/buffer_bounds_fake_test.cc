@@ -82,7 +82,7 @@ void BufferBoundsFakeTest::one_element_past_a_pooled_buffer(bool virtual_memory)
       [&]() -> Result<void> {
         Result<Buffer> tmp = device_->alloc(1024, stream());
         if (!tmp) return tmp.error();
-        big_at = tmp->device_ptr();
+        big_at = tmp->native_handle();
         if (Result<void> filled = fill(*tmp, 1, 256); !filled) return filled;
         return add_one(*tmp, out, 256);
       },
@@ -97,7 +97,7 @@ void BufferBoundsFakeTest::one_element_past_a_pooled_buffer(bool virtual_memory)
       [&]() -> Result<void> {
         Result<Buffer> tmp = device_->alloc(64, stream());
         if (!tmp) return tmp.error();
-        small_at = tmp->device_ptr();
+        small_at = tmp->native_handle();
         return device_->launch(stream(), fill_, dims_for(32),
                                {Arg::out(*tmp), Arg::value(2u), Arg::param(words)});
       },
@@ -132,21 +132,21 @@ TEST_F(BufferBoundsFakeTest, OneElementPastAViewOfAGraphPoolsRangeFailsTheReplay
 }
 
 TEST_F(BufferBoundsFakeTest, ADroppedBuffersMemoryIsNoBuffersAnyMore) {
-  // A kernel given a dropped Buffer's address (raw interop through device_ptr()) after its memory
-  // went back to the pool: on a GPU it would scribble on whatever the pool lends next.
+  // A kernel given a dropped Buffer's address (raw interop through native_handle()) after its
+  // memory went back to the pool: on a GPU it would scribble on whatever the pool lends next.
   CUdeviceptr stale = 0;
   {
     Result<Buffer> buffer = device_->alloc(64, stream());
     ASSERT_THAT(buffer, IsOk());
-    stale = buffer->device_ptr();
+    stale = buffer->native_handle();
   }
   ASSERT_THAT(device_->sync(stream()), IsOk());  // the drop queue passes: the slice is returned
   fake::FakeDriver& driver = *fake();
-  CUfunction fill_function = fill_.function();
+  CUfunction fill_function = fill_.native_handle();
   std::uint32_t value = 3, n = 1;
   void* params[] = {&stale, &value, &n};
-  ASSERT_EQ(driver.cuLaunchKernel(fill_function, 1, 1, 1, 1, 1, 1, 0, stream().handle(), params,
-                                  nullptr),
+  ASSERT_EQ(driver.cuLaunchKernel(fill_function, 1, 1, 1, 1, 1, 1, 0, stream().native_handle(),
+                                  params, nullptr),
             CUDA_SUCCESS);
   EXPECT_THAT(device_->sync(stream()),
               StatusIs(Errc::driver, CUDA_ERROR_ILLEGAL_ADDRESS,

@@ -58,7 +58,7 @@ class FakeDevices : public ::testing::Test {
   void order(Device& from, Device& to) {
     Result<Event> event = from.create_event();
     ASSERT_THAT(event, IsOk());
-    ASSERT_THAT(from.record(*event, from.stream()), IsOk());
+    ASSERT_THAT(from.record_event(*event, from.stream()), IsOk());
     ASSERT_THAT(to.wait(to.stream(), *event), IsOk());
   }
 
@@ -149,7 +149,9 @@ TEST_F(FakeDevices, ARingOfPeerCopiesVisitsEveryDeviceOfFour) {
         << "device " << d;
   }
   // Pointers tell their device: each device's buffer lies in its own address window.
-  for (std::size_t d = 1; d < 4; ++d) EXPECT_GT(buffers[d].device_ptr(), buffers[d - 1].device_ptr());
+  for (std::size_t d = 1; d < 4; ++d) {
+    EXPECT_GT(buffers[d].native_handle(), buffers[d - 1].native_handle());
+  }
 }
 
 TEST_F(FakeDevices, APeerCopyOfAClosedDevicesBufferIsRefused) {

@@ -132,10 +132,10 @@ CUresult FakeState::check_unsafe_call(bool only_active) {
   return prohibited ? CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED : CUDA_SUCCESS;
 }
 
-// Measured (graphcap-fidelity, programs 60 and 2863 of 2026-12-03; run 3 of 2026-12-04,
-// programs 481 and 4485): a capture into an existing graph that ends in failure (invalidated,
-// unjoined, or ended on the wrong thread) destroys that graph (cuGraphGetNodes and instantiate
-// of it then answer 1, as for a destroyed graph).
+// Measured on the H200 (graphcap-fidelity's generated programs, 2026-12-03 and 04): a capture into
+// an existing graph that ends in failure (invalidated, unjoined, or ended on the wrong thread)
+// destroys that graph (cuGraphGetNodes and instantiate of it then answer 1, as for a destroyed
+// graph).
 void FakeState::end_failed_capture(Capture& capture) {
   const bool destroys = capture.to_graph && graphs_.count(capture.graph) != 0;
   const CUgraph graph = capture.graph;
@@ -169,7 +169,7 @@ void FakeState::add_node(Stream& stream, internal::NodeWork work, bool programma
   const std::size_t index = graph.nodes.size();
   internal::NodeData node{std::move(work), stream.frontier, {}};
   if (programmatic) {
-    // Measured (P01, P01b): an edge from a kernel becomes programmatic (type 1, from port 1),
+    // Measured on the H200: an edge from a kernel becomes programmatic (type 1, from port 1),
     // also across an event hop; an edge from any other node (a memset) stays ordinary.
     for (std::size_t dep : node.deps) {
       if (std::holds_alternative<internal::KernelWork>(graph.nodes[dep].work)) {
@@ -312,14 +312,14 @@ CUresult FakeState::cuStreamEndCapture(CUstream handle, CUgraph* graph_out) {
   if (capture == nullptr) return CUDA_ERROR_ILLEGAL_STATE;
 
   // Measured (graphcap-fidelity): on a forked stream 903 comes first, also once the capture is
-  // invalidated (issue 23's table); then an invalidated capture is 901 on any thread.
+  // invalidated; then an invalidated capture is 901 on any thread.
   if (capture->origin != stream->id) {
     capture->status = CU_STREAM_CAPTURE_STATUS_INVALIDATED;  // both streams stay, INVALIDATED
     return CUDA_ERROR_STREAM_CAPTURE_UNMATCHED;
   }
   // Every other member stream must have been joined back: its frontier lies in the history of
-  // the origin's frontier. Measured (graphcap-fidelity run 3, 2026-12-04, 5 programs): checked
-  // before the thread, so an unjoined capture ended on another thread is 904, not 908.
+  // the origin's frontier. Measured (graphcap-fidelity, 2026-12-04, 5 programs): checked before
+  // the thread, so an unjoined capture ended on another thread is 904, not 908.
   if (capture->status == CU_STREAM_CAPTURE_STATUS_ACTIVE) {
     const internal::Graph& graph = graphs_.at(capture->graph);
     std::vector<bool> joined(graph.nodes.size(), false);
@@ -350,7 +350,7 @@ CUresult FakeState::cuStreamEndCapture(CUstream handle, CUgraph* graph_out) {
   }
   if (capture->status != CU_STREAM_CAPTURE_STATUS_ACTIVE) {
     if (capture->into_body) {
-      // Measured on the H200 (docs/measurements/probes/conditional_probe.cu, P7, P17-P19): once a
+      // Measured on the H200 (docs/measurements/probes/conditional_probe.cu): once a
       // body's capture is invalidated, the process crashed in whichever of cuStreamEndCapture of
       // the body and of the graph holding it came second. The fake answers, and says so instead.
       violation("cuStreamEndCapture of an invalidated capture into a conditional body: the "

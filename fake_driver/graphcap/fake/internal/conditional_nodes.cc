@@ -76,12 +76,12 @@ bool FakeState::handle_usable(const internal::Graph& graph,
 CUresult FakeState::add_conditional_node(internal::Graph& graph, std::vector<std::size_t> deps,
                                          CUDA_CONDITIONAL_NODE_PARAMS& params, CUgraphNode* node) {
   // The handle must be one created on this graph or on a graph holding it (measured: a handle of
-  // the outer graph steers an IF inside an IF body, B07e), not yet associated with another node
+  // the outer graph steers an IF inside an IF body), not yet associated with another node
   // (cuda.h: "a conditional node"; measured: a WHILE body's node on the WHILE's own handle is
   // INVALID_VALUE, ConditionalNodes.AWhileNodeTakesOneBodyAndOnlyAHandleOfItsOwnGraph); a
   // handle of an unrelated graph is INVALID_VALUE.
   if (!handle_usable(graph, params.handle)) return CUDA_ERROR_INVALID_VALUE;
-  // Sizes as cuda.h allows them (measured B05: WHILE 1, IF 1 or 2, SWITCH 1 up to at least 10000;
+  // Sizes as cuda.h allows them (measured: WHILE 1, IF 1 or 2, SWITCH 1 up to at least 10000;
   // size 0 of any type and IF 3 are INVALID_VALUE).
   switch (params.type) {
     case CU_GRAPH_COND_TYPE_WHILE:
@@ -199,14 +199,14 @@ bool FakeState::run_conditional(const internal::ConditionalWork& node, CUgraphEx
       return true;
     }
     case CU_GRAPH_COND_TYPE_IF:
-      // Measured (B01, B02): any nonzero value runs body 0; zero runs the ELSE body, if any.
+      // Measured on the H200: any nonzero value runs body 0; zero runs the ELSE body, if any.
       if (value() != 0) return run_graph(*node.exec_bodies[0], exec, depth + 1, into);
       if (node.exec_bodies.size() == 2) {
         return run_graph(*node.exec_bodies[1], exec, depth + 1, into);
       }
       return true;
     case CU_GRAPH_COND_TYPE_SWITCH: {
-      // Measured (B03): value i runs body i; a value past the last case runs nothing (no
+      // Measured on the H200: value i runs body i; a value past the last case runs nothing (no
       // error: the graph goes on).
       const unsigned selected = value();
       if (selected < node.exec_bodies.size()) {

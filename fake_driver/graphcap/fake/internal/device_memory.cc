@@ -15,7 +15,7 @@ namespace {
 constexpr CUdeviceptr kFirstAddress = 0x7f0000000000ULL;
 constexpr CUdeviceptr kDeviceWindow = 0x10000000000ULL;
 // Reserved ranges (cuMemAddressReserve) come from a window of their own per device, 128 TiB wide:
-// the H200 granted 16 TiB and refused 128 TiB (V01).
+// the H200 granted 16 TiB and refused 128 TiB.
 constexpr CUdeviceptr kFirstReservation = 0x10000000000000ULL;
 constexpr CUdeviceptr kReservationWindow = CUdeviceptr{1} << 47;
 // CUDA aligns allocations to at least 256 bytes; the guard gap keeps a small overrun from
@@ -143,7 +143,7 @@ std::byte* DeviceMemory::access(CUdeviceptr address, std::size_t bytes, std::str
 
 std::size_t DeviceMemory::run_of(const Allocation& allocation) const {
   // A range running on from one accessible mapping into the next ones of its reservation: the
-  // device sees one range (measured on the H200, V05), and so does the host behind it.
+  // device sees one range (measured on the H200), and so does the host behind it.
   if (allocation.kind != Kind::mapping) return allocation.size;
   std::size_t covered = allocation.size;
   const Allocation* last = &allocation;

@@ -46,7 +46,7 @@ CUresult FakeState::cuEventRecord(CUevent event_handle, CUstream handle) {
   if (it == events_.end()) return refuse(*stream, CUDA_ERROR_INVALID_HANDLE);
   Event& event = it->second;
   if (captured) {
-    // Measured (graphcap-fidelity run 3, 2026-12-04, programs 4007 and 7473): an interprocess
+    // Measured on the H200 (graphcap-fidelity, 2026-12-04): an interprocess
     // event is not recorded into a capture: 900, and the capture stays active.
     if ((event.flags & CU_EVENT_INTERPROCESS) != 0) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     // No node: the event now names the capturing stream's frontier.
@@ -65,7 +65,7 @@ CUresult FakeState::cuEventRecord(CUevent event_handle, CUstream handle) {
 
 // An event last recorded inside a capture: 907 while that capture is active (and it is
 // invalidated); once the capture is invalidated or over, 1 (measured on the H200 by
-// graphcap-fidelity, issue 23: the fake had answered 907, 900 or 0). Before the unsafe-call rule.
+// graphcap-fidelity, where the fake had answered 907, 900 or 0). Before the unsafe-call rule.
 CUresult FakeState::captured_event(const Event& event) {
   auto found = captures_.find(event.capture);
   if (found != captures_.end() && found->second.status == CU_STREAM_CAPTURE_STATUS_ACTIVE) {
@@ -116,10 +116,9 @@ CUresult FakeState::cuEventElapsedTime(float* milliseconds, CUevent start, CUeve
   auto last = events_.find(end);
   if (first == events_.end() || last == events_.end()) return CUDA_ERROR_INVALID_HANDLE;
   // Measured (graphcap-fidelity): the start event is looked at in full before the end event
-  // (run 3 of 2026-12-04: a start never recorded or without timing is 400 whatever the end is,
-  // 24 programs); for each, its capture comes first: recorded in a capture still active is 907
-  // even without timing (8 programs), in one invalidated or over is 1 (program 63 of
-  // 2026-12-03); then no timing, or never recorded, is 400.
+  // (a start never recorded or without timing is 400 whatever the end is, 24 programs); for each,
+  // its capture comes first: recorded in a capture still active is 907 even without timing (8
+  // programs), in one invalidated or over is 1; then no timing, or never recorded, is 400.
   for (const Event* event : {&first->second, &last->second}) {
     if (event->state == Event::State::captured) {
       auto found = captures_.find(event->capture);

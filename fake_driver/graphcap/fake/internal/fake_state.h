@@ -265,7 +265,7 @@ class FakeState {
   };
 
   // The programmatic dependent launch contract around one kernel's execution (the fake's own
-  // check: on a GPU a dependent that reads early just reads stale data, P03.a). A kernel that a
+  // check: on a GPU a dependent that reads early just reads stale data). A kernel that a
   // programmatic launch follows records what it may write (every span of non-const elements it
   // takes); a programmatic kernel may touch none of its predecessors' writes before
   // KernelContext::wait_for_predecessor().
@@ -425,8 +425,8 @@ class FakeState {
   CUresult add_conditional_node(internal::Graph& graph, std::vector<std::size_t> deps,
                                 CUDA_CONDITIONAL_NODE_PARAMS& params, CUgraphNode* node);
   // Whether `handle` may steer a conditional node of `graph`: created on it or on a graph that
-  // holds it (cuda.h: "this graph or one of its children"; measured B07e), and used by no node
-  // yet.
+  // holds it (cuda.h: "this graph or one of its children"; measured on the H200), and used by no
+  // node yet.
   bool handle_usable(const internal::Graph& graph, CUgraphConditionalHandle handle) const;
   // Runs an executable's nodes (a launch, or a conditional node's body) in order; false when the
   // work faulted (running_.trap says how).

@@ -62,7 +62,7 @@ CUresult FakeState::instantiate_body(const internal::Graph& graph,
                                      InstantiateReport* report) {
   std::shared_ptr<internal::ExecBody> body = internal::make_exec_body(graph.nodes);
   for (CUgraphConditionalHandle condition : graph.conditions) {
-    // Measured on the H200 (ConditionalNodes.AHandleNoNodeUsesMakesInstantiateFail, I02, I02b):
+    // Measured on the H200 (ConditionalNodes.AHandleNoNodeUsesMakesInstantiateFail):
     // a handle created on the graph (or a body) that no conditional node uses fails instantiate,
     // CONDITIONAL_HANDLE_UNUSED, naming no node.
     const internal::ConditionDef& def = conditions_.at(condition);
@@ -78,7 +78,7 @@ CUresult FakeState::instantiate_body(const internal::Graph& graph,
     conditional->exec_bodies.clear();
     for (CUgraph handle : conditional->bodies) {
       const internal::Graph& inner = graphs_.at(handle);
-      // Measured on the H200 (I06): memory nodes in a conditional body are accepted by capture
+      // Measured on the H200: memory nodes in a conditional body are accepted by capture
       // and refused here, by the outer graph's instantiate, naming the body's memory node.
       if (std::optional<std::size_t> memory = inner.first_memory_node()) {
         report->result = CUDA_GRAPH_INSTANTIATE_NODE_OPERATION_NOT_SUPPORTED;
@@ -101,21 +101,20 @@ CUresult FakeState::instantiate(CUgraphExec* exec, CUgraph handle, unsigned long
   Context* context = nullptr;
   if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
   if (exec == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  if (with_params && handle == nullptr) return CUDA_ERROR_INVALID_VALUE;  // measured (I01c)
+  if (with_params && handle == nullptr) return CUDA_ERROR_INVALID_VALUE;  // measured
   auto it = graphs_.find(handle);
   if (it == graphs_.end()) return CUDA_ERROR_INVALID_HANDLE;
   internal::Graph& graph = it->second;
-  // Measured on the H200 (graphcap-fidelity, 2026-12-03; issue 23's first kind): instantiate is a
-  // potentially unsafe call (900, invalidating the captures that prohibit it), checked before
-  // the flags. Where the rule allows it, a graph a capture is still building (or capturing into)
-  // instantiates as it is now: the 900 UnmeasuredRules saw came from this rule (and I05.capturing,
-  // the same for cuGraphInstantiateWithParams, from a global capture).
+  // Measured on the H200 (graphcap-fidelity, 2026-12-03): instantiate is a potentially unsafe
+  // call (900, invalidating the captures that prohibit it), checked before the flags. Where the
+  // rule allows it, a graph a capture is still building (or capturing into) instantiates as it is
+  // now: the 900 UnmeasuredRules saw came from this rule (and so did the same answer of
+  // cuGraphInstantiateWithParams under a global capture).
   // UPLOAD (2) is only for cuGraphInstantiateWithParams; AUTO_FREE_ON_LAUNCH and DEVICE_LAUNCH
-  // exclude each other; unknown bits are refused (I05). Measured (graphcap-fidelity, programs 60
-  // and 6436 of 2026-12-03, and run 3 of 2026-12-04: 119 programs): unknown bits are 1 unless an
-  // active capture prohibits the call (900); an invalidated one does not, on any thread. The two
-  // excluding flags are checked after the whole rule (run 3: 22 programs answered 900 for an
-  // invalidated capture of another thread).
+  // exclude each other; unknown bits are refused. Measured (graphcap-fidelity, 2026-12-03 and 04:
+  // 119 programs): unknown bits are 1 unless an active capture prohibits the call (900); an
+  // invalidated one does not, on any thread. The two excluding flags are checked after the whole
+  // rule (22 programs answered 900 for an invalidated capture of another thread).
   const unsigned long long accepted =
       CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH | CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH |
       CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY |
@@ -129,13 +128,13 @@ CUresult FakeState::instantiate(CUgraphExec* exec, CUgraph handle, unsigned long
     return CUDA_ERROR_INVALID_VALUE;
   }
   if (device_launch) {
-    // Measured (I04): a graph for device launch holds kernel, memcpy and memset nodes only (the
-    // first other node is named), and is not empty. Measured (graphcap-fidelity run 3,
-    // 2026-12-04, 11 programs): a copy from or to the host is refused too, the nodes are looked
+    // Measured: a graph for device launch holds kernel, memcpy and memset nodes only (the first
+    // other node is named), and is not empty. Measured (graphcap-fidelity, 2026-12-04, 11
+    // programs): a copy from or to the host is refused too, the nodes are looked
     // at in order, and the copy is named with NODE_OPERATION_NOT_SUPPORTED when it is the
     // graph's first node and MULTIPLE_CTXS_NOT_SUPPORTED after another node (whether "first"
     // means the first node or a root was not told apart: every such copy was both or neither).
-    // Measured (run 8, 2026-12-04, 6 programs of seeds 11 and 13): a copy from or to pinned host
+    // Measured (graphcap-fidelity, 2026-12-04, 6 programs): a copy from or to pinned host
     // memory (cuMemAllocHost) is accepted; only pageable host memory is refused (CUDA's device
     // graph rules: "pinned device-mapped host memory" is permitted).
     if (graph.nodes.empty()) return CUDA_ERROR_INVALID_VALUE;
@@ -162,7 +161,7 @@ CUresult FakeState::instantiate(CUgraphExec* exec, CUgraph handle, unsigned long
   }
   Stream* upload_stream = nullptr;
   if ((flags & CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD) != 0) {
-    // Measured (I05.upload*): NULL is the legacy stream; a capturing stream is 900, invalidating
+    // Measured: NULL is the legacy stream; a capturing stream is 900, invalidating
     // its capture, as cuGraphUpload into it is (and as for cuGraphUpload, measured by
     // graphcap-fidelity, 900 also when its capture is already invalidated, not 901: not measured
     // for this entry point). Without the flag the stream is ignored.
@@ -174,11 +173,11 @@ CUresult FakeState::instantiate(CUgraphExec* exec, CUgraph handle, unsigned long
     if (CUresult r = route(*upload_stream, &captured); r != CUDA_SUCCESS) return r;
   }
   // One executable at a time for a graph holding memory nodes (measured) or conditional nodes
-  // (measured: B04.f, B11, a second instantiate is NOT_SUPPORTED until the first is destroyed).
-  // Measured (graphcap-fidelity run 3, 2026-12-04, 5 programs): only executables made while the
+  // (measured: a second instantiate is NOT_SUPPORTED until the first is destroyed).
+  // Measured (graphcap-fidelity, 2026-12-04, 5 programs): only executables made while the
   // graph held such nodes count (a capture's graph instantiated before its first allocation
   // does not), and an upload stream that captures is 900 first.
-  // Measured (run 8, 2026-12-04, 4 programs of seeds 11 and 13): for conditional nodes every
+  // Measured (graphcap-fidelity, 2026-12-04, 4 programs): for conditional nodes every
   // live executable of the graph counts, also one made before its first conditional node.
   const bool exclusive = graph.has_memory_nodes() || graph.has_conditional_nodes();
   if (exclusive && graph.exclusive_execs > 0) return CUDA_ERROR_NOT_SUPPORTED;
@@ -261,7 +260,7 @@ CUresult FakeState::cuGraphInstantiateWithFlags(CUgraphExec* exec, CUgraph handl
   return instantiate(exec, handle, flags, nullptr, false, &report);
 }
 
-// Measured on the H200 (docs/measurements/probes/instantiate_params_probe.cu, I01-I06): the same
+// Measured on the H200 (docs/measurements/probes/instantiate_params_probe.cu): the same
 // checks as cuGraphInstantiateWithFlags, and result_out and hErrNode_out written on every call that
 // has params (CUDA_GRAPH_INSTANTIATE_ERROR and NULL unless a rule says otherwise).
 CUresult FakeState::cuGraphInstantiateWithParams(CUgraphExec* exec, CUgraph handle,
@@ -336,7 +335,7 @@ CUresult FakeState::cuGraphKernelNodeGetAttribute(CUgraphNode node, CUlaunchAttr
   if (kernel == nullptr) return CUDA_ERROR_INVALID_VALUE;
   switch (attribute) {
     case CU_LAUNCH_ATTRIBUTE_PRIORITY:
-      // Measured (P04): the launch's priority, clamped to the context's range; 0 without one.
+      // Measured: the launch's priority, clamped to the context's range; 0 without one.
       *value = CUlaunchAttributeValue{};
       value->priority = kernel->priority;
       return CUDA_SUCCESS;
@@ -414,11 +413,11 @@ CUresult FakeState::cuGraphExecUpdate(CUgraphExec exec, CUgraph handle,
   auto updated = execs_.find(exec);
   auto graph = graphs_.find(handle);
   if (updated == execs_.end() || graph == graphs_.end()) return CUDA_ERROR_INVALID_HANDLE;
-  // Measured (run 8, 2026-12-04, 4 programs of seeds 11 and 13, against 24 that updated or
-  // compared): a graph holding memory nodes that already has another live executable made while
-  // it held them is not taken (the one-executable rule of instantiate), before its topology is
-  // compared: NOT_SUPPORTED, the result SUCCESS and no node named. Its own executable, or one
-  // made before its first memory node, is compared as any other.
+  // Measured (graphcap-fidelity, 2026-12-04, 4 programs, against 24 that updated or compared): a
+  // graph holding memory nodes that already has another live executable made while it held them is
+  // not taken (the one-executable rule of instantiate), before its topology is compared:
+  // NOT_SUPPORTED, the result SUCCESS and no node named. Its own executable, or one made before its
+  // first memory node, is compared as any other.
   const bool own = updated->second.exclusive && updated->second.source == handle;
   if (graph->second.has_memory_nodes() && graph->second.exclusive_execs > (own ? 1u : 0u)) {
     info->result = CU_GRAPH_EXEC_UPDATE_SUCCESS;
@@ -516,7 +515,7 @@ CUresult FakeState::cuGraphDestroy(CUgraph handle) {
   // Not measured: the graph a capture is still building belongs to the capture, and a
   // conditional node's body graph to the node.
   // Measured: the graph a capture builds is 401, and so is a graph a capture captures into
-  // (cuStreamBeginCaptureToGraph; graphcap-fidelity, programs 60 and 5010).
+  // (cuStreamBeginCaptureToGraph; graphcap-fidelity).
   if (it->second.under_capture) return CUDA_ERROR_ILLEGAL_STATE;
   if (it->second.owner != nullptr) return CUDA_ERROR_INVALID_VALUE;
   // Graph allocations a launch made stay allocated: destroying the graph does not free them.

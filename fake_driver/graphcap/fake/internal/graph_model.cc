@@ -151,7 +151,7 @@ UpdateCheck check_exec_update(
       return {CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED, i};
     }
   }
-  // Measured (run 9, 2026-12-04, program 7770 of seed 12; cuda.h: a memcpy node's source or
+  // Measured (graphcap-fidelity, 2026-12-04; cuda.h: a memcpy node's source or
   // destination memory type cannot change): a copy node whose direction changed (host to device,
   // device to host, device to device) is PARAMETERS_CHANGED on that node.
   for (std::size_t i = 0; i < next.size(); ++i) {
@@ -165,7 +165,7 @@ UpdateCheck check_exec_update(
       return {CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED, i};
     }
   }
-  // Measured on the H200 (ConditionalNodes.ExecUpdate*, B09): a conditional node whose bodies
+  // Measured on the H200 (ConditionalNodes.ExecUpdate*): a conditional node whose bodies
   // have the same topology takes the new bodies' parameters (and the handle's new default); a
   // node of another type or size is NOT_SUPPORTED on that node; one kernel more in a body is
   // TOPOLOGY_CHANGED naming no node.
@@ -184,7 +184,7 @@ UpdateCheck check_exec_update(
       if (inner.result != CU_GRAPH_EXEC_UPDATE_SUCCESS) return {inner.result, i};
     }
   }
-  // Measured (P04): a kernel node whose priority changed needs a new executable.
+  // Measured: a kernel node whose priority changed needs a new executable.
   for (std::size_t i = 0; i < next.size(); ++i) {
     const auto* was = std::get_if<KernelWork>(&current[i].work);
     const auto* now = std::get_if<KernelWork>(&next[i].work);

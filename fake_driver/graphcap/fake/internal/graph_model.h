@@ -20,7 +20,7 @@ struct NodeData {
   NodeWork work;
   std::vector<std::size_t> deps;  // indices of earlier nodes of the same graph
   // The deps that are programmatic edges (CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC from the kernel
-  // predecessor's programmatic port): a subset of deps. Measured (P01): a captured launch with
+  // predecessor's programmatic port): a subset of deps. Measured: a captured launch with
   // PROGRAMMATIC_STREAM_SERIALIZATION gets one from each kernel it depends on, and an ordinary
   // edge from any other node.
   std::vector<std::size_t> programmatic;
@@ -87,10 +87,10 @@ struct UpdateCheck {
 // Whether an executable of `current` can take `next`'s parameters (nodes pair up by creation
 // order). A conditional node's bodies are compared the same way: `body_nodes` gives the nodes of
 // one of `next`'s body graphs (the executable's are instantiated in its ExecBody). Measured on
-// the H200: other edges or edge types (a programmatic edge for an ordinary one, P06) are
-// TOPOLOGY_CHANGED; a conditional node of another type or size is NOT_SUPPORTED on that node
-// (B09.e-g); a body of another topology is TOPOLOGY_CHANGED naming no node (B09.h); a kernel of
-// another priority is ATTRIBUTES_CHANGED (P04).
+// the H200: other edges or edge types (a programmatic edge for an ordinary one) are
+// TOPOLOGY_CHANGED; a conditional node of another type or size is NOT_SUPPORTED on that node; a
+// body of another topology is TOPOLOGY_CHANGED naming no node; a kernel of another priority is
+// ATTRIBUTES_CHANGED.
 UpdateCheck check_exec_update(
     const std::vector<NodeData>& current, const std::vector<NodeData>& next,
     const std::function<const std::vector<NodeData>*(CUgraph)>& body_nodes);

@@ -97,13 +97,12 @@ CUresult FakeState::cuMemFreeAsync(CUdeviceptr pointer, CUstream handle) {
   DeviceMemory::Allocation* allocation = device_memory_.find_base(pointer);
   if (captured) {
     // A MEM_FREE node may free an allocation of this graph, memory the host holds now (freed, for
-    // the host, when the graph launches), or another graph's allocation (measured, run 8 of
-    // 2026-12-04, program 9297 of seed 11, and FidelityRules on the H200). Refused with
-    // INVALID_VALUE, the capture left active and no node added (measured: run 9, program 4378 of
-    // seed 12): an allocation some graph's MEM_FREE already frees (FidelityRules: the allocating
-    // capture's own free after another's), and one of this graph that an executable made since
-    // its allocation keeps (4378; run 9's 14 programs whose executable was made before the
-    // allocation freed it).
+    // the host, when the graph launches), or another graph's allocation (measured by
+    // graphcap-fidelity and FidelityRules on the H200). Refused with INVALID_VALUE, the capture
+    // left active and no node added (measured by graphcap-fidelity): an allocation some graph's
+    // MEM_FREE already frees (FidelityRules: the allocating capture's own free after another's),
+    // and one of this graph that an executable made since its allocation keeps (14 generated
+    // programs whose executable was made before the allocation freed it).
     const internal::Graph& graph = graphs_.at(capture_of(*stream)->graph);
     bool in_graph = false;
     for (const internal::NodeData& node : graph.nodes) {
@@ -232,7 +231,7 @@ CUresult FakeState::cuMemsetD8Async(CUdeviceptr dst, unsigned char value, std::s
     return r;
   }
   if (count != 0 && dst == 0) return refuse(*stream, CUDA_ERROR_INVALID_VALUE);
-  // Measured (graphcap-fidelity run 3, 2026-12-04, 14 programs): outside a capture, a memset into
+  // Measured (graphcap-fidelity, 2026-12-04, 14 programs): outside a capture, a memset into
   // a graph's allocation that no launch holds (its capture's address, unbacked) is 1.
   if (!captured) {
     if (const DeviceMemory::Allocation* a = device_memory_.find_containing(dst);

@@ -16,7 +16,7 @@ constexpr unsigned kMaxThreadsPerBlock = 1024;
 constexpr unsigned kMaxBlock[3] = {1024, 1024, 64};
 constexpr unsigned kMaxGrid[3] = {2147483647u, 65535, 65535};
 constexpr int kOptInSharedBytes = 232448;  // CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
-// cuCtxGetStreamPriorityRange on the H200 (P04): lower numbers are higher priorities.
+// cuCtxGetStreamPriorityRange on the H200: lower numbers are higher priorities.
 constexpr int kLeastPriority = 0;
 constexpr int kGreatestPriority = -5;
 
@@ -178,7 +178,7 @@ CUresult FakeState::cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction fu
         attributes.programmatic = attribute.value.programmaticStreamSerializationAllowed != 0;
         break;
       case CU_LAUNCH_ATTRIBUTE_PRIORITY:
-        // Measured (P04): any value is accepted, and clamped to the context's range.
+        // Measured: any value is accepted, and clamped to the context's range.
         attributes.priority =
             std::clamp(attribute.value.priority, kGreatestPriority, kLeastPriority);
         break;
@@ -258,7 +258,7 @@ CUresult FakeState::launch(CUfunction function, const LaunchDims& dims, CUstream
 CUresult FakeState::cuCtxGetStreamPriorityRange(int* least, int* greatest) {
   Context* context = nullptr;
   if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
-  // Measured (P04): least 0, greatest -5. cuda.h: a NULL pointer is not written.
+  // Measured on the H200: least 0, greatest -5. cuda.h: a NULL pointer is not written.
   if (least != nullptr) *least = kLeastPriority;
   if (greatest != nullptr) *greatest = kGreatestPriority;
   return CUDA_SUCCESS;

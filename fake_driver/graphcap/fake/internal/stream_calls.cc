@@ -62,11 +62,11 @@ CUresult FakeState::cuStreamDestroy(CUstream handle) {
   auto it = user_streams_.find(handle);
   if (it == user_streams_.end()) return CUDA_ERROR_INVALID_HANDLE;
   Stream& stream = *stream_by_id(it->second);
-  // Measured (graphcap-fidelity run 4, 2026-12-04, program 4908): destroying a stream that joined
+  // Measured (graphcap-fidelity, 2026-12-04): destroying a stream that joined
   // a capture leaves the capture as it was (its origin goes on capturing). Destroying the stream
   // a capture began on ends that capture as a failed end does (nothing could end it any more):
-  // a graph it captured into is destroyed with it (measured, run 8 of 2026-12-04: 6 programs of
-  // seeds 11 and 13 answered 1, or had no nodes to name, for that graph afterwards).
+  // a graph it captured into is destroyed with it (measured, 2026-12-04: 6 generated programs
+  // answered 1, or had no nodes to name, for that graph afterwards).
   if (Capture* capture = capture_of(stream)) {
     if (capture->origin == stream.id) {
       refuse(*capture, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
@@ -148,7 +148,7 @@ CUresult FakeState::cuStreamWaitEvent(CUstream handle, CUevent event_handle, uns
   if (event.state == Event::State::captured) {
     auto found = captures_.find(event.capture);
     if (found != captures_.end()) event_capture = &found->second;
-    // Measured (graphcap-fidelity; issue 23's third kind): an event last recorded in a capture
+    // Measured (graphcap-fidelity): an event last recorded in a capture
     // that is invalidated or over is 1, and a capture waiting on it is invalidated.
     if (event_capture == nullptr || event_capture->status != CU_STREAM_CAPTURE_STATUS_ACTIVE) {
       return refuse(*stream, CUDA_ERROR_INVALID_VALUE);
@@ -158,7 +158,7 @@ CUresult FakeState::cuStreamWaitEvent(CUstream handle, CUevent event_handle, uns
 
   if (captured) {
     Capture& capture = *capture_of(*stream);
-    // Measured (graphcap-fidelity run 3, 2026-12-04, 5 programs): a capture does not wait on an
+    // Measured (graphcap-fidelity, 2026-12-04, 5 programs): a capture does not wait on an
     // interprocess event, recorded or not: 900, and the capture is invalidated.
     if ((flags & CU_EVENT_WAIT_EXTERNAL) == 0 && (event.flags & CU_EVENT_INTERPROCESS) != 0) {
       return refuse(capture, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);

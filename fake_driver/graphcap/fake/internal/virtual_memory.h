@@ -20,7 +20,7 @@ namespace graphcap::fake::internal {
 
 class VirtualMemory {
  public:
-  // cuMemGetAllocationGranularity's answer on the H200, MINIMUM and RECOMMENDED alike (V00b).
+  // cuMemGetAllocationGranularity's answer on the H200, MINIMUM and RECOMMENDED alike.
   static constexpr std::size_t kGranularity = std::size_t{2} << 20;
 
   struct Reservation {

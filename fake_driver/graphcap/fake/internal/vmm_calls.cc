@@ -1,6 +1,6 @@
 // Virtual memory management: reserved address ranges, physical allocations and the mappings
-// between them, with the H200's answers (docs/cuda-driver-facts.md, "Virtual memory management",
-// cases V00-V11). None of these calls is stream-ordered or an unsafe call: the H200 allowed every
+// between them, with the H200's answers (docs/cuda-driver-facts.md, "Virtual memory management").
+// None of these calls is stream-ordered or an unsafe call: the H200 allowed every
 // one inside a capture in every mode, so none of them looks at captures. Physical memory counts as
 // used from cuMemCreate to the release of its last reference (the handle, or its last mapping);
 // reservations cost nothing; a mapping is inaccessible until cuMemSetAccess, and an access to a
@@ -32,7 +32,7 @@ CUresult FakeState::cuMemGetAllocationGranularity(std::size_t* granularity,
                                                   CUmemAllocationGranularity_flags option) {
   if (CUresult r = need_init(); r != CUDA_SUCCESS) return r;
   if (granularity == nullptr || prop == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  // V00b: option 5 is 1; the device ordinal is not checked (device 7 of one: SUCCESS).
+  // Measured: option 5 is 1; the device ordinal is not checked (device 7 of one: SUCCESS).
   if (option != CU_MEM_ALLOC_GRANULARITY_MINIMUM && option != CU_MEM_ALLOC_GRANULARITY_RECOMMENDED) {
     return CUDA_ERROR_INVALID_VALUE;
   }
@@ -46,13 +46,13 @@ CUresult FakeState::cuMemAddressReserve(CUdeviceptr* ptr, std::size_t size, std:
                                         CUdeviceptr addr, unsigned long long flags) {
   Context* context = nullptr;
   if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
-  (void)addr;  // V01: a hint only (the fake never grants it; the H200 grants a free one)
+  (void)addr;  // a hint only (the fake never grants it; the H200 grants a free one)
   if (ptr == nullptr || flags != 0) return CUDA_ERROR_INVALID_VALUE;
-  // V01: the size must be a positive multiple of 2 MiB (cuda.h says of the host page size), the
-  // alignment 0 or a power of two.
+  // Measured: the size must be a positive multiple of 2 MiB (cuda.h says of the host page size),
+  // the alignment 0 or a power of two.
   if (size == 0 || !granular(size)) return CUDA_ERROR_INVALID_VALUE;
   if (alignment != 0 && !std::has_single_bit(alignment)) return CUDA_ERROR_INVALID_VALUE;
-  // V01: aligned to at least 2 MiB, and to the alignment asked for; 16 TiB granted, 128 TiB
+  // Measured: aligned to at least 2 MiB, and to the alignment asked for; 16 TiB granted, 128 TiB
   // CUDA_ERROR_OUT_OF_MEMORY (the fake's window per device is 128 TiB).
   const CUdeviceptr base = device_memory_.take_range(
       size, alignment > kGranularity ? alignment : kGranularity, context->device);
@@ -65,7 +65,8 @@ CUresult FakeState::cuMemAddressReserve(CUdeviceptr* ptr, std::size_t size, std:
 
 CUresult FakeState::cuMemAddressFree(CUdeviceptr ptr, std::size_t size) {
   if (CUresult r = need_init(); r != CUDA_SUCCESS) return r;
-  // V01: only a whole reservation, by its base and size; V04: not while anything is mapped in it.
+  // Measured: only a whole reservation, by its base and size, and not while anything is mapped
+  // in it.
   VirtualMemory::Reservation* reservation = virtual_memory_.find_reservation(ptr);
   if (reservation == nullptr || reservation->size != size) return CUDA_ERROR_INVALID_VALUE;
   if (virtual_memory_.has_mappings(*reservation)) return CUDA_ERROR_INVALID_VALUE;
@@ -78,8 +79,8 @@ CUresult FakeState::cuMemCreate(CUmemGenericAllocationHandle* handle, std::size_
                                 const CUmemAllocationProp* prop, unsigned long long flags) {
   Context* context = nullptr;
   if (CUresult r = need_context(&context); r != CUDA_SUCCESS) return r;
-  // V02: flags 1, type INVALID, a size of G/2, G + 4 KiB or 0 are 1; device 7 is 101; more than
-  // the device has (200 GiB) is 2.
+  // Measured: flags 1, type INVALID, a size of G/2, G + 4 KiB or 0 are 1; device 7 is 101; more
+  // than the device has (200 GiB) is 2.
   if (handle == nullptr || prop == nullptr || flags != 0 || !device_property(*prop)) {
     return CUDA_ERROR_INVALID_VALUE;
   }
@@ -87,7 +88,7 @@ CUresult FakeState::cuMemCreate(CUmemGenericAllocationHandle* handle, std::size_
   if (device < 0 || device >= static_cast<int>(contexts_.size())) return CUDA_ERROR_INVALID_DEVICE;
   if (size == 0 || !granular(size)) return CUDA_ERROR_INVALID_VALUE;
   if (!options_.virtual_memory) return CUDA_ERROR_NOT_SUPPORTED;
-  // V02: the memory is taken here (free memory drops at cuMemCreate, not at map or access).
+  // Measured: the memory is taken here (free memory drops at cuMemCreate, not at map or access).
   if (!has_room(device, size)) return CUDA_ERROR_OUT_OF_MEMORY;
   const CUmemGenericAllocationHandle created =
       virtual_memory_.create(size, device, contexts_[static_cast<std::size_t>(device)].handle);
@@ -98,7 +99,7 @@ CUresult FakeState::cuMemCreate(CUmemGenericAllocationHandle* handle, std::size_
 
 CUresult FakeState::cuMemRelease(CUmemGenericAllocationHandle handle) {
   if (CUresult r = need_init(); r != CUDA_SUCCESS) return r;
-  // V02: handle 0 and a second release are 1; released while mapped, the memory stays usable
+  // Measured: handle 0 and a second release are 1; released while mapped, the memory stays usable
   // through the mapping and held until it is unmapped.
   VirtualMemory::Physical* physical = virtual_memory_.find_physical(handle);
   if (physical == nullptr || physical->released) return CUDA_ERROR_INVALID_VALUE;
@@ -109,7 +110,7 @@ CUresult FakeState::cuMemRelease(CUmemGenericAllocationHandle handle) {
 CUresult FakeState::cuMemMap(CUdeviceptr ptr, std::size_t size, std::size_t offset,
                              CUmemGenericAllocationHandle handle, unsigned long long flags) {
   if (CUresult r = need_init(); r != CUDA_SUCCESS) return r;
-  // V04, in the order the cases were asked: a misaligned address, flags 1; an address outside
+  // Measured, in the order the cases were asked: a misaligned address, flags 1; an address outside
   // every reservation, an offset, a size other than the handle's (801); a range already mapped,
   // wholly or in part (1).
   if (flags != 0 || !granular(ptr)) return CUDA_ERROR_INVALID_VALUE;
@@ -127,7 +128,7 @@ CUresult FakeState::cuMemMap(CUdeviceptr ptr, std::size_t size, std::size_t offs
 
 CUresult FakeState::cuMemUnmap(CUdeviceptr ptr, std::size_t size) {
   if (CUresult r = need_init(); r != CUDA_SUCCESS) return r;
-  // V04: whole mappings only (one or several in one call); part of one is 1. V06b: it does not
+  // Measured: whole mappings only (one or several in one call); part of one is 1. It does not
   // wait for the device: work still queued that touches the range finds nothing mapped there.
   const std::vector<const VirtualMemory::Mapping*> covered =
       virtual_memory_.whole_mappings(ptr, size);
@@ -163,7 +164,7 @@ CUresult FakeState::cuMemSetAccess(CUdeviceptr ptr, std::size_t size, const CUme
       return CUDA_ERROR_INVALID_VALUE;
     }
   }
-  // V04: over whole mappings only (several in one call are fine); a range partly unmapped, or
+  // Measured: over whole mappings only (several in one call are fine); a range partly unmapped, or
   // half a mapping, is 1.
   const std::vector<const VirtualMemory::Mapping*> covered =
       virtual_memory_.whole_mappings(ptr, size);
@@ -172,8 +173,8 @@ CUresult FakeState::cuMemSetAccess(CUdeviceptr ptr, std::size_t size, const CUme
     internal::DeviceMemory::Allocation* record = device_memory_.find_base(mapping->base);
     const VirtualMemory::Physical* physical = virtual_memory_.find_physical(mapping->handle);
     if (record == nullptr || physical == nullptr) continue;
-    // The access of the device the memory is on (other devices' access is not modelled). Read
-    // only is accessible: the fake does not tell reads from writes (V09: a write faults there).
+    // The access of the device the memory is on (other devices' access is not modelled). Read only
+    // is accessible: the fake does not tell reads from writes (on the H200 a write faults there).
     for (std::size_t i = 0; i < count; ++i) {
       if (desc[i].location.id == physical->device) {
         record->device_live = desc[i].flags != CU_MEM_ACCESS_FLAGS_PROT_NONE;

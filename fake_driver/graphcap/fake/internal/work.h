@@ -59,7 +59,7 @@ struct KernelWork {
   std::vector<HeldAddress> held;
   // cuLaunchKernelEx's attributes: PROGRAMMATIC_STREAM_SERIALIZATION (the kernel may begin
   // before its kernel predecessor ends, and must wait for it before reading what it wrote), and
-  // PRIORITY, clamped to the context's range (measured: docs/cuda-driver-facts.md, P04).
+  // PRIORITY, clamped to the context's range (measured on the H200).
   bool programmatic = false;
   int priority = 0;
 };

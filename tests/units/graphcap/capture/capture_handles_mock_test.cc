@@ -100,8 +100,8 @@ TEST_F(CaptureHandlesMockTest, MemoryNodeRefusalDestroysTheIntermediateGraphOnce
   ASSERT_THAT(device_->prepare_capture(s), IsOk());
   ASSERT_THAT(device_->begin_capture(s), IsOk());
   CUdeviceptr rogue = 0;
-  ASSERT_EQ(mock_.cuMemAllocAsync(&rogue, 256, s.handle()), CUDA_SUCCESS);
-  ASSERT_EQ(mock_.cuMemFreeAsync(rogue, s.handle()), CUDA_SUCCESS);
+  ASSERT_EQ(mock_.cuMemAllocAsync(&rogue, 256, s.native_handle()), CUDA_SUCCESS);
+  ASSERT_EQ(mock_.cuMemFreeAsync(rogue, s.native_handle()), CUDA_SUCCESS);
   EXPECT_THAT(device_->end_capture(s), StatusIs(Errc::graph_state));
 }
 
@@ -138,11 +138,11 @@ TEST_F(CaptureHandlesMockTest, ForeignNodesAreTypedOneByOne) {
   ASSERT_THAT(device_->prepare_capture(s), IsOk());
   ASSERT_THAT(device_->begin_capture(s), IsOk());
   ASSERT_THAT(launch(), IsOk());
-  CUdeviceptr pointer = x_.device_ptr();
+  CUdeviceptr pointer = x_.native_handle();
   std::uint32_t n = 16;
   void* params[] = {&pointer, &pointer, &n};
-  ASSERT_EQ(mock_.cuLaunchKernel(add_one_.function(), 1, 1, 1, 32, 1, 1, 0, s.handle(), params,
-                                 nullptr),
+  ASSERT_EQ(mock_.cuLaunchKernel(add_one_.native_handle(), 1, 1, 1, 32, 1, 1, 0,
+                                 s.native_handle(), params, nullptr),
             CUDA_SUCCESS);
   Result<Graph> graph = device_->end_capture(s);
   ASSERT_THAT(graph, IsOk());

@@ -1,5 +1,7 @@
 // access_of: how a recording counts a launch argument's use of its buffer (Arg::in a read,
-// Arg::out a whole write, Arg::inout both). One place for launches and record_external.
+// Arg::out a whole write, Arg::inout both). One place for launches and record_external. Beside
+// handle_access.h: it maps the public Arg onto the capture layer's terms, so it sits above both
+// (not installed).
 #pragma once
 
 #include <graphcap/arg.h>

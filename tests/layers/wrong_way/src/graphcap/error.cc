@@ -1,0 +1,3 @@
+// A wrong-way include for check_layers.cmake to catch: the vocabulary layer naming a public
+// header. Never compiled.
+#include <graphcap/device.h>
