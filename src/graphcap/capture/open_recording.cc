@@ -97,6 +97,7 @@ void OpenRecording::prepare(CUstreamCaptureMode mode, bool claim_on_refusal,
                             std::shared_ptr<PoolShare> pool) {
   mode_ = mode;
   claim_on_refusal_ = claim_on_refusal;
+  kept_at_close_ = false;
   pool_ = pool ? std::make_unique<PoolWindow>(std::move(pool)) : nullptr;
 }
 
@@ -181,6 +182,7 @@ ClosedRecording OpenRecording::close(CloseRequest request) {
   std::optional<Error> doomed;
   std::optional<Error> unjoined;
   std::vector<Window*> sides;
+  std::vector<std::weak_ptr<memory::BufferState>> allocated;
   std::vector<CUstream> bodies = std::exchange(unended_bodies_, {});
   {
     std::lock_guard book(book_);
@@ -195,6 +197,7 @@ ClosedRecording OpenRecording::close(CloseRequest request) {
     recording.buffers = std::exchange(roles_, BufferRoles{});
     recording.keep_alive.swap(keep_alive_);
     recording.param_nodes.swap(param_nodes_);
+    allocated = std::exchange(allocated_inside_, {});
     node_hint_ = topology_.size();
     recording.nodes = topology_.take();
     recording.store = topology_.take_store();
@@ -226,10 +229,19 @@ ClosedRecording OpenRecording::close(CloseRequest request) {
   // The refusal is decided before anything is changed: `into`, the pool, the claims.
   std::optional<Error>& refusal = out.refusal;
   std::optional<Error> outlived;
+  kept_at_close_ = std::any_of(allocated.begin(), allocated.end(),
+                               [](const auto& weak) { return !weak.expired(); });
   if (doomed || unjoined || !captured) [[unlikely]] {
     refusal = close_refusal(request, captured, doomed, unjoined, recording);
   } else if (pool_ && (outlived = pool_->outlived())) [[unlikely]] {
     refusal = std::move(outlived);
+  } else if (kept_at_close_ && !claim_on_refusal_) [[unlikely]] {
+    refusal = Error(Errc::graph_state,
+                    "end_capture: a buffer allocated inside the recording outlived it, and the "
+                    "window's warm-up was the step's one execution (claim_on_refusal false): "
+                    "only the graph's replays would write that buffer, so it holds no data now "
+                    "(allocate buffers that outlive the recording before prepare_capture, or in "
+                    "the warm-up)");
   } else {
     // On request, the driver's own view of the graph, for CUDA-level detail.
     if (!driver_dot_dir_.empty()) [[unlikely]] {
@@ -641,6 +653,12 @@ Result<void> OpenRecording::join(Window& side, int stream, std::uint64_t id,
 std::shared_ptr<memory::BufferState> OpenRecording::lend(
     std::size_t bytes, const std::shared_ptr<memory::SliceOwner>& owner) {
   return pool_ ? pool_->lend(bytes, owner) : nullptr;
+}
+
+void OpenRecording::allocated_inside(const std::shared_ptr<memory::BufferState>& buffer) {
+  std::lock_guard book(book_);
+  std::erase_if(allocated_inside_, [](const auto& weak) { return weak.expired(); });
+  allocated_inside_.push_back(buffer);
 }
 
 void OpenRecording::allocated(const std::shared_ptr<memory::Allocation>& memory, bool warm_up) {

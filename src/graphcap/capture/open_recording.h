@@ -116,6 +116,13 @@ class OpenRecording {
                                             const std::shared_ptr<memory::SliceOwner>& owner);
   // Memory the window allocated (in the warm-up, or the recording), when it shares a pool.
   void allocated(const std::shared_ptr<memory::Allocation>& memory, bool warm_up);
+  // A buffer allocated inside the recording (any stream of it, lent by a pool or not). Alive at
+  // the close, it holds bytes only the graph's replays write: in a window that does not claim
+  // (its warm-up is the step's one execution) that refuses the recording (graph_state).
+  void allocated_inside(const std::shared_ptr<memory::BufferState>& buffer);
+  // Whether a buffer allocated inside the last recording closed here was alive at its close
+  // (whatever the close answered); false again from the next prepare.
+  bool kept_allocation_at_close() const noexcept { return kept_at_close_; }
   bool shares_pool() const noexcept { return static_cast<bool>(pool_); }
   bool pool_on_virtual_memory() const noexcept { return pool_ && pool_->virtual_memory(); }
   // begin_capture, before open(): a pool on virtual memory maps what the warm-up planned (the
@@ -281,6 +288,7 @@ class OpenRecording {
   CUstreamCaptureMode mode_ = CU_STREAM_CAPTURE_MODE_GLOBAL;
   bool claim_on_refusal_ = true;
   std::unique_ptr<PoolWindow> pool_;
+  bool kept_at_close_ = false;
   CaptureTracker::Registration registration_;
   std::chrono::steady_clock::time_point begun_;
   std::string driver_dot_dir_;  // GRAPHCAP_DRIVER_DOT_DIR as the recording began (empty: unset)
@@ -295,6 +303,7 @@ class OpenRecording {
   BufferRoles roles_;
   std::vector<std::shared_ptr<const void>> keep_alive_;
   std::vector<ParamNode> param_nodes_;
+  std::vector<std::weak_ptr<memory::BufferState>> allocated_inside_;
   RecordedTopology topology_;
   std::size_t node_hint_ = 0;  // how many nodes the last recording made
   std::vector<Window*> sides_;
