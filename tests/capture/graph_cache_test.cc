@@ -52,6 +52,14 @@ class GraphCacheTest : public DeviceFixture {
     return device_->launch(stream(), copy_, dims_for(kN),
                            {Arg::in(*scratch), Arg::out(state_), Arg::value(kN)});
   }
+  // A result the step allocates: a fresh buffer of kN words into `out`, filled with `value`.
+  Result<void> fresh_result(Buffer& out, std::uint32_t value) {
+    Result<Buffer> made = device_->alloc(kN * sizeof(std::uint32_t), stream());
+    if (!made) return made.error();
+    out = *made;
+    return device_->launch(stream(), fill_, dims_for(kN),
+                           {Arg::out(out), Arg::value(value), Arg::value(kN)});
+  }
   std::vector<std::uint32_t> state() { return read_u32(state_); }
   static std::vector<std::uint32_t> all(std::uint32_t v) {
     return std::vector<std::uint32_t>(kN, v);
@@ -323,11 +331,7 @@ TEST_F(GraphCacheTest, AStepThatAllocatesItsResultLeavesAResultThatReads) {
   int calls = 0;
   auto fresh_output = [&]() -> Result<void> {
     ++calls;
-    Result<Buffer> made = device_->alloc(kN * sizeof(std::uint32_t), stream());
-    if (!made) return made.error();
-    out = *made;
-    return device_->launch(stream(), fill_, dims_for(kN),
-                           {Arg::out(out), Arg::value(value), Arg::value(kN)});
+    return fresh_result(out, value);
   };
   ASSERT_THAT(cache.run(1, fresh_output), IsOk());
   EXPECT_EQ(stream().capture_state(), CaptureState::no_capture);
@@ -362,7 +366,8 @@ TEST_F(GraphCacheTest, AResultAllocatedByARecordingThatWouldCloseIsWrittenBefore
       if (!a) return a.error();
       Result<Buffer> b = device_->alloc(kN * sizeof(std::uint32_t), stream());
       if (!b) return b.error();
-      return device_->launch(stream(), copy_, dims_for(kN), {Arg::in(*a), Arg::out(*b), Arg::value(kN)});
+      return device_->launch(stream(), copy_, dims_for(kN),
+                             {Arg::in(*a), Arg::out(*b), Arg::value(kN)});
     };
     Result<Graph> earlier = device_->record(stream(), two);
     ASSERT_THAT(earlier, IsOk());
@@ -373,11 +378,7 @@ TEST_F(GraphCacheTest, AResultAllocatedByARecordingThatWouldCloseIsWrittenBefore
   int calls = 0;
   auto fresh_output = [&]() -> Result<void> {
     ++calls;
-    Result<Buffer> made = device_->alloc(kN * sizeof(std::uint32_t), stream());
-    if (!made) return made.error();
-    out = *made;
-    return device_->launch(stream(), fill_, dims_for(kN),
-                           {Arg::out(out), Arg::value(std::uint32_t{42}), Arg::value(kN)});
+    return fresh_result(out, 42);
   };
   ASSERT_THAT(cache.run(1, fresh_output), IsOk());
   ASSERT_NE(cache.last_refusal(), nullptr);
@@ -397,15 +398,7 @@ TEST_F(GraphCacheTest, ADoomAfterAKeptAllocationStillLeavesAResultThatReads) {
   ASSERT_THAT(cache.run(16, [&] { return step(16); }), IsOk());  // the pool has an intermediate
   Buffer out;
   auto keeps_then_dooms = [&]() -> Result<void> {
-    Result<Buffer> made = device_->alloc(kN * sizeof(std::uint32_t), stream());
-    if (!made) return made.error();
-    out = *made;
-    if (Result<void> ok = device_->launch(stream(), fill_, dims_for(kN),
-                                          {Arg::out(out), Arg::value(std::uint32_t{7}),
-                                           Arg::value(kN)});
-        !ok) {
-      return ok;
-    }
+    if (Result<void> ok = fresh_result(out, 7); !ok) return ok;
     if (stream().capture_state() == CaptureState::capture) {
       Result<Buffer> extra = device_->alloc(kUnseen, stream());  // dooms the recording
       if (!extra) return extra.error();
