@@ -2,7 +2,9 @@
 
 #include <string>
 
+#include <graphcap/detail/stream_core.h>
 #include <graphcap/device.h>
+#include <graphcap/handle_access.h>
 #include <graphcap/log.h>
 
 namespace graphcap {
@@ -38,13 +40,16 @@ Result<void> CaptureSequence::begin() {
 
 Result<Graph> CaptureSequence::end() {
   Result<Graph> graph = device_->end_capture(*stream_);
-  owned_ = owns();  // a refusal before anything closed keeps the recording open, and owned
+  owned_ = owns();
+  // A refusal before anything closed keeps the recording open, and owned.
+  kept_ = HandleAccess::core(*stream_).kept_allocation_at_close();
   return graph;
 }
 
 Result<void> CaptureSequence::end(Graph& into) {
   Result<void> ended = device_->end_capture(*stream_, into);
   owned_ = owns();
+  kept_ = HandleAccess::core(*stream_).kept_allocation_at_close();
   return ended;
 }
 
@@ -66,7 +71,9 @@ Result<void> CaptureSequence::abort() {
     return {};
   }
   owned_ = false;
-  return device_->abort_capture(*stream_);
+  Result<void> aborted = device_->abort_capture(*stream_);
+  kept_ = HandleAccess::core(*stream_).kept_allocation_at_close();
+  return aborted;
 }
 
 bool CaptureSequence::owns() const noexcept {

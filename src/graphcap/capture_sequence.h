@@ -69,6 +69,9 @@ class CaptureSequence {
 
   // Whether it owns a window the stream is still in.
   bool owns() const noexcept;
+  // Whether the recording it closed last kept a buffer the recorded run allocated alive past the
+  // close: that buffer holds bytes only the graph's replays write (none, when it was refused).
+  bool kept_recorded_allocation() const noexcept { return kept_; }
   // Which part of run() failed (CapturePhase::none while none did).
   CapturePhase failed_at() const noexcept { return failed_at_; }
 
@@ -106,6 +109,7 @@ class CaptureSequence {
   Device* device_;
   Stream* stream_;
   bool owned_ = false;
+  bool kept_ = false;
   CapturePhase failed_at_ = CapturePhase::none;
 };
 

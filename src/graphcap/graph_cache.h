@@ -12,11 +12,13 @@
 // (the cache's windows don't claim: the warm-up wrote those buffers), counts a fallback, and the
 // key is tried again next time; after `give_up_after` refusals in a row the key runs eagerly for
 // good, said once in the log (llama.cpp gives up on graphs after 4 failures). One exception: a
-// recording refused at its close for what it holds (Errc::graph_state: a buffer the recorded run
-// allocated outlived it, such as a result the step allocates each call; memory nodes; a side
-// stream left unjoined) may leave the step's last results in buffers only the recording was to
-// write, so the step runs once more, eagerly, and what it produced last holds data: that run
-// executed the step twice (stats().reruns). A run never succeeds with a result that can't be used.
+// recorded run that keeps a buffer it allocated alive past the close (a result the step
+// allocates each call) left the step's last results in a buffer only the recording was to write;
+// such a recording is refused (Errc::graph_state: the buffer outlived it), and, whatever refused
+// it (that, a doom after the allocation), the step runs once more, eagerly, so what it produced
+// last holds data: that run executed the step twice (stats().reruns). Other refusals (memory
+// nodes, a side stream left unjoined, a doom) leave the warm-up's results and rerun nothing. A
+// run never succeeds with a result that can't be used.
 //
 // A refusal is reachable: stats().refusals and stats().fallbacks count them, last_refusal() says
 // why (a doomed recording's is Errc::doomed, naming what doomed it), and with
@@ -111,8 +113,8 @@ struct GraphCacheStats {
   std::size_t updates = 0;    // re-recordings applied by exec update
   std::size_t fallbacks = 0;  // runs whose step ran eagerly: a refused recording, or a key given up
   std::size_t refusals = 0;   // recordings refused (fallen back, or returned by fail_on_refusal)
-  std::size_t reruns = 0;     // fallbacks that ran the step a second time, eagerly (a recording
-                              // refused at its close, such as for a result the step allocates)
+  std::size_t reruns = 0;     // fallbacks that ran the step a second time, eagerly (a refused
+                              // recorded run kept a buffer it allocated: a result the step allocates)
   std::size_t evictions = 0;  // graphs dropped for the budget or the count
   std::size_t bytes = 0;      // device bytes of the cached graphs now (footprint().total())
 };
@@ -366,12 +368,8 @@ class GraphCache {
       options.pool = &*pool_;
     }
     CaptureSequence sequence(*device_, *stream_);
-    bool closed_refused = false;  // the close refused the recording for what it holds
-    Result<void> recorded = sequence.run(options, record, [&]() -> Result<void> {
-      Result<void> ended = close(sequence, entry);
-      closed_refused = !ended && ended.error().code() == Errc::graph_state && !sequence.owns();
-      return ended;
-    });
+    Result<void> recorded =
+        sequence.run(options, record, [&]() -> Result<void> { return close(sequence, entry); });
     switch (sequence.failed_at()) {
       case CapturePhase::none:
         break;
@@ -380,7 +378,7 @@ class GraphCache {
       case CapturePhase::warm_up:
         return recorded;  // the step itself failed, eagerly: as it would have without a cache
       default:
-        return refused(entry, recorded.error(), closed_refused, record);
+        return refused(entry, recorded.error(), sequence.kept_recorded_allocation(), record);
     }
     entry.stale = false;
     entry.refusals = 0;
@@ -408,12 +406,13 @@ class GraphCache {
   }
 
   // A refused recording: the warm-up already ran the step, so the run succeeded eagerly (unless
-  // options_.fail_on_refusal: then the refusal is the run's error). A close refused for what
-  // the recording holds may have left the step's last results in buffers only the recording was
-  // to write (a result the step allocates: the recorded run's): the step runs once more,
-  // eagerly, so what it produced last holds data.
+  // options_.fail_on_refusal: then the refusal is the run's error). A recorded run that kept a
+  // buffer it allocated alive past the close (a result the step allocates each call), whatever
+  // refused it, left the step's last results in a buffer only the recording was to write: the
+  // step runs once more, eagerly, so what it produced last holds data. Any other refusal leaves
+  // the warm-up's results, which stand.
   template <class Record>
-  Result<void> refused(Entry& entry, const Error& why, bool closed_refused, Record& record) {
+  Result<void> refused(Entry& entry, const Error& why, bool kept_allocation, Record& record) {
     ++stats_.refusals;
     last_refusal_ = why.context("GraphCache: the recording was refused");
     if (options_.fail_on_refusal) return *last_refusal_;
@@ -425,7 +424,7 @@ class GraphCache {
                               " times in a row; it runs eagerly from now on (invalidate(key) "
                               "tries again). The last refusal: " + why.message());
     }
-    if (closed_refused) {
+    if (kept_allocation) {
       ++stats_.reruns;
       return record();
     }

@@ -52,6 +52,14 @@ class GraphCacheTest : public DeviceFixture {
     return device_->launch(stream(), copy_, dims_for(kN),
                            {Arg::in(*scratch), Arg::out(state_), Arg::value(kN)});
   }
+  // A result the step allocates: a fresh buffer of kN words into `out`, filled with `value`.
+  Result<void> fresh_result(Buffer& out, std::uint32_t value) {
+    Result<Buffer> made = device_->alloc(kN * sizeof(std::uint32_t), stream());
+    if (!made) return made.error();
+    out = *made;
+    return device_->launch(stream(), fill_, dims_for(kN),
+                           {Arg::out(out), Arg::value(value), Arg::value(kN)});
+  }
   std::vector<std::uint32_t> state() { return read_u32(state_); }
   static std::vector<std::uint32_t> all(std::uint32_t v) {
     return std::vector<std::uint32_t>(kN, v);
@@ -323,11 +331,7 @@ TEST_F(GraphCacheTest, AStepThatAllocatesItsResultLeavesAResultThatReads) {
   int calls = 0;
   auto fresh_output = [&]() -> Result<void> {
     ++calls;
-    Result<Buffer> made = device_->alloc(kN * sizeof(std::uint32_t), stream());
-    if (!made) return made.error();
-    out = *made;
-    return device_->launch(stream(), fill_, dims_for(kN),
-                           {Arg::out(out), Arg::value(value), Arg::value(kN)});
+    return fresh_result(out, value);
   };
   ASSERT_THAT(cache.run(1, fresh_output), IsOk());
   EXPECT_EQ(stream().capture_state(), CaptureState::no_capture);
@@ -343,6 +347,97 @@ TEST_F(GraphCacheTest, AStepThatAllocatesItsResultLeavesAResultThatReads) {
   value = 43;  // the next run's result reads too
   ASSERT_THAT(cache.run(1, fresh_output), IsOk());
   EXPECT_THAT(read_u32(out), Each(43u));
+}
+
+// A cache without a shared pool whose recorded run is served the memory for the result it
+// allocates (a free slice of the stream's pool): the recording would close into a graph, and the
+// result the caller holds (the recorded run's buffer) would hold whatever the slice held before,
+// since only a replay writes it. Refused at the close (the buffer outlived a recording whose
+// warm-up was the run), the step runs once more, eagerly: the result reads what it wrote.
+TEST_F(GraphCacheTest, AResultAllocatedByARecordingThatWouldCloseIsWrittenBeforeTheRunReturns) {
+  GraphCacheOptions options;
+  options.share_pool = false;
+  GraphCache<int> cache(*device_, stream(), options);
+  // An earlier graph with two buffers of the result's size leaves two free slices of that size
+  // in the stream's persistent pool once it is gone: one for the warm-up, one for the recorded run.
+  {
+    auto two = [&]() -> Result<void> {
+      Result<Buffer> a = device_->alloc(kN * sizeof(std::uint32_t), stream());
+      if (!a) return a.error();
+      Result<Buffer> b = device_->alloc(kN * sizeof(std::uint32_t), stream());
+      if (!b) return b.error();
+      return device_->launch(stream(), copy_, dims_for(kN),
+                             {Arg::in(*a), Arg::out(*b), Arg::value(kN)});
+    };
+    Result<Graph> earlier = device_->record(stream(), two);
+    ASSERT_THAT(earlier, IsOk());
+    ASSERT_THAT(earlier->destroy(), IsOk());
+  }
+  ASSERT_THAT(device_->sync(stream()), IsOk());
+  Buffer out;
+  int calls = 0;
+  auto fresh_output = [&]() -> Result<void> {
+    ++calls;
+    return fresh_result(out, 42);
+  };
+  ASSERT_THAT(cache.run(1, fresh_output), IsOk());
+  ASSERT_NE(cache.last_refusal(), nullptr);
+  EXPECT_THAT(*cache.last_refusal(),
+              StatusIs(Errc::graph_state, CUDA_SUCCESS, HasSubstr("outlived it")));
+  EXPECT_EQ(cache.stats().captures, 0u);
+  EXPECT_EQ(cache.stats().reruns, 1u);
+  EXPECT_EQ(calls, 3) << "the warm-up, the recorded run, and the eager run after the refusal";
+  EXPECT_THAT(read_u32(out), Each(42u));
+}
+
+// A recorded run doomed after it kept the result it allocated (here from the shared pool, whose
+// kept buffer is poisoned for good): the doom refuses the recording, and the step runs once
+// more, eagerly, so the result the caller holds reads what the step wrote.
+TEST_F(GraphCacheTest, ADoomAfterAKeptAllocationStillLeavesAResultThatReads) {
+  GraphCache<int> cache(*device_, stream());
+  ASSERT_THAT(cache.run(16, [&] { return step(16); }), IsOk());  // the pool has an intermediate
+  Buffer out;
+  auto keeps_then_dooms = [&]() -> Result<void> {
+    if (Result<void> ok = fresh_result(out, 7); !ok) return ok;
+    if (stream().capture_state() == CaptureState::capture) {
+      Result<Buffer> extra = device_->alloc(kUnseen, stream());  // dooms the recording
+      if (!extra) return extra.error();
+    }
+    return {};
+  };
+  ASSERT_THAT(cache.run(2, keeps_then_dooms), IsOk());
+  ASSERT_NE(cache.last_refusal(), nullptr);
+  EXPECT_EQ(cache.last_refusal()->code(), Errc::doomed);
+  EXPECT_EQ(cache.stats().reruns, 1u);
+  Result<std::vector<std::byte>> bytes = device_->read(out, stream());
+  ASSERT_THAT(bytes, IsOk());
+  EXPECT_THAT(read_u32(out), Each(7u));
+}
+
+// A refusal that keeps no buffer the recorded run allocated (a side stream left unjoined) leaves
+// the warm-up's results, which stand: the step is not run again (it ran once).
+TEST_F(GraphCacheTest, ARefusalThatKeepsNoRecordedAllocationRerunsNothing) {
+  Result<Stream*> side = device_->create_stream();
+  ASSERT_THAT(side, IsOk());
+  Result<Event> fork = device_->create_event();
+  ASSERT_THAT(fork, IsOk());
+  Buffer side_out = upload_u32(all(0), **side);
+  GraphCache<int> cache(*device_, stream());
+  auto leaves_a_side_unjoined = [&]() -> Result<void> {
+    if (Result<void> ok = step(1); !ok) return ok;
+    if (stream().capture_state() != CaptureState::capture) return {};
+    if (Result<void> ok = device_->record(*fork, stream()); !ok) return ok;
+    if (Result<void> ok = device_->wait(**side, *fork); !ok) return ok;
+    return device_->launch(**side, fill_, dims_for(kN),
+                           {Arg::out(side_out), Arg::value(std::uint32_t{5}), Arg::value(kN)});
+  };
+  ASSERT_THAT(cache.run(1, leaves_a_side_unjoined), IsOk());
+  ASSERT_NE(cache.last_refusal(), nullptr);
+  EXPECT_THAT(*cache.last_refusal(),
+              StatusIs(Errc::graph_state, CUDA_SUCCESS, HasSubstr("not joined")));
+  EXPECT_EQ(cache.stats().reruns, 0u);
+  EXPECT_EQ(executions_, 2) << "the warm-up and the recorded run";
+  EXPECT_THAT(state(), ElementsAreArray(all(1))) << "one execution of the step";
 }
 
 // With fail_on_refusal a refused recording is run()'s error (the step ran once: the warm-up),

@@ -15,6 +15,7 @@ void OpenRecording::prepare(CUstreamCaptureMode mode, bool claim_on_refusal,
                             std::shared_ptr<PoolShare> pool) {
   mode_ = mode;
   claim_on_refusal_ = claim_on_refusal;
+  kept_at_close_ = false;
   pool_ = pool ? std::make_unique<PoolWindow>(std::move(pool)) : nullptr;
 }
 

@@ -88,6 +88,15 @@ class OpenRecording {
   void allocated(const std::shared_ptr<memory::Allocation>& memory, bool warm_up) {
     if (pool_) pool_->allocated(memory, warm_up);
   }
+  // A buffer allocated inside the recording (RecordingBook::allocated_inside). Alive at the
+  // close, it holds bytes only the graph's replays write: in a window that does not claim (its
+  // warm-up is the step's one execution) that refuses the recording (graph_state).
+  void allocated_inside(const std::shared_ptr<memory::BufferState>& buffer) {
+    book_.allocated_inside(buffer);
+  }
+  // Whether a buffer allocated inside the last recording closed here was alive at its close
+  // (whatever the close answered); false again from the next prepare.
+  bool kept_allocation_at_close() const noexcept { return kept_at_close_; }
   bool pool_on_virtual_memory() const noexcept { return pool_ && pool_->virtual_memory(); }
   // begin_capture, before open(): a pool on virtual memory maps what the warm-up planned (the
   // pool never grows inside the recording). A failure maps nothing more.
@@ -108,6 +117,7 @@ class OpenRecording {
   CUstreamCaptureMode mode_ = CU_STREAM_CAPTURE_MODE_GLOBAL;
   bool claim_on_refusal_ = true;
   std::unique_ptr<PoolWindow> pool_;
+  bool kept_at_close_ = false;  // set by RecordingClose
   CaptureTracker::Registration registration_;
   std::chrono::steady_clock::time_point begun_;
   std::string driver_dot_dir_;  // GRAPHCAP_DRIVER_DOT_DIR as the recording began (empty: unset)

@@ -188,7 +188,16 @@ RecordingBook::Taken RecordingBook::take_locked(Recording& recording) {
   recording.nodes = topology_.take();
   recording.store = topology_.take_store();
   place_ = Place{};
+  taken.kept_allocation = std::any_of(allocated_inside_.begin(), allocated_inside_.end(),
+                                      [](const auto& weak) { return !weak.expired(); });
+  allocated_inside_.clear();
   return taken;
+}
+
+void RecordingBook::allocated_inside(const std::shared_ptr<memory::BufferState>& buffer) {
+  std::lock_guard lock(mutex_);
+  std::erase_if(allocated_inside_, [](const auto& weak) { return weak.expired(); });
+  allocated_inside_.push_back(buffer);
 }
 
 void RecordingBook::recycle(Recording& replaced) noexcept {

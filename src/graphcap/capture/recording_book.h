@@ -86,11 +86,17 @@ class RecordingBook {
   struct Taken {
     GraphReport recorded;
     std::optional<Error> doomed;
+    // A buffer allocated inside the recording was alive at the close: it holds bytes only the
+    // graph's replays write.
+    bool kept_allocation = false;
   };
   Taken take_locked(Recording& recording);
   // A recording this book's graph replaced: its node list's room is kept for the next
   // recording (RecordedTopology::recycle).
   void recycle(Recording& replaced) noexcept;
+  // A buffer allocated inside the recording (any stream of it, lent by a pool or not), watched
+  // until the close (Taken::kept_allocation).
+  void allocated_inside(const std::shared_ptr<memory::BufferState>& buffer);
 
  private:
   // record()'s rare parts, out of line so a recorded launch's path stays on few code lines.
@@ -112,6 +118,7 @@ class RecordingBook {
   BufferRoles roles_;
   std::vector<std::shared_ptr<const void>> keep_alive_;
   std::vector<ParamNode> param_nodes_;
+  std::vector<std::weak_ptr<memory::BufferState>> allocated_inside_;
   RecordedTopology topology_;
   std::size_t node_hint_ = 0;  // how many nodes the last recording made
   Place place_;

@@ -80,6 +80,7 @@ ClosedRecording RecordingClose::close(CloseRequest request) {
     return from_book;
   }();
   if (request.abandon) [[unlikely]] taken.doomed = std::move(request.abandon);
+  open.kept_at_close_ = taken.kept_allocation;
   const GraphReport& recorded = taken.recorded;
   const std::optional<Error>& doomed = taken.doomed;
 
@@ -102,6 +103,13 @@ ClosedRecording RecordingClose::close(CloseRequest request) {
     refusal = close_refusal(request, captured, doomed, unjoined, recording);
   } else if (pool != nullptr && (outlived = pool->outlived())) [[unlikely]] {
     refusal = std::move(outlived);
+  } else if (taken.kept_allocation && !open.claim_on_refusal_) [[unlikely]] {
+    refusal = Error(Errc::graph_state,
+                    "end_capture: a buffer allocated inside the recording outlived it, and the "
+                    "window's warm-up was the step's one execution (claim_on_refusal false): "
+                    "only the graph's replays would write that buffer, so it holds no data now "
+                    "(allocate buffers that outlive the recording before prepare_capture, or in "
+                    "the warm-up)");
   } else {
     // On request, the driver's own view of the graph, for CUDA-level detail.
     if (!open.driver_dot_dir_.empty()) [[unlikely]] {

@@ -77,6 +77,8 @@ class Window {
                                             const std::shared_ptr<memory::SliceOwner>& owner) {
     return recording() && !is_side() ? recording_.lend(bytes, owner) : nullptr;
   }
+  // Whether a buffer allocated inside this stream's last recording was alive at its close.
+  bool kept_allocation_at_close() const noexcept { return recording_.kept_allocation_at_close(); }
   void allocated(const std::shared_ptr<memory::Allocation>& memory) {
     const CaptureState now = state();
     if (now != CaptureState::no_capture && !is_side()) {

@@ -63,6 +63,7 @@ Result<std::shared_ptr<memory::BufferState>> StreamCore::allocate(std::size_t by
     window_.allocated(*allocation);
     state = std::make_shared<memory::BufferState>(std::move(*allocation), bytes);
   }
+  if (recording != nullptr) recording->allocated_inside(state);
   // The allocation counts as the buffer's first use, a write on its stream, lent or not: another
   // stream uses it once ordered after that (docs/capture-lifecycle.md, "Buffers on several
   // streams"), so after the pool's replays queued here before it too.

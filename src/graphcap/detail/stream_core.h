@@ -108,6 +108,8 @@ class StreamCore final : public memory::SliceOwner,
 
   // ---- The capture verbs (stream_capture.cc): each takes the stream's lock itself ----------
   CaptureState capture_state() const noexcept { return window_.state(); }
+  // Whether a buffer allocated inside this stream's last recording was alive at its close.
+  bool kept_allocation_at_close() const noexcept { return window_.kept_allocation_at_close(); }
   // This stream records (its own recording, or one it was forked into).
   bool recording() const noexcept { return window_.recording(); }
   // The recording this stream's operations enter now (unique in the process), 0 when none.
