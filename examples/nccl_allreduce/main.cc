@@ -1,4 +1,4 @@
-// NCCL inside graphcap recordings, one Device per GPU (issue 14). One communicator per device
+// NCCL inside graphcap recordings, one Device per GPU. One communicator per device
 // (ncclCommInitAll); each step is an all-reduce (sum) of every device's send buffer into its
 // receive buffer, issued on that device's graphcap stream (Stream::handle()). Recorded once into
 // each device's graph, with Device::record_external declaring the buffers NCCL reads and writes
