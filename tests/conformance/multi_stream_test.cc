@@ -10,14 +10,11 @@
 namespace graphcap::testing {
 namespace {
 
-using ::testing::Each;
-using ::testing::ElementsAre;
-
-constexpr std::uint32_t kWords = 200;
-constexpr std::size_t kBytes = kWords * sizeof(std::uint32_t);
-
 class MultiStreamCapture : public ConformanceTest {
  protected:
+  static constexpr std::uint32_t kWords = 200;
+  static constexpr std::size_t kBytes = kWords * sizeof(std::uint32_t);
+
   void SetUp() override {
     ConformanceTest::SetUp();
     if (HasFatalFailure()) return;
@@ -62,14 +59,14 @@ class MultiStreamCapture : public ConformanceTest {
     return id;
   }
 
-  Module module_;
+  RawModule module_;
   CUfunction empty_ = nullptr;
   CUfunction fill_ = nullptr;
   CUfunction axpy_ = nullptr;
-  Stream origin_;
-  Stream forked_;
-  Event fork_;
-  Event join_;
+  RawStream origin_;
+  RawStream forked_;
+  RawEvent fork_;
+  RawEvent join_;
 };
 
 TEST_F(MultiStreamCapture, WaitingOnACapturedEventPullsTheStreamIntoTheSameCapture) {
@@ -102,7 +99,7 @@ TEST_F(MultiStreamCapture, JoinedForkEndsOnTheOriginWithTheWholeGraph) {
             CUDA_SUCCESS);
   CUgraph raw = nullptr;
   ASSERT_EQ(api().cuStreamEndCapture(origin_.get(), &raw), CUDA_SUCCESS);
-  Graph graph(api(), raw);
+  RawGraph graph(api(), raw);
   ASSERT_TRUE(graph);
   EXPECT_EQ(capture_status(origin_.get()), CU_STREAM_CAPTURE_STATUS_NONE);
   EXPECT_EQ(capture_status(forked_.get()), CU_STREAM_CAPTURE_STATUS_NONE);

@@ -19,10 +19,6 @@
 namespace graphcap::testing {
 namespace {
 
-using ::testing::ElementsAreArray;
-using ::testing::HasSubstr;
-using ::testing::IsEmpty;
-
 class DeviceFaultsTest : public FaultFixture {
  protected:
   std::size_t allocations() {
