@@ -35,8 +35,8 @@ stamp() { echo "[$((SECONDS - started)) s] $*"; }
 cat "$out/env.txt"
 
 targets=(graphcap_tests_cuda graphcap_free_memory_tests_cuda graphcap_fault_sweep_cuda
-         graphcap_many_graphs_cuda graphcap-fidelity graphcap-bench graphcap_test_kernels_fatbin
-         quickstart patterns decode_loop serving_loop cublas_external)
+         graphcap_many_graphs_cuda graphcap_safe_life_cuda graphcap-fidelity graphcap-bench graphcap_test_kernels_fatbin
+         quickstart patterns decode_loop serving_loop cublas_external checked_replay)
 [[ "$what" == all-fake ]] && targets=(all)
 [[ "$what" == fidelity ]] && targets=(graphcap-fidelity graphcap_test_kernels_fatbin)
 [[ "$what" == startup ]] && targets=(graphcap-fidelity graphcap_test_kernels_fatbin graphcap-bench)
@@ -111,7 +111,7 @@ if [[ "$what" != bench ]]; then
 fi
 
 if [[ "$what" != tests ]]; then
-  for example in quickstart/quickstart patterns/patterns decode_loop/decode_loop serving_loop/serving_loop cublas_external/cublas_external; do
+  for example in quickstart/quickstart patterns/patterns decode_loop/decode_loop serving_loop/serving_loop cublas_external/cublas_external checked_replay/checked_replay; do
     exe=build/gpu/examples/$example
     [[ -x $exe ]] || continue
     echo "== $example" >> "$out/examples.txt"
