@@ -10,19 +10,14 @@
 namespace graphcap::testing {
 namespace {
 
-class MultiStreamCapture : public ConformanceTest {
+class MultiStreamCapture : public KernelsTest {
  protected:
   static constexpr std::uint32_t kWords = 200;
   static constexpr std::size_t kBytes = kWords * sizeof(std::uint32_t);
 
   void SetUp() override {
-    ConformanceTest::SetUp();
+    KernelsTest::SetUp();
     if (HasFatalFailure()) return;
-    module_ = load_test_kernels();
-    empty_ = kernel(module_, "empty");
-    fill_ = kernel(module_, "fill");
-    axpy_ = kernel(module_, "axpy");
-    origin_ = new_stream();
     forked_ = new_stream();
     fork_ = new_event();
     join_ = new_event();
@@ -30,11 +25,9 @@ class MultiStreamCapture : public ConformanceTest {
   }
   void TearDown() override {
     forked_.reset();
-    origin_.reset();
     join_.reset();
     fork_.reset();
-    module_.reset();
-    ConformanceTest::TearDown();
+    KernelsTest::TearDown();
   }
 
   // Begins a capture on the origin stream and forks it into the second stream.
@@ -59,11 +52,7 @@ class MultiStreamCapture : public ConformanceTest {
     return id;
   }
 
-  RawModule module_;
-  CUfunction empty_ = nullptr;
-  CUfunction fill_ = nullptr;
-  CUfunction axpy_ = nullptr;
-  RawStream origin_;
+  RawStream& origin_ = s_;  // the stream each capture begins on
   RawStream forked_;
   RawEvent fork_;
   RawEvent join_;
