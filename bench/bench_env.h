@@ -81,7 +81,7 @@ class BenchEnv {
   // n launches, end), checked to hold n kernel nodes.
   Result<CapturedGraph*> graph(int n);
 
-  // Device 1 on the same driver (peer copies, issue 14): opened on first use; an error when the
+  // Device 1 on the same driver (peer copies): opened on first use; an error when the
   // driver has one device (the fake bench driver has 2).
   Result<Device*> peer_device();
 

@@ -37,8 +37,8 @@
 // raw_us, ratio_incl, ratio_excl.
 //
 // ArgsPass/n, RawArgsPass/n: n eager launches of `values` (three scalar arguments, 4/8/4 bytes)
-// then a sync: Device::launch, which checks the arguments against the kernel's signature
-// (issue 16), against raw cuLaunchKernel with the same parameters. Counters: args_us,
+// then a sync: Device::launch, which checks the arguments against the kernel's signature,
+// against raw cuLaunchKernel with the same parameters. Counters: args_us,
 // raw_args_us, args_vs_raw, us_per_node, launch_allocs.
 // CaptureOwn/n: graphcap's own host work in begin..end (instantiate and upload included), in
 // situ: each side less the time inside its driver calls, graphcap's less raw's, per launch.
@@ -86,7 +86,7 @@ std::string driver_failure(const char* entry_point, CUresult result) {
 int replay_batch(int nodes) { return nodes >= 1000 ? 8 : 32; }
 int single_call(int) { return 1; }
 
-// At 10,000 nodes (issue 24's growth) each sync runs the whole graph: fewer calls.
+// At 10,000 nodes (the growth goal's size) each sync runs the whole graph: fewer calls.
 std::int64_t replay_calls(int nodes) {
   return nodes <= 10 ? 8192 : nodes <= 100 ? 2048 : nodes <= 1000 ? 512 : 128;
 }
@@ -338,7 +338,7 @@ void eager_vs_replay(benchmark::State& state, BenchEnv& env, bool eager_is_prima
 
 // ---- LaunchOwn -------------------------------------------------------------------------------
 
-// graphcap's own host work in one eager Device::launch, two ways (issue 24's eager row):
+// graphcap's own host work in one eager Device::launch, two ways (the growth table's eager row):
 //   hot:     n launches with the driver's cuLaunchKernel swallowed (ObservingDriver answers
 //            CUDA_SUCCESS at once), less the same n swallowed calls made raw: graphcap's checks,
 //            stream lock and bookkeeping with everything in the CPU's caches. Also with the three
@@ -412,7 +412,7 @@ void launch_own(benchmark::State& state, BenchEnv& env, bool, int) {
 // ---- ArgsPass / RawArgsPass --------------------------------------------------------------------
 
 // n eager launches of `values` (three scalar arguments) then a sync: through Device::launch, whose
-// arguments are checked against the kernel's signature (issue 16), against raw cuLaunchKernel,
+// arguments are checked against the kernel's signature, against raw cuLaunchKernel,
 // both sides in every iteration, alternating which goes first.
 void args_vs_raw(benchmark::State& state, BenchEnv& env, bool graphcap_is_primary, int) {
   const int n = static_cast<int>(state.range(0));
@@ -657,8 +657,8 @@ std::int64_t scaled(std::int64_t count, double scale, std::int64_t multiple_of) 
 // ---- CaptureOwn ------------------------------------------------------------------------------
 
 // graphcap's own host work in a capture (begin..end with instantiate and upload), in situ: each
-// side's window less the time inside its driver calls, graphcap's less raw's, per recorded
-// launch (issue 24's capture row). Counters: own_ns (per launch), driver_us and raw_driver_us
+// side's window less the time inside its driver calls, graphcap's less raw's, per recorded launch
+// (the growth table's capture row). Counters: own_ns (per launch), driver_us and raw_driver_us
 // (inside the driver, graphcap's and raw's), and where the driver's time goes on each side:
 // launch_us / raw_launch_us (the n cuLaunchKernel), inst_us (cuGraphInstantiateWithParams) /
 // raw_inst_us (...WithFlags), upload_us / raw_upload_us, meminfo_us (cuMemGetInfo: graphcap's

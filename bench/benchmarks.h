@@ -27,7 +27,7 @@ void register_benchmarks(BenchEnv& env, const BenchPlan& plan);
 //       lazy recording against recording all 8 buckets up front, 64 requests touching t buckets
 void register_many_graphs_benchmarks(BenchEnv& env, const BenchPlan& plan);
 
-// Graph memory (graph_memory_benchmarks.cc, issue 25), byte counts as counters:
+// Graph memory (graph_memory_benchmarks.cc), byte counts as counters:
 //   PoolMemory/<virtual|plain>/<largest_first|smallest_first|shuffled>   what a pool of 8 bucket
 //       graphs holds in each recording order, on virtual memory or plain allocations
 //   Footprint/<8|67>   a bucket set's device memory as the fake predicted it, against the drop of
@@ -36,7 +36,7 @@ void register_many_graphs_benchmarks(BenchEnv& env, const BenchPlan& plan);
 //       measured against the model (run it alone)
 void register_graph_memory_benchmarks(BenchEnv& env, const BenchPlan& plan);
 
-// Device-side loops (loop_benchmarks.cc, issue 13): WhileLoop/K, a step of 34 empty launches and
+// Device-side loops (loop_benchmarks.cc): WhileLoop/K, a step of 34 empty launches and
 // a countdown kernel that decides on the device whether another step follows, run until it says
 // stop (K steps) three ways side by side: replay + read the stop flag + sync per step (the only
 // way without conditional nodes), one replay of a graph holding a WHILE loop over the step, and
@@ -44,7 +44,7 @@ void register_graph_memory_benchmarks(BenchEnv& env, const BenchPlan& plan);
 // time of each way, and the ratios the issue sets goals for.
 void register_loop_benchmarks(BenchEnv& env, const BenchPlan& plan);
 
-// Branches and programmatic dependent launch (branch_benchmarks.cc, issue 26):
+// Branches and programmatic dependent launch (branch_benchmarks.cc):
 //   PdlChain/n/blocks   a chain of n kernels (16, 64) of `blocks` blocks (1, 8, 132, 256): device
 //       time (CUDA events) of graphcap's programmatic chain replayed, the raw programmatic chain
 //       replayed, graphcap's plain chain replayed, and both eagerly; ratios pdl_vs_raw and
@@ -53,14 +53,14 @@ void register_loop_benchmarks(BenchEnv& env, const BenchPlan& plan);
 //       empty IF, + a SWITCH of 4 bodies of k, a raw IF of one body skipped; host replay time
 void register_branch_benchmarks(BenchEnv& env, const BenchPlan& plan);
 
-// Peer copies (peer_copy_benchmarks.cc, issue 14), needs 2 devices (skipped otherwise):
+// Peer copies (peer_copy_benchmarks.cc), needs 2 devices (skipped otherwise):
 //   PeerCopy/bytes   device 1's buffer into device 0's: Device::copy + sync (eager) against raw
 //                    cuMemcpyDtoDAsync + cuStreamSynchronize of the same pointers, and the copy
 //                    recorded and replayed + sync; counters eager_us, raw_us, replay_us,
 //                    eager_vs_raw
 void register_peer_copy_benchmarks(BenchEnv& env, const BenchPlan& plan);
 
-// Growth (growth_benchmarks.cc, issue 24): Growth/<path>/n at 10/100/1,000/10,000 nodes, one
+// Growth (growth_benchmarks.cc): Growth/<path>/n at 10/100/1,000/10,000 nodes, one
 // operation per iteration timed alone (capture, raw_capture, update_close, raw_update_close, set,
 // dot, replay, raw_replay, cache_hit, eager, raw_eager); counters us, ns_per_node, and for
 // capture instantiate_us and upload_us. Each timed operation is a non-inlined

@@ -1,4 +1,5 @@
-// Issue 26's figures (benchmarks.h): programmatic dependent launch chains and the cost of a branch.
+// The device-side control figures (benchmarks.h): programmatic dependent launch chains and the cost
+// of a branch.
 //
 // PdlChain/n/blocks: a chain of n `chain` kernels (128 threads, `blocks` blocks; each lets the
 // next begin at once and waits for its predecessor before it reads), five ways in one iteration,

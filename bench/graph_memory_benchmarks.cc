@@ -1,4 +1,4 @@
-// Graph memory (issue 25): what a graph pool holds in each recording order, the device memory a
+// Graph memory: what a graph pool holds in each recording order, the device memory a
 // set of bucket graphs holds against what the fake predicted, and the driver's own memory per
 // executable. These measure bytes, not time (each reports its run time too); every figure is a
 // counter, and each family runs one iteration (a byte count does not vary).
@@ -8,7 +8,7 @@
 // smallest first or shuffled, on virtual memory (one reserved range: the default where the device
 // supports it) or plain allocations. Counters: pooled_bytes (GraphPool::bytes_held),
 // unpooled_bytes (the sum of the intermediates), largest_bytes, pooled_vs_largest,
-// goal_bytes (1.05 x largest + one granule: issue 25's goal on virtual memory), within_goal (1 or
+// goal_bytes (1.05 x largest + one granule: the pool's goal on virtual memory), within_goal (1 or
 // 0), virtual_memory (1 or 0), granularity, growths.
 //
 // Footprint/<keys>: a serving engine's bucket set, 8 keys (batch 1, 2, 4, ..., 128) or 67 (vLLM's
@@ -21,7 +21,7 @@
 // exist before the recording). Measured: the drop of this device's free
 // memory (cuMemGetInfo) across recording the same keys here. Counters: predicted_bytes,
 // measured_bytes, difference_bytes (measured - predicted), difference_vs_measured, tolerance_bytes
-// (max(5% of measured, one 2 MiB granule): issue 25's bar), within_tolerance (1 or 0),
+// (max(5% of measured, one 2 MiB granule): the prediction's bar), within_tolerance (1 or 0),
 // predicted_pool_bytes, predicted_driver_bytes, measured_pool_bytes, measured_driver_bytes (the
 // footprint here), own_bytes (the outputs, not in either), modelled_graphs. Run it in a process
 // of its own, first (--benchmark_filter=Footprint): the driver keeps destroyed executables'

@@ -1,4 +1,4 @@
-// Growth/<path>/n (issue 24): how each path's cost grows with the graph, at 10, 100, 1,000 and
+// Growth/<path>/n: how each path's cost grows with the graph, at 10, 100, 1,000 and
 // 10,000 nodes. One operation per iteration, timed alone (manual time); untimed set-up and
 // clean-up around it. Counters: `nodes`, `us` (median per operation), `ns_per_node`. The paths:
 //
@@ -22,7 +22,7 @@
 //   raw_eager        n raw cuLaunchKernel
 //
 // Each timed operation is one non-inlined function, graphcap::bench::growth_op_<path>, so that
-// callgrind can count exactly its instructions (docs/performance.md, issue 24):
+// callgrind can count exactly its instructions (docs/performance.md):
 //   valgrind --tool=callgrind --collect-atstart=no
 //       --toggle-collect='graphcap::bench::growth_op_*'
 //       graphcap-bench --benchmark_filter='^Growth/capture/1000$' --benchmark_repetitions=1

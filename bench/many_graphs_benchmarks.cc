@@ -1,4 +1,4 @@
-// The many-graphs benchmarks (issue 10): closing a re-recording by exec update against
+// The many-graphs benchmarks: closing a re-recording by exec update against
 // re-instantiating and against the raw driver, and changing a per-replay parameter against the raw
 // driver and against writing the value into device memory. Each family measures all three sides
 // in the same iterations (rotating which goes first) and reports its own side as its time and all
@@ -23,9 +23,9 @@
 // memory would need). The stream is synced untimed after each iteration. Counters: set_us,
 // raw_us, write_us, set_ns_per_node, raw_ns_per_node, set_vs_raw.
 //
-// (PoolMemory moved to graph_memory_benchmarks.cc with issue 25's recording orders.)
+// (PoolMemory is in graph_memory_benchmarks.cc, with the recording orders.)
 //
-// ServingStartupLazy/t, ServingStartupUpFront/t: a serving run's start-up (issue 11). 8 batch
+// ServingStartupLazy/t, ServingStartupUpFront/t: a serving run's start-up. 8 batch
 // buckets (1, 2, 4, ..., 128); a bucket's step is an intermediate of bucket * 4 KiB from the
 // stream's pool (zeroed by Device::fill) and 20 launches of `empty`. A stream of 64 requests touches only t of the 8
 // buckets (request r uses bucket 2^(r % t)). Lazy: every request goes through a fresh GraphCache,

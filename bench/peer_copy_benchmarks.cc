@@ -1,4 +1,4 @@
-// PeerCopy/bytes (issue 14): a buffer of device 1 copied into one of device 0 on device 0's
+// PeerCopy/bytes: a buffer of device 1 copied into one of device 0 on device 0's
 // stream, three ways measured in the same iterations (rotating which goes first), each followed
 // by a sync of device 0's stream: Device::copy (eager: its checks, the hand-back of the borrowed
 // source to device 1's stream, four driver calls more than raw), raw cuMemcpyDtoDAsync of the same

@@ -98,8 +98,8 @@ void SummaryReporter::Finalize() {
       << repetitions_ << " repetition" << (repetitions_ == 1 ? "" : "s") << "\n";
   if (!judge_targets_) {
     out << "On the fake driver the raw side is the fake itself: the differences are graphcap's "
-           "own overhead only.\nThe targets of issue 5 apply to the real driver (H200); they "
-           "are not judged here.\n";
+           "own overhead only.\nThe goals (docs/performance.md) apply to the real driver (H200); "
+           "they are not judged here.\n";
   }
 
   const char* verdict_header = judge_targets_ ? "  target" : "";
@@ -310,7 +310,7 @@ void SummaryReporter::Finalize() {
                     model / 1024);
     }
   }
-  // Growth (issue 24): each path's cost per node (per call for replay and the hit) at
+  // Growth: each path's cost per node (per call for replay and the hit) at
   // 10..10,000 nodes, the growth from 1,000 to 10,000 (goal <= 1.5x), and graphcap over raw
   // where the family has a raw side.
   printed = false;

@@ -1,6 +1,6 @@
 // SummaryReporter: the console reporter, plus a short table at the end for a person: per node
 // count, graphcap against raw (replay host cost, pass wall time, capture cost), the ratios, and
-// on the real driver whether each target of issue 5 is met. Values are the medians across
+// on the real driver whether each goal (docs/performance.md) is met. Values are the medians across
 // repetitions (the "median" aggregate when repetitions > 1; otherwise the single run).
 #pragma once
 

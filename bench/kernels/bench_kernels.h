@@ -12,7 +12,7 @@
 //              one thread: --counter[0]; go[0] = counter[0] > 0; and, when h is not 0, sets the
 //              WHILE condition h to go[0] (the device-side loop benchmarks' stop decision)
 //   chain(const uint32_t* prev, uint32_t* mine, uint32_t wait)
-//              one link of a programmatic chain (issue 26): lets the next programmatic launch
+//              one link of a programmatic chain: lets the next programmatic launch
 //              begin at once (cudaTriggerProgrammaticLaunchCompletion), waits for its predecessor
 //              when wait is not 0 (cudaGridDependencySynchronize; KernelContext::
 //              wait_for_predecessor on the fake), then thread 0 of block b writes

@@ -1,4 +1,4 @@
-// Device-side branches on every driver (issue 26 §1): Device::condition makes a conditional
+// Device-side branches on every driver: Device::condition makes a conditional
 // handle of the recording, a kernel given Arg::condition(c) sets it, and begin_if / begin_else /
 // end_if or begin_switch / begin_case / end_switch record an IF (with its ELSE) or a SWITCH whose
 // bodies are what the stream records in between. Replays take the branch the device chose, with
@@ -19,8 +19,6 @@ namespace graphcap::testing {
 namespace {
 
 using ::testing::_;
-using ::testing::AllOf;
-using ::testing::HasSubstr;
 
 using Words = std::vector<std::uint32_t>;
 

@@ -21,12 +21,6 @@
 namespace graphcap::testing {
 namespace {
 
-using ::testing::AllOf;
-using ::testing::Contains;
-using ::testing::Each;
-using ::testing::ElementsAreArray;
-using ::testing::HasSubstr;
-
 class CaptureDiagnosticsTest : public DeviceFixture {};
 
 // ---- CaptureScope --------------------------------------------------------------------------
@@ -391,8 +385,7 @@ TEST_F(CaptureDiagnosticsTest, AnInvalidationByAnotherThreadIsNamedWithItsThread
   ASSERT_THAT(device_->end_capture(stream()), IsOk());
 }
 
-
-// Defect 7: a scope whose end was refused with the recording still open (a loop left open) does
+// A scope whose end was refused with the recording still open (a loop left open) does
 // not leave the stream capturing once the scope is gone.
 TEST_F(CaptureDiagnosticsTest, ACaptureScopeWhoseEndWasRefusedLeavesNoRecordingOpen) {
   ASSERT_THAT(device_->prepare_capture(stream()), IsOk());

@@ -17,9 +17,6 @@
 namespace graphcap::testing {
 namespace {
 
-using ::testing::ElementsAreArray;
-using ::testing::HasSubstr;
-
 class CaptureLifecycleTest : public DeviceFixture {
  protected:
   CUstreamCaptureStatus driver_capture_status() {

@@ -18,9 +18,6 @@
 namespace graphcap::testing {
 namespace {
 
-using ::testing::ElementsAreArray;
-using ::testing::HasSubstr;
-
 class CaptureLifetimeTest : public DeviceFixture {
  protected:
   CUstreamCaptureStatus driver_status(Stream& s) {

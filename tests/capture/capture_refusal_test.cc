@@ -14,11 +14,6 @@
 namespace graphcap::testing {
 namespace {
 
-using ::testing::AllOf;
-using ::testing::Each;
-using ::testing::ElementsAreArray;
-using ::testing::HasSubstr;
-
 class CaptureRefusalTest : public DeviceFixture {
  protected:
   CUstreamCaptureStatus driver_capture_status() {
@@ -83,8 +78,8 @@ TEST_F(CaptureRefusalTest, RecordingWithMemoryNodesIsRefusedWithTheirCount) {
   expect_stream_captures_again();
 }
 
-// A re-recording into a graph is offered to its executable before any census of the new graph
-// (issue 24); memory nodes still never reach it: the update refuses other node types (here at the
+// A re-recording into a graph is offered to its executable before any census of the new graph;
+// memory nodes still never reach it: the update refuses other node types (here at the
 // same node count), and the census that follows refuses the recording. The graph is unchanged.
 TEST_F(CaptureRefusalTest, ReRecordingWithMemoryNodesIntoAGraphIsRefusedAndLeavesItUnchanged) {
   Buffer x = upload_u32({1, 2, 3});

@@ -12,24 +12,7 @@
 namespace graphcap::testing {
 namespace {
 
-using ::testing::Each;
-using ::testing::ElementsAreArray;
-
-class CaptureReplayTest : public DeviceFixture {
- protected:
-  // Warm-up then recording of `body`, the way a user captures: prepare, run once, begin, run
-  // again (recorded), end.
-  template <class Body>
-  Graph capture(Body&& body) {
-    EXPECT_THAT(device_->prepare_capture(stream()), IsOk());
-    body();
-    EXPECT_THAT(device_->begin_capture(stream()), IsOk());
-    body();
-    Result<Graph> graph = device_->end_capture(stream());
-    EXPECT_THAT(graph, IsOk());
-    return graph ? std::move(*graph) : Graph{};
-  }
-};
+using CaptureReplayTest = DeviceFixture;
 
 TEST_F(CaptureReplayTest, RecordedLaunchRunsOnlyWhenReplayed) {
   constexpr std::uint32_t kN = 512;

@@ -16,24 +16,13 @@
 namespace graphcap::testing {
 namespace {
 
-using ::testing::AllOf;
-using ::testing::Each;
-using ::testing::ElementsAreArray;
-using ::testing::HasSubstr;
-
-class ForkJoinTest : public DeviceFixture {
+class ForkJoinTest : public WithSideStream<DeviceFixture> {
  protected:
-  void SetUp() override {
-    DeviceFixture::SetUp();
-    side_ = add_stream();
-    ASSERT_NE(side_, nullptr);
-  }
   CUstreamCaptureStatus driver_status(Stream& s) {
     CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_ACTIVE;
     EXPECT_EQ(device_->driver().cuStreamIsCapturing(s.native_handle(), &status), CUDA_SUCCESS);
     return status;
   }
-  Stream* side_ = nullptr;
 };
 
 TEST_F(ForkJoinTest, AForkedSideStreamIsRecordedAndJoinedBack) {
@@ -226,8 +215,7 @@ TEST_F(ForkJoinTest, AbortingTheRecordingReleasesItsSideStreams) {
   EXPECT_THAT(device_->sync(*side_), IsOk());
 }
 
-
-// Defect 5: end_capture into a graph on a side stream is refused like the plain end_capture (it
+// end_capture into a graph on a side stream is refused like the plain end_capture (it
 // used to end the driver's capture there, invalidating the origin's recording, and to release
 // the recording's registration twice: the process lost its guard of GLOBAL recordings).
 TEST_F(ForkJoinTest, EndCaptureIntoAGraphOnASideStreamIsRefusedAndChangesNothing) {

@@ -15,18 +15,12 @@
 namespace graphcap::testing {
 namespace {
 
-using ::testing::AllOf;
-using ::testing::Each;
-using ::testing::ElementsAreArray;
-using ::testing::HasSubstr;
-
-class ForkOrderTest : public DeviceFixture {
+class ForkOrderTest : public WithSideStream<DeviceFixture> {
  protected:
   void SetUp() override {
-    DeviceFixture::SetUp();
-    side_ = add_stream();
+    WithSideStream::SetUp();
+    if (HasFatalFailure()) return;
     third_ = add_stream();
-    ASSERT_NE(side_, nullptr);
     ASSERT_NE(third_, nullptr);
   }
   void begin(Stream& s) {
@@ -39,7 +33,6 @@ class ForkOrderTest : public DeviceFixture {
     ASSERT_THAT(device_->record_event(events_.back(), from), IsOk());
     ASSERT_THAT(device_->wait(to, events_.back()), IsOk());
   }
-  Stream* side_ = nullptr;   // stream 1
   Stream* third_ = nullptr;  // stream 2
   std::vector<Event> events_;
 };

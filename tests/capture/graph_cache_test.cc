@@ -21,11 +21,6 @@
 namespace graphcap::testing {
 namespace {
 
-using ::testing::AllOf;
-using ::testing::Each;
-using ::testing::ElementsAreArray;
-using ::testing::HasSubstr;
-
 class GraphCacheTest : public DeviceFixture {
  protected:
   void SetUp() override {
@@ -178,7 +173,7 @@ TEST_F(GraphCacheTest, TheLeastRecentlyUsedGraphIsEvictedOverTheCount) {
 }
 
 TEST_F(GraphCacheTest, TheByteBudgetEvictsToFit) {
-  // Issue 25: the probe records without a pool too, so `one` is one graph's bytes (a pool's
+  // The probe records without a pool too, so `one` is one graph's bytes (a pool's
   // memory, whole granules on virtual memory, is the cache's, not any one graph's).
   GraphCacheOptions options;
   options.share_pool = false;
@@ -214,7 +209,7 @@ TEST_F(GraphCacheTest, InvalidateWithAnotherTopologyReInstantiatesIntoTheSameKey
   ASSERT_NE(cache.graph(3), nullptr);
   EXPECT_FALSE(cache.graph(3)->report().updated);
   EXPECT_FALSE(cache.graph(3)->report().update_refusal.empty());
-  // Issue 25: the bytes are the device memory the graph accounts for (its own buffers and its
+  // The bytes are the device memory the graph accounts for (its own buffers and its
   // executable's driver bytes) and its pool's, once.
   const GraphMemory& memory = cache.graph(3)->report().memory;
   ASSERT_NE(cache.pool(), nullptr);
@@ -222,9 +217,9 @@ TEST_F(GraphCacheTest, InvalidateWithAnotherTopologyReInstantiatesIntoTheSameKey
             memory.own_bytes + memory.driver_bytes + cache.pool()->bytes_held());
 }
 
-// ---- Issue 21: a fallback's result, refusals that leave a stream recording, exceptions -----
+// ---- A fallback's result, refusals that leave a stream recording, exceptions -----
 
-// Defect 1 (cache): a fallback's result allocated by the step's warm-up (lazily, on first use)
+// A fallback's result allocated by the step's warm-up (lazily, on first use)
 // is never the pool's memory, so another key's replay can't overwrite it.
 TEST_F(GraphCacheTest, AFallbacksResultIsNeverOverwrittenByAnotherKeysReplay) {
   GraphCache<std::uint32_t> cache(*device_, stream());
@@ -253,7 +248,7 @@ TEST_F(GraphCacheTest, AFallbacksResultIsNeverOverwrittenByAnotherKeysReplay) {
   EXPECT_THAT(read_u32(result), Each(77u));
 }
 
-// Defect 3a: a cache's window does not claim on refusal; neither does the refusal of a pool
+// A cache's window does not claim on refusal; neither does the refusal of a pool
 // buffer that outlived its recording: run() returned success, so what the step produced reads.
 // A refusal at the close runs the step once more, eagerly (the kept buffer was the recorded
 // run's): that run executed the step twice.
@@ -281,7 +276,7 @@ TEST_F(GraphCacheTest, ARefusalForAKeptPoolBufferLeavesTheWarmUpsResultReadable)
   EXPECT_THAT(state(), ElementsAreArray(all(3)));
 }
 
-// Defect 7: a recording whose end_capture is refused with the recording still open (a loop left
+// A recording whose end_capture is refused with the recording still open (a loop left
 // open) is aborted by the cache: when run() returns, its stream is not capturing.
 TEST_F(GraphCacheTest, ARunNeverLeavesItsStreamRecording) {
   GraphCache<int> cache(*device_, stream());
@@ -303,7 +298,7 @@ TEST_F(GraphCacheTest, ARunNeverLeavesItsStreamRecording) {
   EXPECT_EQ(cache.stats().hits, 1u);
 }
 
-// Defect 7: a step that throws, in the warm-up or while recorded: the exception leaves run(), and
+// A step that throws, in the warm-up or while recorded: the exception leaves run(), and
 // the stream is not capturing.
 TEST_F(GraphCacheTest, AStepThatThrowsLeavesNoWindowOpen) {
   GraphCache<int> cache(*device_, stream());
@@ -539,7 +534,7 @@ TEST_F(GraphCacheTest, SetPatchesEveryGraphThatTookTheParamAndSkipsTheRest) {
   EXPECT_THAT(cache.set(empty, 3u), StatusIs(Errc::invalid_argument));
 }
 
-// Defect 9: the byte budget counts a shared pool's memory once, not once per graph. Issue 25: and
+// The byte budget counts a shared pool's memory once, not once per graph; and
 // it counts all the device memory the graphs account for: their own buffers, their executables'
 // driver bytes, the pool's memory (GraphCache::footprint()).
 TEST_F(GraphCacheTest, StatsCountASharedPoolsMemoryOnce) {
@@ -624,7 +619,7 @@ TEST_F(GraphCacheTest, EvictingTheLargestKeyGivesBackThePoolsMemoryBeyondTheRest
   EXPECT_THAT(state(), ElementsAreArray(all(1 + 3 + 2)));
 }
 
-// Issue 25 §3: record_all runs every key once (recording it) and reports the footprint; on the
+// record_all runs every key once (recording it) and reports the footprint; on the
 // fake that is the plan for the GPU. Buckets recorded smallest first still share on virtual
 // memory: the pool holds the largest one's intermediate.
 TEST_F(GraphCacheTest, RecordAllRecordsEveryKeyAndReportsTheFootprint) {

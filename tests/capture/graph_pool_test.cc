@@ -1,4 +1,4 @@
-// Graph pools on every driver (issue 10, part 1; issue 25): graphs recorded into one pool share the
+// Graph pools on every driver: graphs recorded into one pool share the
 // memory of their intermediates; buffers alive after a recording are never shared; the memory goes
 // when the last graph using it goes. Every test runs on both layouts a pool may have: one reserved
 // range of virtual memory (where the device supports it: the fake and the H200 do) and plain
@@ -22,10 +22,6 @@
 namespace graphcap::testing {
 namespace {
 
-using ::testing::Each;
-using ::testing::ElementsAreArray;
-using ::testing::HasSubstr;
-
 // Batch sizes of a decode step, largest first (recorded in that order, as vLLM does: a smaller
 // graph's intermediates then fit in the larger ones').
 constexpr std::uint32_t kBatches[] = {128, 96, 64, 48, 32, 16, 8, 1};
@@ -41,6 +37,11 @@ class GraphPoolTest : public DeviceFixture, public ::testing::WithParamInterface
     return options;
   }
   Result<GraphPool> make_pool() { return device_->create_graph_pool(stream(), pool_options()); }
+  static CaptureOptions in_pool(GraphPool& pool) {
+    CaptureOptions options;
+    options.pool = &pool;
+    return options;
+  }
   static std::size_t granules(std::size_t bytes, std::size_t granularity) {
     return (bytes + granularity - 1) / granularity * granularity;
   }
@@ -56,6 +57,14 @@ class GraphPoolTest : public DeviceFixture, public ::testing::WithParamInterface
     step.in = upload_u32(iota_u32(step.n, batch * 1000));
     step.out = upload_u32(std::vector<std::uint32_t>(step.n, 0));
     return step;
+  }
+
+  // `graph`, recorded from make_step(8), replays from a zeroed output and computes in + 2 again.
+  void expect_big_step_computes(const Step& big, Graph& graph) {
+    ASSERT_THAT(device_->write(big.out, to_bytes(std::vector<std::uint32_t>(big.n, 0)), stream()),
+                IsOk());
+    ASSERT_THAT(graph.replay(), IsOk());
+    EXPECT_THAT(read_u32(big.out), ElementsAreArray(iota_u32(big.n, 8 * 1000 + 2)));
   }
 
   // One decode step: an intermediate allocated and dropped inside the pass.
@@ -87,8 +96,7 @@ class GraphPoolTest : public DeviceFixture, public ::testing::WithParamInterface
   }
   Result<Graph> record_sized(Sized& sized, GraphPool& pool) {
     if (!sized.out) sized.out = upload_u32(std::vector<std::uint32_t>(16, 0));
-    CaptureOptions options;
-    options.pool = &pool;
+    CaptureOptions options = in_pool(pool);
     EXPECT_THAT(device_->prepare_capture(stream(), options), IsOk());
     sized_pass(sized);
     EXPECT_THAT(device_->begin_capture(stream()), IsOk());
@@ -137,7 +145,7 @@ TEST_P(GraphPoolTest, EightBatchSizesShareTheLargestIntermediateAndReplayInAnyOr
   std::size_t held_by_largest = largest;
   if (stats.virtual_memory) {
     // Every graph lays its intermediate out from the range's base: its share is its own
-    // intermediate, and the pool holds the largest one's, in whole granules (issue 25).
+    // intermediate, and the pool holds the largest one's, in whole granules.
     for (std::size_t i = 0; i < graphs.size(); ++i) {
       EXPECT_EQ(graphs[i].report().pool_shared_bytes, steps[i].n * sizeof(std::uint32_t)) << i;
     }
@@ -189,8 +197,7 @@ TEST_P(GraphPoolTest, ABufferLentFromThePoolThatOutlivesItsRecordingIsRefused) {
   ASSERT_EQ(pool->intermediates(), 1u);
 
   // Allocated by the recording (the pool lends it the shared intermediate) and kept.
-  CaptureOptions options;
-  options.pool = &*pool;
+  CaptureOptions options = in_pool(*pool);
   ASSERT_THAT(device_->prepare_capture(stream(), options), IsOk());
   pass(small);
   ASSERT_THAT(device_->begin_capture(stream()), IsOk());
@@ -203,13 +210,10 @@ TEST_P(GraphPoolTest, ABufferLentFromThePoolThatOutlivesItsRecordingIsRefused) {
   *kept = Buffer{};
 
   // The first graph is untouched and still computes.
-  ASSERT_THAT(device_->write(big.out, to_bytes(std::vector<std::uint32_t>(big.n, 0)), stream()),
-              IsOk());
-  ASSERT_THAT(first->replay(), IsOk());
-  EXPECT_THAT(read_u32(big.out), ElementsAreArray(iota_u32(big.n, 8 * 1000 + 2)));
+  ASSERT_NO_FATAL_FAILURE(expect_big_step_computes(big, *first));
 }
 
-// Issue 21: a buffer the warm-up allocates is the window's own memory, never lent by the pool,
+// A buffer the warm-up allocates is the window's own memory, never lent by the pool,
 // so one kept across the recording is the graph's output like any buffer from before the window
 // (it was refused as an outliving pool buffer before).
 TEST_P(GraphPoolTest, ABufferTheWarmUpAllocatesAndTheRecordingKeepsIsTheGraphsOwnOutput) {
@@ -220,8 +224,7 @@ TEST_P(GraphPoolTest, ABufferTheWarmUpAllocatesAndTheRecordingKeepsIsTheGraphsOw
   Result<Graph> first = record(big, &*pool);
   ASSERT_THAT(first, IsOk());
 
-  CaptureOptions options;
-  options.pool = &*pool;
+  CaptureOptions options = in_pool(*pool);
   ASSERT_THAT(device_->prepare_capture(stream(), options), IsOk());
   Result<Buffer> kept = device_->alloc(small.n * sizeof(std::uint32_t), stream());
   ASSERT_THAT(kept, IsOk());
@@ -243,8 +246,7 @@ TEST_P(GraphPoolTest, APoolOfAnotherStreamOrAnEmptyPoolIsInvalidArgument) {
   ASSERT_THAT(other, IsOk());
   Result<GraphPool> foreign = device_->create_graph_pool(**other, pool_options());
   ASSERT_THAT(foreign, IsOk());
-  CaptureOptions options;
-  options.pool = &*foreign;
+  CaptureOptions options = in_pool(*foreign);
   EXPECT_THAT(device_->prepare_capture(stream(), options), StatusIs(Errc::invalid_argument));
   GraphPool empty;
   options.pool = &empty;
@@ -256,8 +258,7 @@ TEST_P(GraphPoolTest, AnAbortedPoolWindowSharesNothing) {
   Step step = make_step(4);
   Result<GraphPool> pool = make_pool();
   ASSERT_THAT(pool, IsOk());
-  CaptureOptions options;
-  options.pool = &*pool;
+  CaptureOptions options = in_pool(*pool);
   ASSERT_THAT(device_->prepare_capture(stream(), options), IsOk());
   pass(step);
   ASSERT_THAT(device_->begin_capture(stream()), IsOk());
@@ -273,15 +274,14 @@ TEST_P(GraphPoolTest, AnAbortedPoolWindowSharesNothing) {
   EXPECT_EQ(graph->report().pool_shared_bytes, 0u);
 }
 
-
-// ---- Issue 21: a pool never lends memory that is still live ----------------------------------
+// ---- A pool never lends memory that is still live ----------------------------------
 
 bool overlap(const Buffer& a, const Buffer& b) {
   return a.native_handle() < b.native_handle() + b.size() &&
          b.native_handle() < a.native_handle() + a.size();
 }
 
-// Defect 1: a window that closes without a graph forgot who borrowed the pool's memory, so the
+// A window that closes without a graph forgot who borrowed the pool's memory, so the
 // next window lent it again while the first borrower was still alive, and the pool's graphs
 // used it as scratch under the borrower's data.
 TEST_P(GraphPoolTest, ABufferKeptPastAnAbortedPoolWindowIsNeverLentAgainNorSilentlyOverwritten) {
@@ -293,8 +293,7 @@ TEST_P(GraphPoolTest, ABufferKeptPastAnAbortedPoolWindowIsNeverLentAgainNorSilen
   ASSERT_THAT(first, IsOk());
   ASSERT_EQ(pool->intermediates(), 1u);
 
-  CaptureOptions options;
-  options.pool = &*pool;
+  CaptureOptions options = in_pool(*pool);
   const std::size_t bytes = small.n * sizeof(std::uint32_t);
   ASSERT_THAT(device_->prepare_capture(stream(), options), IsOk());
   pass(small);
@@ -325,13 +324,10 @@ TEST_P(GraphPoolTest, ABufferKeptPastAnAbortedPoolWindowIsNeverLentAgainNorSilen
   EXPECT_THAT(add_one(*kept, small.out, small.n), StatusIs(Errc::graph_state));
   EXPECT_THAT(add_one(small.in, *kept, small.n), StatusIs(Errc::graph_state));
   // The pool's graph still computes.
-  ASSERT_THAT(device_->write(big.out, to_bytes(std::vector<std::uint32_t>(big.n, 0)), stream()),
-              IsOk());
-  ASSERT_THAT(first->replay(), IsOk());
-  EXPECT_THAT(read_u32(big.out), ElementsAreArray(iota_u32(big.n, 8 * 1000 + 2)));
+  ASSERT_NO_FATAL_FAILURE(expect_big_step_computes(big, *first));
 }
 
-// Defect 1 (warm-up): a buffer the warm-up allocates and keeps (a lazily allocated result) is
+// A buffer the warm-up allocates and keeps (a lazily allocated result) is
 // the window's own memory, never the pool's: another graph's replay can't overwrite it.
 TEST_P(GraphPoolTest, ABufferTheWarmUpAllocatesAndKeepsIsNeverPoolMemory) {
   Step big = make_step(8);
@@ -341,8 +337,7 @@ TEST_P(GraphPoolTest, ABufferTheWarmUpAllocatesAndKeepsIsNeverPoolMemory) {
   Result<Graph> first = record(big, &*pool);
   ASSERT_THAT(first, IsOk());
 
-  CaptureOptions options;
-  options.pool = &*pool;
+  CaptureOptions options = in_pool(*pool);
   ASSERT_THAT(device_->prepare_capture(stream(), options), IsOk());
   Result<Buffer> result = device_->alloc(small.n * sizeof(std::uint32_t), stream());
   ASSERT_THAT(result, IsOk());
@@ -352,15 +347,14 @@ TEST_P(GraphPoolTest, ABufferTheWarmUpAllocatesAndKeepsIsNeverPoolMemory) {
   EXPECT_THAT(read_u32(*result), ElementsAreArray(iota_u32(small.n, 2 * 1000 + 1)));
 }
 
-// Defect 2: an intermediate is what was allocated inside the pool's window; a graph's running
+// An intermediate is what was allocated inside the pool's window; a graph's running
 // state allocated before it (a step counter), whose handle went before end_capture, is the
 // graph's own memory, not scratch for the pool's other graphs.
 TEST_P(GraphPoolTest, StateAllocatedBeforeThePoolsWindowIsNeverShared) {
   constexpr std::uint32_t kWords = 64;
   Result<GraphPool> pool = make_pool();
   ASSERT_THAT(pool, IsOk());
-  CaptureOptions options;
-  options.pool = &*pool;
+  CaptureOptions options = in_pool(*pool);
   Buffer out_a = upload_u32(std::vector<std::uint32_t>(kWords, 0));
   Buffer out_b = upload_u32(std::vector<std::uint32_t>(kWords, 0));
 
@@ -413,7 +407,7 @@ TEST_P(GraphPoolTest, StateAllocatedBeforeThePoolsWindowIsNeverShared) {
   EXPECT_THAT(read_u32(out_a), Each(3u)) << "B's replay overwrote A's counter";
 }
 
-// Defect 3b: the refusal of a pool buffer that outlives its re-recording is decided before the
+// The refusal of a pool buffer that outlives its re-recording is decided before the
 // re-recording touches `into`: the graph replays its old recording, unchanged.
 TEST_P(GraphPoolTest, ARefusedReRecordingIntoAPoolGraphLeavesTheGraphAsItWas) {
   Step step = make_step(4);
@@ -425,8 +419,7 @@ TEST_P(GraphPoolTest, ARefusedReRecordingIntoAPoolGraphLeavesTheGraphAsItWas) {
   const CUgraphExec exec = graph->native_handle();
 
   // The same topology on another input (exec update would take it), keeping a lent buffer.
-  CaptureOptions options;
-  options.pool = &*pool;
+  CaptureOptions options = in_pool(*pool);
   Buffer kept;
   auto rerun = [&](bool keep) {
     Result<Buffer> tmp = device_->alloc(step.n * sizeof(std::uint32_t), stream());
@@ -452,7 +445,7 @@ TEST_P(GraphPoolTest, ARefusedReRecordingIntoAPoolGraphLeavesTheGraphAsItWas) {
       << "the graph replayed the refused recording";
 }
 
-// Defect 4: the allocation is a write on the owner, lent or not: another stream uses a lent
+// The allocation is a write on the owner, lent or not: another stream uses a lent
 // buffer only once ordered after it (a replay of the pool's graphs may still be queued there).
 TEST_P(GraphPoolTest, ALentBufferIsUsedOnAnotherStreamOnlyOnceOrdered) {
   Step step = make_step(4);
@@ -464,8 +457,7 @@ TEST_P(GraphPoolTest, ALentBufferIsUsedOnAnotherStreamOnlyOnceOrdered) {
   ASSERT_THAT(graph, IsOk());
   ASSERT_THAT(graph->replay(), IsOk());  // queued, using the pool's memory
 
-  CaptureOptions options;
-  options.pool = &*pool;
+  CaptureOptions options = in_pool(*pool);
   ASSERT_THAT(device_->prepare_capture(stream(), options), IsOk());
   pass(step);
   ASSERT_THAT(device_->begin_capture(stream()), IsOk());
@@ -478,8 +470,7 @@ TEST_P(GraphPoolTest, ALentBufferIsUsedOnAnotherStreamOnlyOnceOrdered) {
   EXPECT_THAT(device_->fill(*lent, std::uint8_t{0}, *other), StatusIs(Errc::graph_state));
 }
 
-
-// Defect 3c: a pool recording refused at its close never destroys an executable (or makes any
+// A pool recording refused at its close never destroys an executable (or makes any
 // other call CUDA forbids) while another thread's GLOBAL recording is open: end_capture is
 // refused up front then, with the recording still open, and the other recording is unharmed.
 TEST_P(GraphPoolTest, ClosingAPoolRecordingNeverBreaksAnotherThreadsGlobalRecording) {
@@ -495,8 +486,7 @@ TEST_P(GraphPoolTest, ClosingAPoolRecordingNeverBreaksAnotherThreadsGlobalRecord
 
   // This thread records in thread_local mode (so the other thread may open a GLOBAL recording)
   // and keeps a buffer lent from the pool.
-  CaptureOptions options;
-  options.pool = &*pool;
+  CaptureOptions options = in_pool(*pool);
   options.mode = CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
   ASSERT_THAT(device_->prepare_capture(stream(), options), IsOk());
   pass(small);
@@ -531,7 +521,7 @@ TEST_P(GraphPoolTest, ClosingAPoolRecordingNeverBreaksAnotherThreadsGlobalRecord
   EXPECT_THAT(read_u32(other_buffer, *other), Each(1u));
 }
 
-// ---- Issue 25: pools that share in any recording order ---------------------------------------
+// ---- Pools that share in any recording order ---------------------------------------
 
 // 8 bucket graphs (batch 1..128, 256 bytes a row: the issue's 65,280 bytes against 32,768 for the
 // largest alone), recorded largest first, smallest first and shuffled: on virtual memory the pool
@@ -730,8 +720,7 @@ TEST_P(GraphPoolTest, ALentBufferDroppedAfterItsWindowGivesThePoolsMemoryBackWit
   Result<Stream*> other = device_->create_stream();
   ASSERT_THAT(other, IsOk());
   auto kept_past_an_aborted_window = [&]() -> Buffer {
-    CaptureOptions options;
-    options.pool = &*pool;
+    CaptureOptions options = in_pool(*pool);
     EXPECT_THAT(device_->prepare_capture(stream(), options), IsOk());
     pass(step);
     EXPECT_THAT(device_->begin_capture(stream()), IsOk());
@@ -791,8 +780,7 @@ class GraphPoolDistinctTest : public GraphPoolTest {
 
   // Warm-up and recording of `step`, which sets the two intermediates' addresses.
   Result<Graph> record_step(const std::function<void()>& step) {
-    CaptureOptions options;
-    options.pool = &pool_;
+    CaptureOptions options = in_pool(pool_);
     EXPECT_THAT(device_->prepare_capture(stream(), options), IsOk());
     step();
     EXPECT_THAT(device_->begin_capture(stream()), IsOk());

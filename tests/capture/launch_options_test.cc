@@ -1,4 +1,4 @@
-// Launch options on every driver (issue 26 §2): Device::launch with LaunchOptions goes through
+// Launch options on every driver: Device::launch with LaunchOptions goes through
 // cuLaunchKernelEx. A programmatic launch runs correctly eagerly and replayed when the kernel
 // waits for its predecessor, and a recording makes it a programmatic edge from a kernel (an
 // ordinary one from anything else); a priority is carried on the node and makes the graph
@@ -21,12 +21,11 @@ namespace graphcap::testing {
 namespace {
 
 using ::testing::_;
-using ::testing::HasSubstr;
-
-constexpr std::uint32_t kN = 256;
 
 class LaunchOptionsTest : public DeviceFixture {
  protected:
+  static constexpr std::uint32_t kN = 256;
+
   void SetUp() override {
     DeviceFixture::SetUp();
     if (HasFatalFailure()) return;

@@ -1,4 +1,4 @@
-// Device-side loops on every driver (issue 13): Device::begin_while / end_while record a WHILE
+// Device-side loops on every driver: Device::begin_while / end_while record a WHILE
 // node whose body is what the stream records in between; a kernel given Arg::condition(loop) sets
 // the condition on the device. Replays run the body until it is 0, with the same results on the
 // fake and the H200; misuse is Errc::graph_state with nothing changed.
@@ -15,8 +15,6 @@
 
 namespace graphcap::testing {
 namespace {
-
-using ::testing::HasSubstr;
 
 class LoopTest : public DeviceFixture {
  protected:
@@ -330,8 +328,7 @@ TEST_F(LoopTest, ASideStreamCannotBeginALoop) {
   EXPECT_THAT(device_->end_capture(stream()), IsOk());
 }
 
-
-// Issue 21, defect 9: a loop whose condition starts true and that no recorded kernel takes
+// A loop whose condition starts true and that no recorded kernel takes
 // would never end on the GPU: end_while refuses it, and the loop stays open to be mended.
 TEST_F(LoopTest, ALoopStartingTrueThatNoKernelCanEndIsRefusedAndStaysOpen) {
   begin();

@@ -15,9 +15,6 @@
 namespace graphcap::testing {
 namespace {
 
-using ::testing::AllOf;
-using ::testing::HasSubstr;
-
 class OperationSiteTest : public DeviceFixture {
  protected:
   // "file:line" as graphcap names a call made at `line` of this file.

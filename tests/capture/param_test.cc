@@ -1,4 +1,4 @@
-// Per-replay parameters on every driver (issue 10, part 3): Device::param, Arg::param and
+// Per-replay parameters on every driver: Device::param, Arg::param and
 // Graph::set. A recorded launch that takes a Param has its node named (cuStreamGetCaptureInfo);
 // Graph::set patches every such node (cuGraphExecKernelNodeSetParams) from the next replay on.
 #include <cstdint>
@@ -17,33 +17,11 @@
 namespace graphcap::testing {
 namespace {
 
-using ::testing::Each;
-using ::testing::ElementsAreArray;
-using ::testing::HasSubstr;
-
-constexpr std::uint32_t kN = 300;
-constexpr std::size_t kBytes = kN * sizeof(std::uint32_t);
-
 class ParamTest : public DeviceFixture {
  protected:
-  template <class Body>
-  Graph capture(Body&& body) {
-    EXPECT_THAT(device_->prepare_capture(stream()), IsOk());
-    body();
-    EXPECT_THAT(device_->begin_capture(stream()), IsOk());
-    body();
-    Result<Graph> graph = device_->end_capture(stream());
-    EXPECT_THAT(graph, IsOk());
-    return graph ? std::move(*graph) : Graph{};
-  }
-  template <class Body>
-  Result<void> rerecord(Graph& into, Body&& body) {
-    EXPECT_THAT(device_->prepare_capture(stream()), IsOk());
-    body();
-    EXPECT_THAT(device_->begin_capture(stream()), IsOk());
-    body();
-    return device_->end_capture(stream(), into);
-  }
+  static constexpr std::uint32_t kN = 300;
+  static constexpr std::size_t kBytes = kN * sizeof(std::uint32_t);
+
   Buffer zeros() { return upload_u32(std::vector<std::uint32_t>(kN, 0)); }
   Result<void> fill_with(const Buffer& dst, const Param<std::uint32_t>& value) {
     return device_->launch(stream(), fill_, dims_for(kN),
@@ -131,8 +109,8 @@ TEST_F(ParamTest, AParamTheGraphNeverTookIsInvalidArgument) {
   EXPECT_THAT(graph.set(Param<std::uint32_t>{}, 2u), StatusIs(Errc::invalid_argument));
 }
 
-// Issue 22 changed this from a run-time refusal (Errc::invalid_argument for -1, 2.5, NaN, 1 << 40
-// on a Param<uint32_t>) to a compile-time one: a value whose type narrows to the param's does not
+// This was a run-time refusal (Errc::invalid_argument for -1, 2.5, NaN, 1 << 40 on a
+// Param<uint32_t>); it is a compile-time one: a value whose type narrows to the param's does not
 // compile, whatever the value; one that converts without narrowing compiles and works.
 template <class P, class V>
 concept settable = requires(Graph& graph, const P& param, V value) { graph.set(param, value); };

@@ -15,9 +15,6 @@
 namespace graphcap::testing {
 namespace {
 
-using ::testing::ElementsAreArray;
-using ::testing::HasSubstr;
-
 class RecordExternalTest : public DeviceFixture {
  protected:
   // dst = src + 1, launched straight through the driver on the device's stream.

@@ -18,12 +18,6 @@
 namespace graphcap::testing {
 namespace {
 
-using ::testing::AllOf;
-using ::testing::Each;
-using ::testing::ElementsAreArray;
-using ::testing::HasSubstr;
-using ::testing::Not;
-
 class ReplayCheckedTest : public DeviceFixture {
  protected:
   // "file:line" as graphcap names a call made at `line` of this file.

@@ -1,4 +1,4 @@
-// Re-recording into an existing graph on every driver (issue 10, part 2): Device::end_capture(s,
+// Re-recording into an existing graph on every driver: Device::end_capture(s,
 // into) updates into's executable in place when the driver accepts the new recording
 // (docs/cuda-driver-facts.md, "Exec update": same topology, other parameters, pointers, grids or
 // functions) and re-instantiates otherwise; into.report() says which and why; into is unchanged
@@ -15,15 +15,10 @@
 namespace graphcap::testing {
 namespace {
 
-using ::testing::Each;
-using ::testing::ElementsAreArray;
-using ::testing::HasSubstr;
-
-constexpr std::uint32_t kN = 300;
-constexpr std::size_t kBytes = kN * sizeof(std::uint32_t);
-
 class RerecordTest : public DeviceFixture {
  protected:
+  static constexpr std::uint32_t kN = 300;
+  static constexpr std::size_t kBytes = kN * sizeof(std::uint32_t);
   // Warm-up then recording of `body`, closed into a new graph.
   template <class Body>
   Graph capture(Body&& body) {

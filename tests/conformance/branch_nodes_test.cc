@@ -15,31 +15,8 @@
 namespace graphcap::testing {
 namespace {
 
-class BranchNodes : public ConformanceTest {
+class BranchNodes : public BodiesTest {
  protected:
-  void SetUp() override {
-    ConformanceTest::SetUp();
-    if (HasFatalFailure()) return;
-    module_ = load_test_kernels();
-    add_one_ = kernel(module_, "add_one");
-    set_condition_ = kernel(module_, "set_condition");
-    countdown_ = kernel(module_, "countdown");
-    words_ = alloc(64 * sizeof(std::uint32_t));
-    s_ = new_stream();
-    body_ = new_stream();
-    inner_ = new_stream();
-    ASSERT_FALSE(HasFailure());
-  }
-  void TearDown() override {
-    inner_.reset();
-    body_.reset();
-    s_.reset();
-    words_.reset();
-    module_.reset();
-    ConformanceTest::TearDown();
-  }
-
-  CUdeviceptr word(std::size_t i) const { return words_.get() + i * sizeof(std::uint32_t); }
   // word(i) += 1, as a body's marker.
   void bump(CUstream stream, std::size_t i) {
     EXPECT_EQ(launch(add_one_, stream, 1, 1, word(i), word(i), 1u), CUDA_SUCCESS);
@@ -108,7 +85,7 @@ class BranchNodes : public ConformanceTest {
 
   // A graph: [set the handle to `value` when given]; a node of `type` whose body b bumps word b;
   // a bump of word 10 after it (the graph goes on).
-  Graph branch(CUgraphConditionalNodeType type, unsigned size, unsigned first, unsigned flags,
+  RawGraph branch(CUgraphConditionalNodeType type, unsigned size, unsigned first, unsigned flags,
                std::optional<std::uint32_t> value) {
     return capture(s_.get(), [&] {
       const CUgraphConditionalHandle h = handle(s_.get(), first, flags);
@@ -129,44 +106,35 @@ class BranchNodes : public ConformanceTest {
     out.push_back(words[10]);
     return out;
   }
-
-  Module module_;
-  CUfunction add_one_ = nullptr;
-  CUfunction set_condition_ = nullptr;
-  CUfunction countdown_ = nullptr;
-  DeviceMemory words_;
-  Stream s_;
-  Stream body_;
-  Stream inner_;
 };
 
 using Counts = std::vector<std::uint32_t>;
 
-TEST_F(BranchNodes, AnIfRunsItsBodyOnEveryLaunchItsDefaultIsNonzeroAndNeverOtherwise) {  // B01
-  Graph taken = branch(CU_GRAPH_COND_TYPE_IF, 1, 1, kGraphCondAssignDefault, std::nullopt);
+TEST_F(BranchNodes, AnIfRunsItsBodyOnEveryLaunchItsDefaultIsNonzeroAndNeverOtherwise) {
+  RawGraph taken = branch(CU_GRAPH_COND_TYPE_IF, 1, 1, kGraphCondAssignDefault, std::nullopt);
   Exec exec = instantiate(taken.get());
   EXPECT_EQ(run(exec, 1), (Counts{1, 1}));
   EXPECT_EQ(run(exec, 1), (Counts{1, 1}));
-  Graph skipped = branch(CU_GRAPH_COND_TYPE_IF, 1, 0, kGraphCondAssignDefault, std::nullopt);
+  RawGraph skipped = branch(CU_GRAPH_COND_TYPE_IF, 1, 0, kGraphCondAssignDefault, std::nullopt);
   Exec never = instantiate(skipped.get());
   EXPECT_EQ(run(never, 1), (Counts{0, 1}));
 }
 
-TEST_F(BranchNodes, AnIfElseRunsItsBodyForAnyNonzeroValueAndItsElseForZero) {  // B02
+TEST_F(BranchNodes, AnIfElseRunsItsBodyForAnyNonzeroValueAndItsElseForZero) {
   for (const auto& [value, expected] :
        std::vector<std::pair<std::uint32_t, Counts>>{{0, {0, 1, 1}}, {1, {1, 0, 1}},
                                                      {7, {1, 0, 1}}}) {
     SCOPED_TRACE("value " + std::to_string(value));
-    Graph graph = branch(CU_GRAPH_COND_TYPE_IF, 2, 1, kGraphCondAssignDefault, value);
+    RawGraph graph = branch(CU_GRAPH_COND_TYPE_IF, 2, 1, kGraphCondAssignDefault, value);
     Exec exec = instantiate(graph.get());
     EXPECT_EQ(run(exec, 2), expected);
   }
 }
 
-TEST_F(BranchNodes, ASwitchRunsTheCaseItsValueNamesAndNoneForAValuePastTheLast) {  // B03
+TEST_F(BranchNodes, ASwitchRunsTheCaseItsValueNamesAndNoneForAValuePastTheLast) {
   for (std::uint32_t value : {0u, 1u, 2u, 3u, 4u, 100u, 0xFFFFFFFFu}) {
     SCOPED_TRACE("value " + std::to_string(value));
-    Graph graph = branch(CU_GRAPH_COND_TYPE_SWITCH, 4, 0, kGraphCondAssignDefault, value);
+    RawGraph graph = branch(CU_GRAPH_COND_TYPE_SWITCH, 4, 0, kGraphCondAssignDefault, value);
     Exec exec = instantiate(graph.get());
     Counts expected(4, 0);
     if (value < 4) expected[value] = 1;
@@ -175,19 +143,19 @@ TEST_F(BranchNodes, ASwitchRunsTheCaseItsValueNamesAndNoneForAValuePastTheLast) 
   }
 }
 
-TEST_F(BranchNodes, ASwitchDefaultSelectsItsCaseOnEveryLaunch) {  // B03.d2, B03.d9
-  Graph two = branch(CU_GRAPH_COND_TYPE_SWITCH, 4, 2, kGraphCondAssignDefault, std::nullopt);
+TEST_F(BranchNodes, ASwitchDefaultSelectsItsCaseOnEveryLaunch) {
+  RawGraph two = branch(CU_GRAPH_COND_TYPE_SWITCH, 4, 2, kGraphCondAssignDefault, std::nullopt);
   Exec exec = instantiate(two.get());
   EXPECT_EQ(run(exec, 4), (Counts{0, 0, 1, 0, 1}));
   EXPECT_EQ(run(exec, 4), (Counts{0, 0, 1, 0, 1}));
-  Graph nine = branch(CU_GRAPH_COND_TYPE_SWITCH, 4, 9, kGraphCondAssignDefault, std::nullopt);
+  RawGraph nine = branch(CU_GRAPH_COND_TYPE_SWITCH, 4, 9, kGraphCondAssignDefault, std::nullopt);
   Exec none = instantiate(nine.get());
   EXPECT_EQ(run(none, 4), (Counts{0, 0, 0, 0, 1}));
 }
 
-TEST_F(BranchNodes, WithoutAssignDefaultTheValueStartsAtZeroAndPersistsAcrossLaunches) {  // B04
+TEST_F(BranchNodes, WithoutAssignDefaultTheValueStartsAtZeroAndPersistsAcrossLaunches) {
   // A kernel after the node sets the value: the first launch sees 0, later ones what it set.
-  Graph graph = capture(s_.get(), [&] {
+  RawGraph graph = capture(s_.get(), [&] {
     const CUgraphConditionalHandle h = handle(s_.get(), 1, 0);
     std::vector<CUgraph> bodies;
     ASSERT_EQ(insert(s_.get(), CU_GRAPH_COND_TYPE_SWITCH, 3, h, &bodies), CUDA_SUCCESS);
@@ -198,8 +166,8 @@ TEST_F(BranchNodes, WithoutAssignDefaultTheValueStartsAtZeroAndPersistsAcrossLau
   EXPECT_EQ(run(exec, 3), (Counts{1, 0, 0, 0}));
   EXPECT_EQ(run(exec, 3), (Counts{0, 0, 1, 0}));
   EXPECT_EQ(run(exec, 3), (Counts{0, 0, 1, 0}));
-  // With ASSIGN_DEFAULT the default wins on every launch (B04.c, B04.d).
-  Graph reset = capture(s_.get(), [&] {
+  // With ASSIGN_DEFAULT the default wins on every launch.
+  RawGraph reset = capture(s_.get(), [&] {
     const CUgraphConditionalHandle h = handle(s_.get(), 0, kGraphCondAssignDefault);
     std::vector<CUgraph> bodies;
     ASSERT_EQ(insert(s_.get(), CU_GRAPH_COND_TYPE_IF, 1, h, &bodies), CUDA_SUCCESS);
@@ -211,11 +179,11 @@ TEST_F(BranchNodes, WithoutAssignDefaultTheValueStartsAtZeroAndPersistsAcrossLau
   EXPECT_EQ(run(again, 1), (Counts{0, 0}));
 }
 
-TEST_F(BranchNodes, EmptyBodiesAreValid) {  // B06
+TEST_F(BranchNodes, EmptyBodiesAreValid) {
   for (const auto& [type, size] : std::vector<std::pair<CUgraphConditionalNodeType, unsigned>>{
            {CU_GRAPH_COND_TYPE_IF, 1}, {CU_GRAPH_COND_TYPE_IF, 2}, {CU_GRAPH_COND_TYPE_SWITCH, 4},
            {CU_GRAPH_COND_TYPE_WHILE, 1}}) {
-    Graph graph = capture(s_.get(), [&] {
+    RawGraph graph = capture(s_.get(), [&] {
       const CUgraphConditionalHandle h =
           handle(s_.get(), type == CU_GRAPH_COND_TYPE_WHILE ? 0 : 1, kGraphCondAssignDefault);
       std::vector<CUgraph> bodies;
@@ -227,7 +195,7 @@ TEST_F(BranchNodes, EmptyBodiesAreValid) {  // B06
   }
 }
 
-TEST_F(BranchNodes, SizesOutsideEachTypesRangeAreInvalidValue) {  // B05.0, B05.ifsize
+TEST_F(BranchNodes, SizesOutsideEachTypesRangeAreInvalidValue) {
   ASSERT_EQ(api().cuStreamBeginCapture(s_.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
   for (const auto& [type, size] : std::vector<std::pair<CUgraphConditionalNodeType, unsigned>>{
            {CU_GRAPH_COND_TYPE_SWITCH, 0}, {CU_GRAPH_COND_TYPE_IF, 0}, {CU_GRAPH_COND_TYPE_IF, 3},
@@ -240,11 +208,11 @@ TEST_F(BranchNodes, SizesOutsideEachTypesRangeAreInvalidValue) {  // B05.0, B05.
   // The refusals leave the capture active (its unused handles stay on the graph).
   CUgraph raw = nullptr;
   ASSERT_EQ(api().cuStreamEndCapture(s_.get(), &raw), CUDA_SUCCESS);
-  Graph graph(api(), raw);
+  RawGraph graph(api(), raw);
 }
 
-TEST_F(BranchNodes, ASwitchOfSixtyFourCasesRunsItsLastCaseForTheLastValue) {  // B05
-  Graph graph = capture(s_.get(), [&] {
+TEST_F(BranchNodes, ASwitchOfSixtyFourCasesRunsItsLastCaseForTheLastValue) {
+  RawGraph graph = capture(s_.get(), [&] {
     const CUgraphConditionalHandle h = handle(s_.get(), 63, kGraphCondAssignDefault);
     std::vector<CUgraph> bodies;
     ASSERT_EQ(insert(s_.get(), CU_GRAPH_COND_TYPE_SWITCH, 64, h, &bodies), CUDA_SUCCESS);
@@ -256,8 +224,8 @@ TEST_F(BranchNodes, ASwitchOfSixtyFourCasesRunsItsLastCaseForTheLastValue) {  //
   EXPECT_EQ(run(exec, 2), (Counts{0, 1, 0}));
 }
 
-TEST_F(BranchNodes, AHandleOfTheOuterGraphSteersAnIfInsideAnIfBody) {  // B07e
-  Graph graph = capture(s_.get(), [&] {
+TEST_F(BranchNodes, AHandleOfTheOuterGraphSteersAnIfInsideAnIfBody) {
+  RawGraph graph = capture(s_.get(), [&] {
     const CUgraphConditionalHandle outer = handle(s_.get(), 1, kGraphCondAssignDefault);
     const CUgraphConditionalHandle inner = handle(s_.get(), 0, kGraphCondAssignDefault);
     set(s_.get(), inner, 1);
@@ -274,10 +242,10 @@ TEST_F(BranchNodes, AHandleOfTheOuterGraphSteersAnIfInsideAnIfBody) {  // B07e
   EXPECT_EQ(run(exec, 1), (Counts{1, 0}));
 }
 
-TEST_F(BranchNodes, AnIfInsideAWhileBodyEvaluatesTheValueSetInEachIteration) {  // B07a
+TEST_F(BranchNodes, AnIfInsideAWhileBodyEvaluatesTheValueSetInEachIteration) {
   // WHILE (word 20 from 4) { countdown of word 30 (from 2) sets the IF: 1, 0, then 1 twice (it
   // wraps below 0); IF { bump 0 }; countdown of word 20 sets the WHILE }.
-  Graph graph = capture(s_.get(), [&] {
+  RawGraph graph = capture(s_.get(), [&] {
     const CUgraphConditionalHandle loop = handle(s_.get(), 1, kGraphCondAssignDefault);
     std::vector<CUgraph> loop_body;
     ASSERT_EQ(insert(s_.get(), CU_GRAPH_COND_TYPE_WHILE, 1, loop, &loop_body), CUDA_SUCCESS);
@@ -302,8 +270,8 @@ TEST_F(BranchNodes, AnIfInsideAWhileBodyEvaluatesTheValueSetInEachIteration) {  
   EXPECT_EQ(after[0], 3u) << "the IF body ran where its value was 1";
 }
 
-TEST_F(BranchNodes, AGraphHoldingAConditionalNodeHasOneExecutableAtATime) {  // B04.f, B11
-  Graph graph = branch(CU_GRAPH_COND_TYPE_IF, 1, 1, kGraphCondAssignDefault, std::nullopt);
+TEST_F(BranchNodes, AGraphHoldingAConditionalNodeHasOneExecutableAtATime) {
+  RawGraph graph = branch(CU_GRAPH_COND_TYPE_IF, 1, 1, kGraphCondAssignDefault, std::nullopt);
   Exec first = instantiate(graph.get());
   CUgraphExec second = nullptr;
   EXPECT_EQ(api().cuGraphInstantiateWithFlags(&second, graph.get(), 0), CUDA_ERROR_NOT_SUPPORTED);
@@ -312,24 +280,24 @@ TEST_F(BranchNodes, AGraphHoldingAConditionalNodeHasOneExecutableAtATime) {  // 
   EXPECT_TRUE(again);
 }
 
-TEST_F(BranchNodes, ExecUpdateTakesNewBodyArgumentsAndDefaults) {  // B09.a-d
-  Graph first = branch(CU_GRAPH_COND_TYPE_IF, 2, 1, kGraphCondAssignDefault, std::nullopt);
+TEST_F(BranchNodes, ExecUpdateTakesNewBodyArgumentsAndDefaults) {
+  RawGraph first = branch(CU_GRAPH_COND_TYPE_IF, 2, 1, kGraphCondAssignDefault, std::nullopt);
   Exec exec = instantiate(first.get());
   EXPECT_EQ(run(exec, 2), (Counts{1, 0, 1}));
   // The same topology, the default 0: the ELSE body runs from the next launch.
-  Graph second = branch(CU_GRAPH_COND_TYPE_IF, 2, 0, kGraphCondAssignDefault, std::nullopt);
+  RawGraph second = branch(CU_GRAPH_COND_TYPE_IF, 2, 0, kGraphCondAssignDefault, std::nullopt);
   CUgraphExecUpdateResultInfo info{};
   EXPECT_EQ(api().cuGraphExecUpdate(exec.get(), second.get(), &info), CUDA_SUCCESS);
   EXPECT_EQ(info.result, CU_GRAPH_EXEC_UPDATE_SUCCESS);
   EXPECT_EQ(run(exec, 2), (Counts{0, 1, 1}));
 }
 
-TEST_F(BranchNodes, ExecUpdateOfAnotherKindOrSizeIsNotSupportedOnTheNode) {  // B09.e-g
-  Graph first = branch(CU_GRAPH_COND_TYPE_IF, 1, 1, kGraphCondAssignDefault, std::nullopt);
+TEST_F(BranchNodes, ExecUpdateOfAnotherKindOrSizeIsNotSupportedOnTheNode) {
+  RawGraph first = branch(CU_GRAPH_COND_TYPE_IF, 1, 1, kGraphCondAssignDefault, std::nullopt);
   Exec exec = instantiate(first.get());
   for (const auto& [type, size] : std::vector<std::pair<CUgraphConditionalNodeType, unsigned>>{
            {CU_GRAPH_COND_TYPE_IF, 2}, {CU_GRAPH_COND_TYPE_SWITCH, 1}}) {
-    Graph next = branch(type, size, 1, kGraphCondAssignDefault, std::nullopt);
+    RawGraph next = branch(type, size, 1, kGraphCondAssignDefault, std::nullopt);
     CUgraphExecUpdateResultInfo info{};
     EXPECT_EQ(api().cuGraphExecUpdate(exec.get(), next.get(), &info),
               CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
@@ -342,10 +310,10 @@ TEST_F(BranchNodes, ExecUpdateOfAnotherKindOrSizeIsNotSupportedOnTheNode) {  // 
   EXPECT_EQ(run(exec, 1), (Counts{1, 1})) << "the executable runs unchanged";
 }
 
-TEST_F(BranchNodes, ExecUpdateWithOneKernelMoreInABodyIsTopologyChangedNamingNoNode) {  // B09.h
-  Graph first = branch(CU_GRAPH_COND_TYPE_IF, 1, 1, kGraphCondAssignDefault, std::nullopt);
+TEST_F(BranchNodes, ExecUpdateWithOneKernelMoreInABodyIsTopologyChangedNamingNoNode) {
+  RawGraph first = branch(CU_GRAPH_COND_TYPE_IF, 1, 1, kGraphCondAssignDefault, std::nullopt);
   Exec exec = instantiate(first.get());
-  Graph more = capture(s_.get(), [&] {
+  RawGraph more = capture(s_.get(), [&] {
     const CUgraphConditionalHandle h = handle(s_.get(), 1, kGraphCondAssignDefault);
     std::vector<CUgraph> bodies;
     ASSERT_EQ(insert(s_.get(), CU_GRAPH_COND_TYPE_IF, 1, h, &bodies), CUDA_SUCCESS);

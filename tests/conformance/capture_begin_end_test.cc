@@ -11,9 +11,9 @@ namespace {
 using CaptureBeginEnd = ConformanceTest;
 
 TEST_F(CaptureBeginEnd, BeginOnACapturingStreamIsIllegalStateAndTheCaptureStaysValid) {
-  Module module = load_test_kernels();
+  RawModule module = load_test_kernels();
   CUfunction empty = kernel(module, "empty");
-  Stream s = new_stream();
+  RawStream s = new_stream();
   ASSERT_FALSE(HasFailure());
 
   ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
@@ -38,7 +38,7 @@ TEST_F(CaptureBeginEnd, BeginOnTheLegacyStreamIsUnsupported) {
 }
 
 TEST_F(CaptureBeginEnd, BeginWithAnInvalidModeIsInvalidValue) {
-  Stream s = new_stream();
+  RawStream s = new_stream();
   ASSERT_FALSE(HasFailure());
   EXPECT_EQ(api().cuStreamBeginCapture(s.get(), static_cast<CUstreamCaptureMode>(3)),
             CUDA_ERROR_INVALID_VALUE);
@@ -48,7 +48,7 @@ TEST_F(CaptureBeginEnd, BeginWithAnInvalidModeIsInvalidValue) {
 }
 
 TEST_F(CaptureBeginEnd, EndOnAStreamThatIsNotCapturingIsIllegalState) {
-  Stream s = new_stream();
+  RawStream s = new_stream();
   ASSERT_FALSE(HasFailure());
   CUgraph graph = nullptr;
   EXPECT_EQ(api().cuStreamEndCapture(s.get(), &graph), CUDA_ERROR_ILLEGAL_STATE);
@@ -57,23 +57,23 @@ TEST_F(CaptureBeginEnd, EndOnAStreamThatIsNotCapturingIsIllegalState) {
 }
 
 TEST_F(CaptureBeginEnd, EndTwiceIsIllegalStateTheSecondTime) {
-  Stream s = new_stream();
+  RawStream s = new_stream();
   ASSERT_FALSE(HasFailure());
-  Graph graph = capture(s.get(), [] {});
+  RawGraph graph = capture(s.get(), [] {});
   CUgraph second = nullptr;
   EXPECT_EQ(api().cuStreamEndCapture(s.get(), &second), CUDA_ERROR_ILLEGAL_STATE);
   EXPECT_EQ(second, nullptr);
 }
 
 TEST_F(CaptureBeginEnd, EmptyCaptureIsAValidGraphWithNoNodesThatInstantiatesAndLaunches) {
-  Stream s = new_stream();
+  RawStream s = new_stream();
   ASSERT_FALSE(HasFailure());
   ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
   EXPECT_EQ(capture_status(s.get()), CU_STREAM_CAPTURE_STATUS_ACTIVE);
   CUgraph raw = nullptr;
   ASSERT_EQ(api().cuStreamEndCapture(s.get(), &raw), CUDA_SUCCESS);
   ASSERT_NE(raw, nullptr);
-  Graph graph(api(), raw);
+  RawGraph graph(api(), raw);
   EXPECT_EQ(capture_status(s.get()), CU_STREAM_CAPTURE_STATUS_NONE);
 
   std::size_t count = 99;
@@ -92,9 +92,9 @@ class CaptureModes : public ConformanceTest,
                      public ::testing::WithParamInterface<CUstreamCaptureMode> {};
 
 TEST_P(CaptureModes, BeginRecordEnd) {
-  Module module = load_test_kernels();
+  RawModule module = load_test_kernels();
   CUfunction empty = kernel(module, "empty");
-  Stream s = new_stream();
+  RawStream s = new_stream();
   ASSERT_FALSE(HasFailure());
   ASSERT_EQ(api().cuStreamBeginCapture(s.get(), GetParam()), CUDA_SUCCESS);
   EXPECT_EQ(capture_status(s.get()), CU_STREAM_CAPTURE_STATUS_ACTIVE);

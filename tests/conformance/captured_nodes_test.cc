@@ -10,18 +10,15 @@
 namespace graphcap::testing {
 namespace {
 
-using ::testing::ElementsAre;
-using ::testing::IsEmpty;
-
 using CapturedNodes = ConformanceTest;
 
 TEST_F(CapturedNodes, OneKernelLaunchIsOneKernelNode) {
-  Module module = load_test_kernels();
+  RawModule module = load_test_kernels();
   CUfunction fill = kernel(module, "fill");
   DeviceMemory buffer = alloc(64 * sizeof(std::uint32_t));
-  Stream s = new_stream();
+  RawStream s = new_stream();
   ASSERT_FALSE(HasFailure());
-  Graph graph = capture(s.get(), [&] {
+  RawGraph graph = capture(s.get(), [&] {
     EXPECT_EQ(launch(fill, s.get(), kGrid, kBlock, buffer.get(), std::uint32_t{7},
                      std::uint32_t{64}),
               CUDA_SUCCESS);
@@ -31,10 +28,10 @@ TEST_F(CapturedNodes, OneKernelLaunchIsOneKernelNode) {
 
 TEST_F(CapturedNodes, HostToDeviceCopyFromPageableMemoryIsAMemcpyNode) {
   DeviceMemory buffer = alloc(256);
-  Stream s = new_stream();
+  RawStream s = new_stream();
   ASSERT_FALSE(HasFailure());
   const std::vector<std::uint8_t> pageable(256, 0x5a);  // ordinary heap memory, not pinned
-  Graph graph = capture(s.get(), [&] {
+  RawGraph graph = capture(s.get(), [&] {
     EXPECT_EQ(api().cuMemcpyHtoDAsync(buffer.get(), pageable.data(), pageable.size(), s.get()),
               CUDA_SUCCESS);
   });
@@ -43,26 +40,26 @@ TEST_F(CapturedNodes, HostToDeviceCopyFromPageableMemoryIsAMemcpyNode) {
 
 TEST_F(CapturedNodes, MemsetD8IsAMemsetNode) {
   DeviceMemory buffer = alloc(256);
-  Stream s = new_stream();
+  RawStream s = new_stream();
   ASSERT_FALSE(HasFailure());
-  Graph graph = capture(s.get(), [&] {
+  RawGraph graph = capture(s.get(), [&] {
     EXPECT_EQ(api().cuMemsetD8Async(buffer.get(), 0xab, 256, s.get()), CUDA_SUCCESS);
   });
   EXPECT_THAT(node_types(graph.get()), ElementsAre(CU_GRAPH_NODE_TYPE_MEMSET));
 }
 
 TEST_F(CapturedNodes, EventRecordAddsNoNode) {
-  Module module = load_test_kernels();
+  RawModule module = load_test_kernels();
   CUfunction empty = kernel(module, "empty");
-  Event event = new_event();
-  Stream s = new_stream();
+  RawEvent event = new_event();
+  RawStream s = new_stream();
   ASSERT_FALSE(HasFailure());
-  Graph only_record = capture(s.get(), [&] {
+  RawGraph only_record = capture(s.get(), [&] {
     EXPECT_EQ(api().cuEventRecord(event.get(), s.get()), CUDA_SUCCESS);
   });
   EXPECT_THAT(node_types(only_record.get()), IsEmpty());
 
-  Graph between_kernels = capture(s.get(), [&] {
+  RawGraph between_kernels = capture(s.get(), [&] {
     EXPECT_EQ(launch(empty, s.get(), 1, 1), CUDA_SUCCESS);
     EXPECT_EQ(api().cuEventRecord(event.get(), s.get()), CUDA_SUCCESS);
     EXPECT_EQ(launch(empty, s.get(), 1, 1), CUDA_SUCCESS);
@@ -72,13 +69,13 @@ TEST_F(CapturedNodes, EventRecordAddsNoNode) {
 }
 
 TEST_F(CapturedNodes, ExternalWaitOnAnEventRecordedOutsideCaptureIsAWaitEventNode) {
-  Event event = new_event();
-  Stream s = new_stream();
-  Stream other = new_stream();
+  RawEvent event = new_event();
+  RawStream s = new_stream();
+  RawStream other = new_stream();
   ASSERT_FALSE(HasFailure());
   ASSERT_EQ(api().cuEventRecord(event.get(), other.get()), CUDA_SUCCESS);
   ASSERT_EQ(api().cuStreamSynchronize(other.get()), CUDA_SUCCESS);
-  Graph graph = capture(s.get(), [&] {
+  RawGraph graph = capture(s.get(), [&] {
     EXPECT_EQ(api().cuStreamWaitEvent(s.get(), event.get(), CU_EVENT_WAIT_EXTERNAL),
               CUDA_SUCCESS);
   });
@@ -86,13 +83,13 @@ TEST_F(CapturedNodes, ExternalWaitOnAnEventRecordedOutsideCaptureIsAWaitEventNod
 }
 
 TEST_F(CapturedNodes, MixedSequenceListsNodesInCaptureOrder) {
-  Module module = load_test_kernels();
+  RawModule module = load_test_kernels();
   CUfunction fill = kernel(module, "fill");
   DeviceMemory buffer = alloc(64 * sizeof(std::uint32_t));
-  Stream s = new_stream();
+  RawStream s = new_stream();
   ASSERT_FALSE(HasFailure());
   const std::vector<std::uint32_t> host = iota(64);
-  Graph graph = capture(s.get(), [&] {
+  RawGraph graph = capture(s.get(), [&] {
     EXPECT_EQ(api().cuMemcpyHtoDAsync(buffer.get(), host.data(), 64 * sizeof(std::uint32_t),
                                       s.get()),
               CUDA_SUCCESS);

@@ -22,32 +22,8 @@ struct InsertedLoop {
   CUgraph body = nullptr;
 };
 
-class ConditionalNodes : public ConformanceTest {
+class ConditionalNodes : public BodiesTest {
  protected:
-  void SetUp() override {
-    ConformanceTest::SetUp();
-    if (HasFatalFailure()) return;
-    module_ = load_test_kernels();
-    fill_ = kernel(module_, "fill");
-    countdown_ = kernel(module_, "countdown");
-    set_condition_ = kernel(module_, "set_condition");
-    add_one_ = kernel(module_, "add_one");
-    words_ = alloc(64 * sizeof(std::uint32_t));
-    s_ = new_stream();
-    body_ = new_stream();
-    inner_ = new_stream();
-    ASSERT_FALSE(HasFailure());
-  }
-  void TearDown() override {
-    inner_.reset();
-    body_.reset();
-    s_.reset();
-    words_.reset();
-    module_.reset();
-    ConformanceTest::TearDown();
-  }
-
-  CUdeviceptr word(std::size_t i) const { return words_.get() + i * sizeof(std::uint32_t); }
 
   // The WHILE node after `stream`'s current dependencies, later work on `stream` after it.
   CUresult insert_while(CUstream stream, unsigned first, unsigned flags, InsertedLoop* loop,
@@ -86,7 +62,7 @@ class ConditionalNodes : public ConformanceTest {
 
   // counter (word 0) = k; iterations (word 1) = 0; WHILE(first, flags) { countdown };
   // add_one over word 2 into word 3.
-  Graph capture_countdown(std::uint32_t k, unsigned first, unsigned flags,
+  RawGraph capture_countdown(std::uint32_t k, unsigned first, unsigned flags,
                           InsertedLoop* inserted = nullptr) {
     return capture(s_.get(), [&] {
       EXPECT_EQ(launch(fill_, s_.get(), 1, 1, word(0), k, 1u), CUDA_SUCCESS);
@@ -111,21 +87,11 @@ class ConditionalNodes : public ConformanceTest {
     EXPECT_EQ(api().cuGraphLaunch(exec.get(), s_.get()), CUDA_SUCCESS);
     return download(word(1), 1, s_.get())[0];
   }
-
-  Module module_;
-  CUfunction fill_ = nullptr;
-  CUfunction countdown_ = nullptr;
-  CUfunction set_condition_ = nullptr;
-  CUfunction add_one_ = nullptr;
-  DeviceMemory words_;
-  Stream s_;
-  Stream body_;
-  Stream inner_;
 };
 
 TEST_F(ConditionalNodes, AWhileNodeInsertedDuringCaptureRunsItsBodyUntilAKernelClearsIt) {
   upload(words_.get(), iota(64), s_.get());
-  Graph graph = capture(s_.get(), [&] {
+  RawGraph graph = capture(s_.get(), [&] {
     EXPECT_EQ(launch(fill_, s_.get(), 1, 1, word(0), 5u, 1u), CUDA_SUCCESS);
     EXPECT_EQ(launch(fill_, s_.get(), 1, 1, word(1), 0u, 1u), CUDA_SUCCESS);
     InsertedLoop loop;
@@ -170,21 +136,21 @@ TEST_F(ConditionalNodes, AWhileNodeInsertedDuringCaptureRunsItsBodyUntilAKernelC
 }
 
 TEST_F(ConditionalNodes, ADefaultOfZeroRunsTheBodyNever) {
-  Graph graph = capture_countdown(3, 0, kGraphCondAssignDefault);
+  RawGraph graph = capture_countdown(3, 0, kGraphCondAssignDefault);
   Exec exec = instantiate(graph.get());
   EXPECT_EQ(run(exec), 0u);
   EXPECT_EQ(download(word(0), 1, s_.get())[0], 3u);  // the counter was never touched
 }
 
 TEST_F(ConditionalNodes, WithoutAssignDefaultTheConditionStartsAtZeroAndTheDefaultIsIgnored) {
-  Graph graph = capture_countdown(3, 1, 0);
+  RawGraph graph = capture_countdown(3, 1, 0);
   Exec exec = instantiate(graph.get());
   EXPECT_EQ(run(exec), 0u);
   EXPECT_EQ(run(exec), 0u);
 }
 
 TEST_F(ConditionalNodes, AKernelBeforeTheNodeSetsTheConditionOverTheDefault) {
-  Graph graph = capture(s_.get(), [&] {
+  RawGraph graph = capture(s_.get(), [&] {
     CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
     CUgraph capturing = nullptr;
     ASSERT_EQ(api().cuStreamGetCaptureInfo(s_.get(), &status, nullptr, &capturing, nullptr,
@@ -229,7 +195,7 @@ TEST_F(ConditionalNodes, AKernelBeforeTheNodeSetsTheConditionOverTheDefault) {
 }
 
 TEST_F(ConditionalNodes, ABodyMayHoldDeviceCopiesAndMemsets) {
-  Graph graph = capture(s_.get(), [&] {
+  RawGraph graph = capture(s_.get(), [&] {
     EXPECT_EQ(launch(fill_, s_.get(), 1, 1, word(0), 3u, 1u), CUDA_SUCCESS);
     EXPECT_EQ(launch(fill_, s_.get(), 1, 1, word(1), 0u, 1u), CUDA_SUCCESS);
     InsertedLoop loop;
@@ -253,7 +219,7 @@ TEST_F(ConditionalNodes, ABodyMayHoldDeviceCopiesAndMemsets) {
 }
 
 TEST_F(ConditionalNodes, MemoryNodesInABodyAreCapturedThenRefusedByInstantiate) {
-  Graph graph = capture(s_.get(), [&] {
+  RawGraph graph = capture(s_.get(), [&] {
     InsertedLoop loop;
     ASSERT_EQ(insert_while(s_.get(), 0, kGraphCondAssignDefault, &loop), CUDA_SUCCESS);
     ASSERT_EQ(api().cuStreamBeginCaptureToGraph(body_.get(), loop.body, nullptr, nullptr, 0,
@@ -275,16 +241,16 @@ TEST_F(ConditionalNodes, MemoryNodesInABodyAreCapturedThenRefusedByInstantiate) 
 }
 
 TEST_F(ConditionalNodes, ExecUpdateTakesABodyOfTheSameTopologyAndRefusesOneKernelMore) {
-  Graph first = capture_countdown(3, 1, kGraphCondAssignDefault);
+  RawGraph first = capture_countdown(3, 1, kGraphCondAssignDefault);
   Exec exec = instantiate(first.get());
   EXPECT_EQ(run(exec), 3u);
-  Graph second = capture_countdown(4, 1, kGraphCondAssignDefault);
+  RawGraph second = capture_countdown(4, 1, kGraphCondAssignDefault);
   CUgraphExecUpdateResultInfo info{};
   EXPECT_EQ(api().cuGraphExecUpdate(exec.get(), second.get(), &info), CUDA_SUCCESS);
   EXPECT_EQ(info.result, CU_GRAPH_EXEC_UPDATE_SUCCESS);
   EXPECT_EQ(run(exec), 4u);
   // One kernel more in the body.
-  Graph third = capture(s_.get(), [&] {
+  RawGraph third = capture(s_.get(), [&] {
     EXPECT_EQ(launch(fill_, s_.get(), 1, 1, word(0), 3u, 1u), CUDA_SUCCESS);
     EXPECT_EQ(launch(fill_, s_.get(), 1, 1, word(1), 0u, 1u), CUDA_SUCCESS);
     InsertedLoop loop;
@@ -307,7 +273,7 @@ TEST_F(ConditionalNodes, ExecUpdateTakesABodyOfTheSameTopologyAndRefusesOneKerne
 
 TEST_F(ConditionalNodes, ABodyKernelNodeTakesNewParametersInTheExecutable) {
   InsertedLoop loop;
-  Graph graph = capture_countdown(3, 1, kGraphCondAssignDefault, &loop);
+  RawGraph graph = capture_countdown(3, 1, kGraphCondAssignDefault, &loop);
   Exec exec = instantiate(graph.get());
   CUgraphNode kernel_node = nullptr;
   std::size_t count = 1;
@@ -331,7 +297,7 @@ TEST_F(ConditionalNodes, ABodyKernelNodeTakesNewParametersInTheExecutable) {
 }
 
 TEST_F(ConditionalNodes, NestedLoopsAssignTheInnerDefaultOncePerLaunchNotPerOuterIteration) {
-  Graph graph = capture(s_.get(), [&] {
+  RawGraph graph = capture(s_.get(), [&] {
     EXPECT_EQ(launch(fill_, s_.get(), 1, 1, word(0), 3u, 1u), CUDA_SUCCESS);
     EXPECT_EQ(launch(fill_, s_.get(), 1, 1, word(1), 0u, 1u), CUDA_SUCCESS);
     EXPECT_EQ(launch(fill_, s_.get(), 1, 1, word(5), 0u, 1u), CUDA_SUCCESS);
@@ -375,7 +341,7 @@ TEST_F(ConditionalNodes, TheOuterCaptureEndsWhileTheBodyCaptureIsStillOpen) {
   EXPECT_EQ(launch(countdown_, body_.get(), 1, 1, loop.handle, word(0), word(1)), CUDA_SUCCESS);
   CUgraph raw = nullptr;
   EXPECT_EQ(api().cuStreamEndCapture(s_.get(), &raw), CUDA_SUCCESS);
-  Graph graph(api(), raw);
+  RawGraph graph(api(), raw);
   EXPECT_EQ(capture_status(body_.get()), CU_STREAM_CAPTURE_STATUS_ACTIVE);
   CUgraph ended = nullptr;
   EXPECT_EQ(api().cuStreamEndCapture(body_.get(), &ended), CUDA_SUCCESS);
@@ -442,7 +408,7 @@ TEST_F(ConditionalNodes, AWhileNodeTakesOneBodyAndOnlyAHandleOfItsOwnGraph) {
   // A WHILE node with an empty body (condition 0) instantiates.
   CUgraph raw = nullptr;
   ASSERT_EQ(api().cuStreamEndCapture(s_.get(), &raw), CUDA_SUCCESS);
-  Graph graph(api(), raw);
+  RawGraph graph(api(), raw);
   Exec exec = instantiate(graph.get());
   EXPECT_TRUE(exec);
 }
@@ -461,7 +427,7 @@ TEST_F(ConditionalNodes, AHandleNoNodeUsesMakesInstantiateFail) {
   EXPECT_EQ(launch(fill_, s_.get(), 1, 1, word(0), 3u, 1u), CUDA_SUCCESS);
   CUgraph raw = nullptr;
   ASSERT_EQ(api().cuStreamEndCapture(s_.get(), &raw), CUDA_SUCCESS);
-  Graph graph(api(), raw);
+  RawGraph graph(api(), raw);
   CUgraphExec exec = nullptr;
   EXPECT_EQ(api().cuGraphInstantiateWithFlags(&exec, graph.get(), 0), CUDA_ERROR_INVALID_VALUE);
 }
@@ -473,7 +439,7 @@ TEST_F(ConditionalNodes, AnUnsafeCallInvalidatesTheBodyAndTheOuterCapture) {
                     "a body's capture is invalidated, ending either capture second, or "
                     "destroying the body's stream, crashed the H200's driver (580.159.04)";
   }
-  Stream other = new_stream();
+  RawStream other = new_stream();
   ASSERT_EQ(api().cuStreamBeginCapture(s_.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
   InsertedLoop loop;
   ASSERT_EQ(insert_while(s_.get(), 0, kGraphCondAssignDefault, &loop), CUDA_SUCCESS);

@@ -70,7 +70,7 @@ ThreadCaptureMode::~ThreadCaptureMode() {
   api_->cuThreadExchangeStreamCaptureMode(&mode);
 }
 
-void Stream::reset() {
+void RawStream::reset() {
   if (stream_ == nullptr) return;
   const CUstream stream = std::exchange(stream_, nullptr);
   ThreadCaptureMode relaxed(*api_, CU_STREAM_CAPTURE_MODE_RELAXED);
@@ -128,16 +128,16 @@ void ConformanceTest::TearDown() {
   }
 }
 
-Stream ConformanceTest::new_stream() {
+RawStream ConformanceTest::new_stream() {
   CUstream stream = nullptr;
   EXPECT_EQ(api().cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
-  return Stream(api(), stream);
+  return RawStream(api(), stream);
 }
 
-Event ConformanceTest::new_event() {
+RawEvent ConformanceTest::new_event() {
   CUevent event = nullptr;
   EXPECT_EQ(api().cuEventCreate(&event, CU_EVENT_DISABLE_TIMING), CUDA_SUCCESS);
-  return Event(api(), event);
+  return RawEvent(api(), event);
 }
 
 DeviceMemory ConformanceTest::alloc(std::size_t bytes) {
@@ -146,13 +146,58 @@ DeviceMemory ConformanceTest::alloc(std::size_t bytes) {
   return DeviceMemory(api(), pointer);
 }
 
-Module ConformanceTest::load_test_kernels() {
-  CUmodule module = nullptr;
-  EXPECT_EQ(api().cuModuleLoadData(&module, test_driver().kernel_image().data()), CUDA_SUCCESS);
-  return Module(api(), module);
+std::size_t ConformanceTest::free_memory() {
+  std::size_t free = 0;
+  std::size_t total = 0;
+  EXPECT_EQ(api().cuMemGetInfo(&free, &total), CUDA_SUCCESS);
+  return free;
 }
 
-CUfunction ConformanceTest::kernel(const Module& module, const char* name) {
+void KernelsTest::SetUp() {
+  ConformanceTest::SetUp();
+  if (HasFatalFailure()) return;
+  module_ = load_test_kernels();
+  empty_ = kernel(module_, "empty");
+  fill_ = kernel(module_, "fill");
+  add_one_ = kernel(module_, "add_one");
+  copy_ = kernel(module_, "copy");
+  axpy_ = kernel(module_, "axpy");
+  set_condition_ = kernel(module_, "set_condition");
+  countdown_ = kernel(module_, "countdown");
+  pdl_add_one_ = kernel(module_, "pdl_add_one");
+  s_ = new_stream();
+  ASSERT_FALSE(HasFailure());
+}
+
+void KernelsTest::TearDown() {
+  s_.reset();
+  module_.reset();
+  ConformanceTest::TearDown();
+}
+
+void BodiesTest::SetUp() {
+  KernelsTest::SetUp();
+  if (HasFatalFailure()) return;
+  words_ = alloc(64 * sizeof(std::uint32_t));
+  body_ = new_stream();
+  inner_ = new_stream();
+  ASSERT_FALSE(HasFailure());
+}
+
+void BodiesTest::TearDown() {
+  inner_.reset();
+  body_.reset();
+  words_.reset();
+  KernelsTest::TearDown();
+}
+
+RawModule ConformanceTest::load_test_kernels() {
+  CUmodule module = nullptr;
+  EXPECT_EQ(api().cuModuleLoadData(&module, test_driver().kernel_image().data()), CUDA_SUCCESS);
+  return RawModule(api(), module);
+}
+
+CUfunction ConformanceTest::kernel(const RawModule& module, const char* name) {
   CUfunction function = nullptr;
   EXPECT_EQ(api().cuModuleGetFunction(&function, module.get(), name), CUDA_SUCCESS) << name;
   return function;
@@ -211,14 +256,14 @@ std::vector<CUgraphNodeType> ConformanceTest::node_types(CUgraph graph) {
   return types;
 }
 
-Graph ConformanceTest::capture(CUstream stream, const std::function<void()>& body,
+RawGraph ConformanceTest::capture(CUstream stream, const std::function<void()>& body,
                                CUstreamCaptureMode mode) {
   EXPECT_EQ(api().cuStreamBeginCapture(stream, mode), CUDA_SUCCESS);
   body();
   CUgraph graph = nullptr;
   EXPECT_EQ(api().cuStreamEndCapture(stream, &graph), CUDA_SUCCESS);
   EXPECT_NE(graph, nullptr);
-  return Graph(api(), graph);
+  return RawGraph(api(), graph);
 }
 
 void ConformanceTest::expect_invalidated(CUstream stream, CUfunction probe_kernel) {
@@ -239,7 +284,7 @@ void ConformanceTest::expect_still_active(CUstream stream, std::size_t nodes) {
   CUgraph graph = nullptr;
   EXPECT_EQ(api().cuStreamEndCapture(stream, &graph), CUDA_SUCCESS);
   ASSERT_NE(graph, nullptr);
-  Graph owned(api(), graph);
+  RawGraph owned(api(), graph);
   EXPECT_EQ(node_types(graph).size(), nodes);
   EXPECT_EQ(capture_status(stream), CU_STREAM_CAPTURE_STATUS_NONE);
 }

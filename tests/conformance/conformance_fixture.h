@@ -23,6 +23,7 @@
 #include <graphcap/driver/cuda_types.h>
 #include <graphcap/driver/driver_api.h>
 
+#include "matchers.h"
 #include "test_driver.h"
 
 namespace graphcap {
@@ -90,21 +91,21 @@ class Owned {
   H handle_{};
 };
 
-using Event = Owned<CUevent, &DriverApi::cuEventDestroy>;
+using RawEvent = Owned<CUevent, &DriverApi::cuEventDestroy>;
 using DeviceMemory = Owned<CUdeviceptr, &DriverApi::cuMemFree>;
 using HostMemory = Owned<void*, &DriverApi::cuMemFreeHost>;
-using Module = Owned<CUmodule, &DriverApi::cuModuleUnload>;
-using Graph = Owned<CUgraph, &DriverApi::cuGraphDestroy>;
+using RawModule = Owned<CUmodule, &DriverApi::cuModuleUnload>;
+using RawGraph = Owned<CUgraph, &DriverApi::cuGraphDestroy>;
 using Exec = Owned<CUgraphExec, &DriverApi::cuGraphExecDestroy>;
 
 // A stream; ends a capture still open on it (discarding the graph) before destroying it.
-class Stream {
+class RawStream {
  public:
-  Stream() = default;
-  Stream(DriverApi& api, CUstream stream) : api_(&api), stream_(stream) {}
-  Stream(Stream&& other) noexcept
+  RawStream() = default;
+  RawStream(DriverApi& api, CUstream stream) : api_(&api), stream_(stream) {}
+  RawStream(RawStream&& other) noexcept
       : api_(other.api_), stream_(std::exchange(other.stream_, nullptr)) {}
-  Stream& operator=(Stream&& other) noexcept {
+  RawStream& operator=(RawStream&& other) noexcept {
     if (this != &other) {
       reset();
       api_ = other.api_;
@@ -112,7 +113,7 @@ class Stream {
     }
     return *this;
   }
-  ~Stream() { reset(); }
+  ~RawStream() { reset(); }
 
   // Ends any capture still open on the stream, then destroys it.
   void reset();
@@ -132,6 +133,8 @@ class Stream {
 inline constexpr unsigned kGrid = 2;
 inline constexpr unsigned kBlock = 64;
 
+inline constexpr std::size_t kMiB = std::size_t{1} << 20;
+
 class ConformanceTest : public ::testing::Test {
  protected:
   void SetUp() override;
@@ -147,11 +150,11 @@ class ConformanceTest : public ::testing::Test {
   CUdevice device() const noexcept { return device_; }
 
   // ---- handles (each EXPECTs success and returns an empty owner on failure) -----------------
-  Stream new_stream();  // non-blocking: never synchronizes with the legacy stream
-  Event new_event();    // timing disabled
+  RawStream new_stream();  // non-blocking: never synchronizes with the legacy stream
+  RawEvent new_event();    // timing disabled
   DeviceMemory alloc(std::size_t bytes);
-  Module load_test_kernels();
-  CUfunction kernel(const Module& module, const char* name);
+  RawModule load_test_kernels();
+  CUfunction kernel(const RawModule& module, const char* name);
   // Instantiates with `flags`, expecting CUDA_SUCCESS.
   Exec instantiate(CUgraph graph, unsigned long long flags = 0);
 
@@ -171,13 +174,15 @@ class ConformanceTest : public ::testing::Test {
   // Reads `count` values from `src` on `stream`, after waiting for it.
   std::vector<std::uint32_t> download(CUdeviceptr src, std::size_t count, CUstream stream);
   std::vector<std::uint8_t> download_bytes(CUdeviceptr src, std::size_t count, CUstream stream);
+  // The device's free memory (cuMemGetInfo).
+  std::size_t free_memory();
 
   // ---- capture -------------------------------------------------------------------------------
   CUstreamCaptureStatus capture_status(CUstream stream);
   std::vector<CUgraphNodeType> node_types(CUgraph graph);
   // Begins a capture on `stream`, runs `body` (which records work on it), ends it; EXPECTs
   // every step to succeed.
-  Graph capture(CUstream stream, const std::function<void()>& body,
+  RawGraph capture(CUstream stream, const std::function<void()>& body,
                 CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_GLOBAL);
   // The capture on `stream` was invalidated: its status says so, a further captured call returns
   // 901, ending it returns 901 with a NULL graph and the stream is usable again.
@@ -192,6 +197,40 @@ class ConformanceTest : public ::testing::Test {
   CUcontext context_ = nullptr;
   bool context_retained_ = false;
   CUstreamCaptureMode initial_mode_ = CU_STREAM_CAPTURE_MODE_GLOBAL;
+};
+
+// A ConformanceTest with the test kernels loaded (module_, and each kernel as <name>_) and a
+// stream s_. A subclass makes its own handles after SetUp and releases them before TearDown, which
+// releases these before the base's checks.
+class KernelsTest : public ConformanceTest {
+ protected:
+  void SetUp() override;
+  void TearDown() override;
+
+  RawModule module_;
+  CUfunction empty_ = nullptr;
+  CUfunction fill_ = nullptr;
+  CUfunction add_one_ = nullptr;
+  CUfunction copy_ = nullptr;
+  CUfunction axpy_ = nullptr;
+  CUfunction set_condition_ = nullptr;
+  CUfunction countdown_ = nullptr;
+  CUfunction pdl_add_one_ = nullptr;
+  RawStream s_;
+};
+
+// A KernelsTest with what conditional bodies are captured with: 64 words of device memory
+// (word(i) is the i-th) and two more streams, body_ and inner_ (a body's, a nested body's).
+class BodiesTest : public KernelsTest {
+ protected:
+  void SetUp() override;
+  void TearDown() override;
+
+  CUdeviceptr word(std::size_t i) const { return words_.get() + i * sizeof(std::uint32_t); }
+
+  DeviceMemory words_;
+  RawStream body_;
+  RawStream inner_;
 };
 
 // n consecutive values from `first`.

@@ -15,8 +15,6 @@
 namespace graphcap::testing {
 namespace {
 
-using ::testing::ElementsAre;
-
 enum class UnsafeCall { kMemAlloc, kStreamQueryOfUnrelatedStream };
 
 void PrintTo(UnsafeCall call, std::ostream* os) {
@@ -31,10 +29,10 @@ class OtherThreadCall : public ConformanceTest,
 
 TEST_P(OtherThreadCall, IsRefusedOnlyWhenBothAreGlobal) {
   const auto& [capture_mode, thread_b_mode, call] = GetParam();
-  Module module = load_test_kernels();
+  RawModule module = load_test_kernels();
   CUfunction empty = kernel(module, "empty");
-  Stream unrelated = new_stream();
-  Stream s = new_stream();
+  RawStream unrelated = new_stream();
+  RawStream s = new_stream();
   ASSERT_FALSE(HasFailure());
 
   ASSERT_EQ(api().cuStreamBeginCapture(s.get(), capture_mode), CUDA_SUCCESS);
@@ -84,7 +82,7 @@ using CrossThreadCapture = ConformanceTest;
 // The capturing thread itself, once in RELAXED mode, may make unsafe calls during its own GLOBAL
 // capture.
 TEST_F(CrossThreadCapture, ARelaxedThreadIsNeverRefusedEvenDuringItsOwnGlobalCapture) {
-  Stream s = new_stream();
+  RawStream s = new_stream();
   ASSERT_FALSE(HasFailure());
   ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
   CUdeviceptr pointer = 0;
@@ -103,9 +101,9 @@ class EndFromAnotherThread : public ConformanceTest,
 
 TEST_P(EndFromAnotherThread, IsWrongThreadUnlessRelaxed) {
   const CUstreamCaptureMode mode = GetParam();
-  Module module = load_test_kernels();
+  RawModule module = load_test_kernels();
   CUfunction empty = kernel(module, "empty");
-  Stream s = new_stream();
+  RawStream s = new_stream();
   ASSERT_FALSE(HasFailure());
   ASSERT_EQ(api().cuStreamBeginCapture(s.get(), mode), CUDA_SUCCESS);
   EXPECT_EQ(launch(empty, s.get(), 1, 1), CUDA_SUCCESS);
@@ -117,7 +115,7 @@ TEST_P(EndFromAnotherThread, IsWrongThreadUnlessRelaxed) {
     result = api().cuStreamEndCapture(s.get(), &raw);
   });
   other.join();
-  Graph graph(api(), raw == reinterpret_cast<CUgraph>(std::uintptr_t{0x1}) ? nullptr : raw);
+  RawGraph graph(api(), raw == reinterpret_cast<CUgraph>(std::uintptr_t{0x1}) ? nullptr : raw);
 
   if (mode == CU_STREAM_CAPTURE_MODE_RELAXED) {
     EXPECT_EQ(result, CUDA_SUCCESS);

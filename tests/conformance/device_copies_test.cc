@@ -16,16 +16,12 @@
 namespace graphcap::testing {
 namespace {
 
-using ::testing::Each;
-using ::testing::ElementsAre;
-using ::testing::ElementsAreArray;
-
 using DeviceCopies = ConformanceTest;
 
 TEST_F(DeviceCopies, DeviceToDeviceCopyMovesTheBytes) {
   DeviceMemory src = alloc(64 * sizeof(std::uint32_t));
   DeviceMemory dst = alloc(64 * sizeof(std::uint32_t));
-  Stream s = new_stream();
+  RawStream s = new_stream();
   ASSERT_FALSE(HasFailure());
   upload(src.get(), iota(64, 100), s.get());
   upload(dst.get(), std::vector<std::uint32_t>(64, 0), s.get());
@@ -40,10 +36,10 @@ TEST_F(DeviceCopies, DeviceToDeviceCopyMovesTheBytes) {
 TEST_F(DeviceCopies, CapturedDeviceToDeviceCopyIsAMemcpyNodeThatCopiesOnLaunch) {
   DeviceMemory src = alloc(256);
   DeviceMemory dst = alloc(256);
-  Stream s = new_stream();
+  RawStream s = new_stream();
   ASSERT_FALSE(HasFailure());
   upload(dst.get(), std::vector<std::uint32_t>(64, 0), s.get());
-  Graph graph = capture(s.get(), [&] {
+  RawGraph graph = capture(s.get(), [&] {
     EXPECT_EQ(api().cuMemcpyDtoDAsync(dst.get(), src.get(), 256, s.get()), CUDA_SUCCESS);
   });
   EXPECT_THAT(node_types(graph.get()), ElementsAre(CU_GRAPH_NODE_TYPE_MEMCPY));
@@ -56,7 +52,7 @@ TEST_F(DeviceCopies, CapturedDeviceToDeviceCopyIsAMemcpyNodeThatCopiesOnLaunch) 
 
 TEST_F(DeviceCopies, MemsetD32WritesWords) {
   DeviceMemory buffer = alloc(64 * sizeof(std::uint32_t));
-  Stream s = new_stream();
+  RawStream s = new_stream();
   ASSERT_FALSE(HasFailure());
   upload(buffer.get(), std::vector<std::uint32_t>(64, 0), s.get());
   ASSERT_EQ(api().cuMemsetD32Async(buffer.get() + 4 * 4, 0xdeadbeefu, 8, s.get()), CUDA_SUCCESS);
@@ -67,9 +63,9 @@ TEST_F(DeviceCopies, MemsetD32WritesWords) {
 
 TEST_F(DeviceCopies, CapturedMemsetD32IsAMemsetNode) {
   DeviceMemory buffer = alloc(256);
-  Stream s = new_stream();
+  RawStream s = new_stream();
   ASSERT_FALSE(HasFailure());
-  Graph graph = capture(s.get(), [&] {
+  RawGraph graph = capture(s.get(), [&] {
     EXPECT_EQ(api().cuMemsetD32Async(buffer.get(), 0x3f800000u, 64, s.get()), CUDA_SUCCESS);
   });
   EXPECT_THAT(node_types(graph.get()), ElementsAre(CU_GRAPH_NODE_TYPE_MEMSET));
@@ -81,7 +77,7 @@ TEST_F(DeviceCopies, CapturedMemsetD32IsAMemsetNode) {
 // Needs H200 confirmation.
 TEST_F(DeviceCopies, OverlappingDeviceToDeviceRangesAreAccepted) {
   DeviceMemory buffer = alloc(256);
-  Stream s = new_stream();
+  RawStream s = new_stream();
   ASSERT_FALSE(HasFailure());
   upload(buffer.get(), iota(64), s.get());
   EXPECT_EQ(api().cuMemcpyDtoDAsync(buffer.get() + 16, buffer.get(), 128, s.get()), CUDA_SUCCESS);
@@ -90,10 +86,10 @@ TEST_F(DeviceCopies, OverlappingDeviceToDeviceRangesAreAccepted) {
 
 // Needs H200 confirmation.
 TEST_F(DeviceCopies, UnalignedMemsetD32IsInvalidValueAndLeavesACaptureActive) {
-  Module module = load_test_kernels();
+  RawModule module = load_test_kernels();
   CUfunction empty = kernel(module, "empty");
   DeviceMemory buffer = alloc(256);
-  Stream s = new_stream();
+  RawStream s = new_stream();
   ASSERT_FALSE(HasFailure());
   EXPECT_EQ(api().cuMemsetD32Async(buffer.get() + 2, 1u, 4, s.get()), CUDA_ERROR_INVALID_VALUE);
   EXPECT_EQ(api().cuStreamSynchronize(s.get()), CUDA_SUCCESS);
@@ -107,7 +103,7 @@ TEST_F(DeviceCopies, UnalignedMemsetD32IsInvalidValueAndLeavesACaptureActive) {
   CUgraph raw = nullptr;
   ASSERT_EQ(api().cuStreamEndCapture(s.get(), &raw), CUDA_SUCCESS);
   ASSERT_NE(raw, nullptr);
-  Graph graph(api(), raw);
+  RawGraph graph(api(), raw);
 }
 
 }  // namespace

@@ -13,24 +13,16 @@
 namespace graphcap::testing {
 namespace {
 
-using ::testing::Each;
-
-constexpr std::uint32_t kWords = 300;
-constexpr std::size_t kBytes = kWords * sizeof(std::uint32_t);
-
-class ExecUpdate : public ConformanceTest {
+class ExecUpdate : public KernelsTest {
  protected:
+  static constexpr std::uint32_t kWords = 300;
+  static constexpr std::size_t kBytes = kWords * sizeof(std::uint32_t);
+
   void SetUp() override {
-    ConformanceTest::SetUp();
+    KernelsTest::SetUp();
     if (HasFatalFailure()) return;
-    module_ = load_test_kernels();
-    fill_ = kernel(module_, "fill");
-    add_one_ = kernel(module_, "add_one");
-    copy_ = kernel(module_, "copy");
-    empty_ = kernel(module_, "empty");
     src_ = alloc(kBytes);
     dst_ = alloc(kBytes);
-    s_ = new_stream();
     s2_ = new_stream();
     fork_ = new_event();
     join_ = new_event();
@@ -39,13 +31,11 @@ class ExecUpdate : public ConformanceTest {
   }
   void TearDown() override {
     s2_.reset();
-    s_.reset();
     join_.reset();
     fork_.reset();
     dst_.reset();
     src_.reset();
-    module_.reset();
-    ConformanceTest::TearDown();
+    KernelsTest::TearDown();
   }
 
   // Updates `exec` from `graph`, expecting `expected` and the update result `result`.
@@ -70,7 +60,7 @@ class ExecUpdate : public ConformanceTest {
   }
 
   // Two empty kernels, one after the other on one stream (one edge).
-  Graph two_kernels_in_sequence() {
+  RawGraph two_kernels_in_sequence() {
     return capture(s_.get(), [&] {
       EXPECT_EQ(launch(empty_, s_.get(), 1, 1), CUDA_SUCCESS);
       EXPECT_EQ(launch(empty_, s_.get(), 1, 1), CUDA_SUCCESS);
@@ -78,7 +68,7 @@ class ExecUpdate : public ConformanceTest {
   }
 
   // Two empty kernels side by side on two streams (no edge): fork to s2 and join back.
-  Graph two_kernels_in_parallel() {
+  RawGraph two_kernels_in_parallel() {
     return capture(s_.get(), [&] {
       EXPECT_EQ(api().cuEventRecord(fork_.get(), s_.get()), CUDA_SUCCESS);
       EXPECT_EQ(api().cuStreamWaitEvent(s2_.get(), fork_.get(), 0), CUDA_SUCCESS);
@@ -89,25 +79,19 @@ class ExecUpdate : public ConformanceTest {
     });
   }
 
-  Module module_;
-  CUfunction fill_ = nullptr;
-  CUfunction add_one_ = nullptr;
-  CUfunction copy_ = nullptr;
-  CUfunction empty_ = nullptr;
   DeviceMemory src_;
   DeviceMemory dst_;
-  Stream s_;
-  Stream s2_;
-  Event fork_;
-  Event join_;
+  RawStream s2_;
+  RawEvent fork_;
+  RawEvent join_;
 };
 
 TEST_F(ExecUpdate, ChangedKernelParametersUpdateAndTheExecComputesWithThem) {
-  Graph seven = capture(s_.get(), [&] {
+  RawGraph seven = capture(s_.get(), [&] {
     EXPECT_EQ(launch(fill_, s_.get(), kGrid, kBlock, dst_.get(), std::uint32_t{7}, kWords),
               CUDA_SUCCESS);
   });
-  Graph nine = capture(s_.get(), [&] {
+  RawGraph nine = capture(s_.get(), [&] {
     EXPECT_EQ(launch(fill_, s_.get(), kGrid, kBlock, dst_.get(), std::uint32_t{9}, kWords),
               CUDA_SUCCESS);
   });
@@ -122,10 +106,10 @@ TEST_F(ExecUpdate, ChangedKernelParametersUpdateAndTheExecComputesWithThem) {
 }
 
 TEST_F(ExecUpdate, ChangedGridUpdatesAndTheExecStillCoversEveryElement) {
-  Graph narrow = capture(s_.get(), [&] {
+  RawGraph narrow = capture(s_.get(), [&] {
     EXPECT_EQ(launch(fill_, s_.get(), 1, 32, dst_.get(), std::uint32_t{5}, kWords), CUDA_SUCCESS);
   });
-  Graph wide = capture(s_.get(), [&] {
+  RawGraph wide = capture(s_.get(), [&] {
     EXPECT_EQ(launch(fill_, s_.get(), 4, 32, dst_.get(), std::uint32_t{5}, kWords), CUDA_SUCCESS);
   });
   Exec exec = instantiate(narrow.get());
@@ -137,11 +121,11 @@ TEST_F(ExecUpdate, ChangedGridUpdatesAndTheExecStillCoversEveryElement) {
 }
 
 TEST_F(ExecUpdate, ChangedFunctionUpdatesAndTheExecRunsTheNewOne) {
-  Graph adds = capture(s_.get(), [&] {
+  RawGraph adds = capture(s_.get(), [&] {
     EXPECT_EQ(launch(add_one_, s_.get(), kGrid, kBlock, src_.get(), dst_.get(), kWords),
               CUDA_SUCCESS);
   });
-  Graph copies = capture(s_.get(), [&] {
+  RawGraph copies = capture(s_.get(), [&] {
     EXPECT_EQ(launch(copy_, s_.get(), kGrid, kBlock, src_.get(), dst_.get(), kWords),
               CUDA_SUCCESS);
   });
@@ -157,10 +141,10 @@ TEST_F(ExecUpdate, ChangedFunctionUpdatesAndTheExecRunsTheNewOne) {
 }
 
 TEST_F(ExecUpdate, ChangedMemsetSizeUpdatesAndTheExecSetsTheNewSize) {
-  Graph short_set = capture(s_.get(), [&] {
+  RawGraph short_set = capture(s_.get(), [&] {
     EXPECT_EQ(api().cuMemsetD8Async(dst_.get(), 0xab, 64, s_.get()), CUDA_SUCCESS);
   });
-  Graph long_set = capture(s_.get(), [&] {
+  RawGraph long_set = capture(s_.get(), [&] {
     EXPECT_EQ(api().cuMemsetD8Async(dst_.get(), 0xab, 128, s_.get()), CUDA_SUCCESS);
   });
   Exec exec = instantiate(short_set.get());
@@ -174,8 +158,9 @@ TEST_F(ExecUpdate, ChangedMemsetSizeUpdatesAndTheExecSetsTheNewSize) {
 }
 
 TEST_F(ExecUpdate, DifferentNodeCountIsTopologyChangedWithoutAnErrorNode) {
-  Graph one = capture(s_.get(), [&] { EXPECT_EQ(launch(empty_, s_.get(), 1, 1), CUDA_SUCCESS); });
-  Graph two = two_kernels_in_sequence();
+  RawGraph one =
+      capture(s_.get(), [&] { EXPECT_EQ(launch(empty_, s_.get(), 1, 1), CUDA_SUCCESS); });
+  RawGraph two = two_kernels_in_sequence();
   Exec exec = instantiate(one.get());
   ASSERT_TRUE(exec);
   const CUgraphExecUpdateResultInfo info =
@@ -185,8 +170,8 @@ TEST_F(ExecUpdate, DifferentNodeCountIsTopologyChangedWithoutAnErrorNode) {
 }
 
 TEST_F(ExecUpdate, SameNodeCountWithOtherEdgesIsTopologyChangedWithAnErrorNode) {
-  Graph sequence = two_kernels_in_sequence();
-  Graph parallel = two_kernels_in_parallel();
+  RawGraph sequence = two_kernels_in_sequence();
+  RawGraph parallel = two_kernels_in_parallel();
   ASSERT_EQ(node_types(sequence.get()).size(), 2u);
   ASSERT_EQ(node_types(parallel.get()).size(), 2u);
   Exec exec = instantiate(sequence.get());
@@ -199,11 +184,11 @@ TEST_F(ExecUpdate, SameNodeCountWithOtherEdgesIsTopologyChangedWithAnErrorNode) 
 }
 
 TEST_F(ExecUpdate, NodeOfAnotherTypeIsNodeTypeChangedWithAnErrorNode) {
-  Graph kernel_graph = capture(s_.get(), [&] {
+  RawGraph kernel_graph = capture(s_.get(), [&] {
     EXPECT_EQ(launch(fill_, s_.get(), kGrid, kBlock, dst_.get(), std::uint32_t{1}, kWords),
               CUDA_SUCCESS);
   });
-  Graph memset_graph = capture(s_.get(), [&] {
+  RawGraph memset_graph = capture(s_.get(), [&] {
     EXPECT_EQ(api().cuMemsetD8Async(dst_.get(), 1, kBytes, s_.get()), CUDA_SUCCESS);
   });
   Exec exec = instantiate(kernel_graph.get());

@@ -1,4 +1,4 @@
-// Rules graphcap-fidelity's generated programs found on the H200 (issue 23; 2026-12-03, driver
+// Rules graphcap-fidelity's generated programs found on the H200 (2026-12-03, driver
 // 580.159.04; runs and programs in docs/conformance.md, "Generated programs"), each as the
 // shortest program that shows it, on both drivers. docs/cuda-driver-facts.md, "Found by generated
 // programs", has the rows.
@@ -27,9 +27,9 @@ CUgraph building(DriverApi& api, CUstream stream) {
 }
 
 TEST_F(FidelityRules, InstantiateIsAnUnsafeCallDuringAGlobalCaptureOfThisThread) {
-  Stream s = new_stream();
-  Stream other = new_stream();
-  Graph done = capture(other.get(), [] {});
+  RawStream s = new_stream();
+  RawStream other = new_stream();
+  RawGraph done = capture(other.get(), [] {});
   ASSERT_TRUE(done);
   ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
   CUgraphExec exec = nullptr;
@@ -44,9 +44,9 @@ TEST_F(FidelityRules, InstantiateIsAnUnsafeCallDuringAGlobalCaptureOfThisThread)
 }
 
 TEST_F(FidelityRules, TheGraphACaptureBuildsInstantiatesWhereTheModeAllows) {
-  Module module = load_test_kernels();
+  RawModule module = load_test_kernels();
   CUfunction empty = kernel(module, "empty");
-  Stream s = new_stream();
+  RawStream s = new_stream();
   ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_RELAXED), CUDA_SUCCESS);
   ASSERT_EQ(launch(empty, s.get(), 1, 1), CUDA_SUCCESS);
   CUgraphExec exec = nullptr;
@@ -56,9 +56,9 @@ TEST_F(FidelityRules, TheGraphACaptureBuildsInstantiatesWhereTheModeAllows) {
 }
 
 TEST_F(FidelityRules, BadInstantiateFlagsBeforeAnotherThreadsInvalidatedCapture) {
-  Stream s = new_stream();
-  Stream other = new_stream();
-  Graph done = capture(other.get(), [] {});
+  RawStream s = new_stream();
+  RawStream other = new_stream();
+  RawGraph done = capture(other.get(), [] {});
   ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
   EXPECT_EQ(api().cuStreamQuery(s.get()), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);  // invalidated
   CUresult from_other = CUDA_SUCCESS;
@@ -77,8 +77,8 @@ TEST_F(FidelityRules, BadInstantiateFlagsBeforeAnotherThreadsInvalidatedCapture)
 }
 
 TEST_F(FidelityRules, DeviceLaunchOfAnEmptyGraphIsInvalidValue) {
-  Stream s = new_stream();
-  Graph empty = capture(s.get(), [] {});
+  RawStream s = new_stream();
+  RawGraph empty = capture(s.get(), [] {});
   CUgraphExec exec = nullptr;
   EXPECT_EQ(api().cuGraphInstantiateWithFlags(&exec, empty.get(),
                                               CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH),
@@ -86,16 +86,16 @@ TEST_F(FidelityRules, DeviceLaunchOfAnEmptyGraphIsInvalidValue) {
 }
 
 TEST_F(FidelityRules, AnEventOfACaptureThatIsOverIsInvalidValueToQueryWaitAndTime) {
-  Stream s = new_stream();
-  Stream other = new_stream();
-  Event e = new_event();
+  RawStream s = new_stream();
+  RawStream other = new_stream();
+  RawEvent e = new_event();
   ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
   ASSERT_EQ(api().cuEventRecord(e.get(), s.get()), CUDA_SUCCESS);
-  Graph graph;
+  RawGraph graph;
   {
     CUgraph ended = nullptr;
     ASSERT_EQ(api().cuStreamEndCapture(s.get(), &ended), CUDA_SUCCESS);
-    graph = Graph(api(), ended);
+    graph = RawGraph(api(), ended);
   }
   EXPECT_EQ(api().cuEventQuery(e.get()), CUDA_ERROR_INVALID_VALUE);
   EXPECT_EQ(api().cuEventSynchronize(e.get()), CUDA_ERROR_INVALID_VALUE);
@@ -111,8 +111,8 @@ TEST_F(FidelityRules, AnEventOfACaptureThatIsOverIsInvalidValueToQueryWaitAndTim
 }
 
 TEST_F(FidelityRules, AnEventOfAnInvalidatedCaptureIsInvalidValueToSynchronize) {
-  Stream s = new_stream();
-  Event e = new_event();
+  RawStream s = new_stream();
+  RawEvent e = new_event();
   ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_RELAXED), CUDA_SUCCESS);
   ASSERT_EQ(api().cuEventRecord(e.get(), s.get()), CUDA_SUCCESS);
   EXPECT_EQ(api().cuStreamQuery(s.get()), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
@@ -122,9 +122,9 @@ TEST_F(FidelityRules, AnEventOfAnInvalidatedCaptureIsInvalidValueToSynchronize) 
 }
 
 TEST_F(FidelityRules, LaunchOrUploadIntoAnInvalidatedCaptureIsUnsupported) {
-  Stream s = new_stream();
-  Stream other = new_stream();
-  Graph done = capture(other.get(), [] {});
+  RawStream s = new_stream();
+  RawStream other = new_stream();
+  RawGraph done = capture(other.get(), [] {});
   Exec exec = instantiate(done.get());
   ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_RELAXED), CUDA_SUCCESS);
   EXPECT_EQ(api().cuStreamQuery(s.get()), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
@@ -135,7 +135,7 @@ TEST_F(FidelityRules, LaunchOrUploadIntoAnInvalidatedCaptureIsUnsupported) {
 }
 
 TEST_F(FidelityRules, AnInvalidatedCaptureEndsWithInvalidatedFromAnotherThread) {
-  Stream s = new_stream();
+  RawStream s = new_stream();
   ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
   EXPECT_EQ(api().cuStreamQuery(s.get()), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
   CUresult ended = CUDA_SUCCESS;
@@ -149,7 +149,7 @@ TEST_F(FidelityRules, AnInvalidatedCaptureEndsWithInvalidatedFromAnotherThread) 
 }
 
 TEST_F(FidelityRules, UpdatingTheDependenciesOfAStreamNotCapturingIsIllegalStateFirst) {
-  Stream s = new_stream();
+  RawStream s = new_stream();
   EXPECT_EQ(api().cuStreamUpdateCaptureDependencies(s.get(), nullptr, nullptr, 0, 7),
             CUDA_ERROR_ILLEGAL_STATE);
   ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_RELAXED), CUDA_SUCCESS);
@@ -176,15 +176,15 @@ TEST_F(FidelityRules, PeerAccessToTheCurrentContextIsUnsupportedAfterTheFlags) {
 }
 
 TEST_F(FidelityRules, AStreamIsQueriedFromAThreadWithoutAContext) {
-  Stream s = new_stream();
+  RawStream s = new_stream();
   CUresult queried = CUDA_ERROR_UNKNOWN;
   std::thread([&] { queried = api().cuStreamQuery(s.get()); }).join();
   EXPECT_EQ(queried, CUDA_SUCCESS);
 }
 
 TEST_F(FidelityRules, AsyncAllocationAndFreeOutsideACaptureAreUnsafeCalls) {
-  Stream s = new_stream();
-  Stream other = new_stream();
+  RawStream s = new_stream();
+  RawStream other = new_stream();
   CUdeviceptr pointer = 0;
   ASSERT_EQ(api().cuMemAllocAsync(&pointer, 256, other.get()), CUDA_SUCCESS);
   ASSERT_EQ(api().cuStreamSynchronize(other.get()), CUDA_SUCCESS);
@@ -201,9 +201,9 @@ TEST_F(FidelityRules, AsyncAllocationAndFreeOutsideACaptureAreUnsafeCalls) {
 }
 
 TEST_F(FidelityRules, AnExternalWaitOutsideACaptureIsIllegalStateAndBadFlagsLeaveACapture) {
-  Stream s = new_stream();
-  Stream other = new_stream();
-  Event e = new_event();
+  RawStream s = new_stream();
+  RawStream other = new_stream();
+  RawEvent e = new_event();
   ASSERT_EQ(api().cuEventRecord(e.get(), other.get()), CUDA_SUCCESS);
   EXPECT_EQ(api().cuStreamWaitEvent(s.get(), e.get(), CU_EVENT_WAIT_EXTERNAL),
             CUDA_ERROR_ILLEGAL_STATE);
@@ -213,10 +213,10 @@ TEST_F(FidelityRules, AnExternalWaitOutsideACaptureIsIllegalStateAndBadFlagsLeav
 }
 
 TEST_F(FidelityRules, AGraphCapturedIntoCannotBeDestroyedAndAnInvalidatedEndDestroysIt) {
-  Module module = load_test_kernels();
+  RawModule module = load_test_kernels();
   CUfunction empty = kernel(module, "empty");
-  Stream s = new_stream();
-  Graph graph = capture(s.get(), [&] { EXPECT_EQ(launch(empty, s.get(), 1, 1), CUDA_SUCCESS); });
+  RawStream s = new_stream();
+  RawGraph graph = capture(s.get(), [&] { EXPECT_EQ(launch(empty, s.get(), 1, 1), CUDA_SUCCESS); });
   ASSERT_TRUE(graph);
   ASSERT_EQ(api().cuStreamBeginCaptureToGraph(s.get(), graph.get(), nullptr, nullptr, 0,
                                               CU_STREAM_CAPTURE_MODE_RELAXED),
@@ -233,12 +233,12 @@ TEST_F(FidelityRules, AGraphCapturedIntoCannotBeDestroyedAndAnInvalidatedEndDest
   }
 }
 
-// ---- Found by run 3 (10,000 programs, 2026-12-04, driver 580.159.04) ---------------------------
+// ---- Found by 10,000 generated programs (2026-12-04, driver 580.159.04) -------------------------
 
 TEST_F(FidelityRules, UnknownInstantiateFlagsAreInvalidValueBeforeTheCaptureRule) {
-  Stream s = new_stream();
-  Stream other = new_stream();
-  Graph done = capture(other.get(), [] {});
+  RawStream s = new_stream();
+  RawStream other = new_stream();
+  RawGraph done = capture(other.get(), [] {});
   ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
   // UPLOAD is no flag of cuGraphInstantiateWithFlags; 16 is none of cuGraphInstantiateWithParams.
   CUgraphExec exec = nullptr;
@@ -251,9 +251,9 @@ TEST_F(FidelityRules, UnknownInstantiateFlagsAreInvalidValueBeforeTheCaptureRule
 }
 
 TEST_F(FidelityRules, AnInstantiateThatUploadsIsNoUnsafeCall) {
-  Stream s = new_stream();
-  Stream other = new_stream();
-  Graph done = capture(other.get(), [] {});
+  RawStream s = new_stream();
+  RawStream other = new_stream();
+  RawGraph done = capture(other.get(), [] {});
   ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
   EXPECT_EQ(api().cuStreamQuery(s.get()), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);  // invalidated
   CUgraphExec exec = nullptr;
@@ -270,9 +270,9 @@ TEST_F(FidelityRules, AnInstantiateThatUploadsIsNoUnsafeCall) {
 }
 
 TEST_F(FidelityRules, ElapsedTimeLooksAtTheStartEventFirstAndAtItsCaptureBeforeItsTiming) {
-  Stream s = new_stream();
-  Event never = new_event();
-  Event captured = new_event();  // timing disabled
+  RawStream s = new_stream();
+  RawEvent never = new_event();
+  RawEvent captured = new_event();  // timing disabled
   ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_RELAXED), CUDA_SUCCESS);
   ASSERT_EQ(api().cuEventRecord(captured.get(), s.get()), CUDA_SUCCESS);
   float ms = 0;
@@ -286,11 +286,11 @@ TEST_F(FidelityRules, ElapsedTimeLooksAtTheStartEventFirstAndAtItsCaptureBeforeI
 }
 
 TEST_F(FidelityRules, AnInterprocessEventIsNeitherRecordedIntoNorWaitedOnByACapture) {
-  Stream s = new_stream();
+  RawStream s = new_stream();
   CUevent raw = nullptr;
   ASSERT_EQ(api().cuEventCreate(&raw, CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS),
             CUDA_SUCCESS);
-  Event ipc(api(), raw);
+  RawEvent ipc(api(), raw);
   ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
   EXPECT_EQ(api().cuEventRecord(ipc.get(), s.get()), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
   EXPECT_EQ(capture_status(s.get()), CU_STREAM_CAPTURE_STATUS_ACTIVE);  // left as it was
@@ -301,11 +301,11 @@ TEST_F(FidelityRules, AnInterprocessEventIsNeitherRecordedIntoNorWaitedOnByACapt
 }
 
 TEST_F(FidelityRules, AnUnjoinedCaptureEndedOnAnotherThreadIsUnjoined) {
-  Module module = load_test_kernels();
+  RawModule module = load_test_kernels();
   CUfunction empty = kernel(module, "empty");
-  Stream s = new_stream();
-  Stream side = new_stream();
-  Event fork = new_event();
+  RawStream s = new_stream();
+  RawStream side = new_stream();
+  RawEvent fork = new_event();
   ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
   ASSERT_EQ(api().cuEventRecord(fork.get(), s.get()), CUDA_SUCCESS);
   ASSERT_EQ(api().cuStreamWaitEvent(side.get(), fork.get(), 0), CUDA_SUCCESS);
@@ -322,8 +322,8 @@ TEST_F(FidelityRules, AnUnjoinedCaptureEndedOnAnotherThreadIsUnjoined) {
 }
 
 TEST_F(FidelityRules, AMemsetIntoAGraphsAllocationOutsideItsCaptureIsInvalidValue) {
-  Stream s = new_stream();
-  Stream other = new_stream();
+  RawStream s = new_stream();
+  RawStream other = new_stream();
   ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_RELAXED), CUDA_SUCCESS);
   CUdeviceptr scratch = 0;
   ASSERT_EQ(api().cuMemAllocAsync(&scratch, 256, s.get()), CUDA_SUCCESS);
@@ -331,14 +331,14 @@ TEST_F(FidelityRules, AMemsetIntoAGraphsAllocationOutsideItsCaptureIsInvalidValu
   EXPECT_EQ(api().cuMemFreeAsync(scratch, s.get()), CUDA_SUCCESS);
   CUgraph ended = nullptr;
   ASSERT_EQ(api().cuStreamEndCapture(s.get(), &ended), CUDA_SUCCESS);
-  Graph graph(api(), ended);
+  RawGraph graph(api(), ended);
   EXPECT_EQ(api().cuStreamSynchronize(other.get()), CUDA_SUCCESS);
 }
 
 TEST_F(FidelityRules, ADeviceLaunchInstantiateNamesAHostCopyByItsPlace) {
   DeviceMemory device = alloc(256);
   std::vector<std::uint8_t> host(256);
-  Stream s = new_stream();
+  RawStream s = new_stream();
   auto refused = [&](CUgraph graph, std::size_t copy) {
     std::vector<CUgraphNode> nodes(8);
     std::size_t count = nodes.size();
@@ -352,11 +352,11 @@ TEST_F(FidelityRules, ADeviceLaunchInstantiateNamesAHostCopyByItsPlace) {
                                       : CUDA_GRAPH_INSTANTIATE_MULTIPLE_CTXS_NOT_SUPPORTED);
     EXPECT_EQ(p.hErrNode_out, nodes[copy]);
   };
-  Graph first = capture(s.get(), [&] {
+  RawGraph first = capture(s.get(), [&] {
     EXPECT_EQ(api().cuMemcpyDtoHAsync(host.data(), device.get(), 256, s.get()), CUDA_SUCCESS);
   });
   refused(first.get(), 0);
-  Graph after = capture(s.get(), [&] {
+  RawGraph after = capture(s.get(), [&] {
     EXPECT_EQ(api().cuMemsetD8Async(device.get(), 1, 256, s.get()), CUDA_SUCCESS);
     EXPECT_EQ(api().cuMemcpyDtoHAsync(host.data(), device.get(), 256, s.get()), CUDA_SUCCESS);
   });
@@ -364,7 +364,7 @@ TEST_F(FidelityRules, ADeviceLaunchInstantiateNamesAHostCopyByItsPlace) {
 }
 
 TEST_F(FidelityRules, OnlyAnExecutableMadeWithMemoryNodesKeepsTheGraphFromASecond) {
-  Stream s = new_stream();
+  RawStream s = new_stream();
   ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_RELAXED), CUDA_SUCCESS);
   CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
   CUgraph building = nullptr;
@@ -381,12 +381,12 @@ TEST_F(FidelityRules, OnlyAnExecutableMadeWithMemoryNodesKeepsTheGraphFromASecon
   expect_still_active(s.get(), 2);
 }
 
-// Found by run 4 (2026-12-04), program 4908.
+// Found by a generated program of 2026-12-04 (4908 of its run).
 TEST_F(FidelityRules, DestroyingAStreamThatJoinedACaptureLeavesTheCaptureActive) {
-  Stream s = new_stream();
+  RawStream s = new_stream();
   CUstream side = nullptr;
   ASSERT_EQ(api().cuStreamCreate(&side, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
-  Event fork = new_event();
+  RawEvent fork = new_event();
   ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
             CUDA_SUCCESS);
   ASSERT_EQ(api().cuEventRecord(fork.get(), s.get()), CUDA_SUCCESS);
@@ -396,14 +396,14 @@ TEST_F(FidelityRules, DestroyingAStreamThatJoinedACaptureLeavesTheCaptureActive)
   expect_still_active(s.get(), 0);
 }
 
-// ---- Found by run 8 (seeds 11 and 13, 20,000 programs, 2026-12-04, driver 580.159.04) ---------
+// ---- Found by seeds 11 and 13 (20,000 programs, 2026-12-04, driver 580.159.04) -----------------
 
 TEST_F(FidelityRules, ADeviceLaunchInstantiateTakesACopyOfPinnedHostMemory) {
   DeviceMemory device = alloc(256);
   void* pinned = nullptr;
   ASSERT_EQ(api().cuMemAllocHost(&pinned, 256), CUDA_SUCCESS);
-  Stream s = new_stream();
-  Graph graph = capture(s.get(), [&] {
+  RawStream s = new_stream();
+  RawGraph graph = capture(s.get(), [&] {
     EXPECT_EQ(api().cuMemcpyDtoHAsync(pinned, device.get(), 256, s.get()), CUDA_SUCCESS);
     EXPECT_EQ(api().cuMemcpyHtoDAsync(device.get(), pinned, 256, s.get()), CUDA_SUCCESS);
   });
@@ -414,13 +414,13 @@ TEST_F(FidelityRules, ADeviceLaunchInstantiateTakesACopyOfPinnedHostMemory) {
   if (exec != nullptr) {
     EXPECT_EQ(api().cuGraphExecDestroy(exec), CUDA_SUCCESS);
   }
-  graph = Graph();
+  graph = RawGraph();
   EXPECT_EQ(api().cuMemFreeHost(pinned), CUDA_SUCCESS);
 }
 
 TEST_F(FidelityRules, AFreeNodeMayFreeAnAllocationOfAnotherCapture) {
-  Stream s = new_stream();
-  Stream other = new_stream();
+  RawStream s = new_stream();
+  RawStream other = new_stream();
   ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_RELAXED), CUDA_SUCCESS);
   CUdeviceptr scratch = 0;
   ASSERT_EQ(api().cuMemAllocAsync(&scratch, 256, s.get()), CUDA_SUCCESS);
@@ -434,9 +434,9 @@ TEST_F(FidelityRules, AFreeNodeMayFreeAnAllocationOfAnotherCapture) {
   expect_still_active(other.get(), 1);  // the MEM_FREE node
 }
 
-// Found by run 9 (2026-12-04), program 4378 of seed 12.
+// Found by program 4378 of seed 12 (2026-12-04).
 TEST_F(FidelityRules, AnAllocationAnExecutableHoldsIsNotFreedInItsGraph) {
-  Stream s = new_stream();
+  RawStream s = new_stream();
   ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_RELAXED), CUDA_SUCCESS);
   CUdeviceptr scratch = 0;
   ASSERT_EQ(api().cuMemAllocAsync(&scratch, 256, s.get()), CUDA_SUCCESS);
@@ -446,17 +446,17 @@ TEST_F(FidelityRules, AnAllocationAnExecutableHoldsIsNotFreedInItsGraph) {
   expect_still_active(s.get(), 1);  // the MEM_ALLOC node alone
 }
 
-// Found by run 9 (2026-12-04), program 7770 of seed 12 (cuda.h: the memory type of a memcpy
+// Found by program 7770 of seed 12 (2026-12-04; cuda.h: the memory type of a memcpy
 // node's source or destination cannot change).
 TEST_F(FidelityRules, AnUpdateThatTurnsACopysDirectionIsParametersChanged) {
   DeviceMemory a = alloc(256);
   DeviceMemory b = alloc(256);
   std::vector<std::uint8_t> host(256);
-  Stream s = new_stream();
-  Graph from_host = capture(s.get(), [&] {
+  RawStream s = new_stream();
+  RawGraph from_host = capture(s.get(), [&] {
     EXPECT_EQ(api().cuMemcpyHtoDAsync(a.get(), host.data(), 256, s.get()), CUDA_SUCCESS);
   });
-  Graph on_device = capture(s.get(), [&] {
+  RawGraph on_device = capture(s.get(), [&] {
     EXPECT_EQ(api().cuMemcpyDtoDAsync(a.get(), b.get(), 256, s.get()), CUDA_SUCCESS);
   });
   Exec exec = instantiate(from_host.get());
@@ -471,10 +471,10 @@ TEST_F(FidelityRules, AnUpdateThatTurnsACopysDirectionIsParametersChanged) {
 }
 
 TEST_F(FidelityRules, AConditionalNodeKeepsItsGraphFromASecondExecutableMadeBeforeItOrAfter) {
-  Module module = load_test_kernels();
+  RawModule module = load_test_kernels();
   CUfunction empty = kernel(module, "empty");
-  Stream s = new_stream();
-  Stream body_stream = new_stream();
+  RawStream s = new_stream();
+  RawStream body_stream = new_stream();
   ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_RELAXED), CUDA_SUCCESS);
   CUgraph graph = building(api(), s.get());
   Exec before = instantiate(graph);  // the graph is empty now
@@ -514,16 +514,16 @@ TEST_F(FidelityRules, AConditionalNodeKeepsItsGraphFromASecondExecutableMadeBefo
 }
 
 TEST_F(FidelityRules, AGraphWithMemoryNodesAndAnExecutableUpdatesNoOtherExecutable) {
-  Module module = load_test_kernels();
+  RawModule module = load_test_kernels();
   CUfunction empty = kernel(module, "empty");
-  Stream s = new_stream();
-  Graph memory = capture(s.get(), [&] {
+  RawStream s = new_stream();
+  RawGraph memory = capture(s.get(), [&] {
     CUdeviceptr scratch = 0;
     EXPECT_EQ(api().cuMemAllocAsync(&scratch, 256, s.get()), CUDA_SUCCESS);
     EXPECT_EQ(api().cuMemsetD8Async(scratch, 1, 256, s.get()), CUDA_SUCCESS);
     EXPECT_EQ(api().cuMemFreeAsync(scratch, s.get()), CUDA_SUCCESS);
   });
-  Graph plain = capture(s.get(), [&] { EXPECT_EQ(launch(empty, s.get(), 1, 1), CUDA_SUCCESS); });
+  RawGraph plain = capture(s.get(), [&] { EXPECT_EQ(launch(empty, s.get(), 1, 1), CUDA_SUCCESS); });
   Exec other = instantiate(plain.get());
   CUgraphExecUpdateResultInfo info{};
   // No executable of the memory graph yet: compared as any graph (another topology).
@@ -540,10 +540,10 @@ TEST_F(FidelityRules, AGraphWithMemoryNodesAndAnExecutableUpdatesNoOtherExecutab
 }
 
 TEST_F(FidelityRules, DestroyingTheStreamOfACaptureIntoAGraphDestroysTheGraph) {
-  Module module = load_test_kernels();
+  RawModule module = load_test_kernels();
   CUfunction empty = kernel(module, "empty");
-  Stream s = new_stream();
-  Graph graph = capture(s.get(), [&] { EXPECT_EQ(launch(empty, s.get(), 1, 1), CUDA_SUCCESS); });
+  RawStream s = new_stream();
+  RawGraph graph = capture(s.get(), [&] { EXPECT_EQ(launch(empty, s.get(), 1, 1), CUDA_SUCCESS); });
   ASSERT_TRUE(graph);
   CUstream into = nullptr;
   ASSERT_EQ(api().cuStreamCreate(&into, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
@@ -552,7 +552,7 @@ TEST_F(FidelityRules, DestroyingTheStreamOfACaptureIntoAGraphDestroysTheGraph) {
             CUDA_SUCCESS);
   EXPECT_EQ(launch(empty, into, 1, 1), CUDA_SUCCESS);
   EXPECT_EQ(api().cuStreamDestroy(into), CUDA_SUCCESS);
-  // The driver destroyed the graph (run 8: instantiate and node queries of it answered 1, and
+  // The driver destroyed the graph (on the H200: instantiate and node queries of it answered 1, and
   // the next graph took its address): it must not be destroyed again (nor used).
   EXPECT_EQ(capture_status(s.get()), CU_STREAM_CAPTURE_STATUS_NONE);
   (void)graph.release();

@@ -28,10 +28,10 @@ class FunctionAttributes : public ConformanceTest {
 };
 
 TEST_F(FunctionAttributes, DynamicSharedMemoryAboveTheDefaultIsOptInPerFunction) {
-  Module module = load_test_kernels();
+  RawModule module = load_test_kernels();
   CUfunction empty = kernel(module, "empty");
   CUfunction add_one = kernel(module, "add_one");
-  Stream s = new_stream();
+  RawStream s = new_stream();
   // The default: 48 KiB (the kernel has no static shared memory).
   EXPECT_EQ(attribute(empty, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES), 0);
   EXPECT_EQ(attribute(empty, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES), 49152);
@@ -49,9 +49,9 @@ TEST_F(FunctionAttributes, DynamicSharedMemoryAboveTheDefaultIsOptInPerFunction)
 }
 
 TEST_F(FunctionAttributes, TheOptInLimitIsTheDevicesAndNegativeValuesAreInvalid) {
-  Module module = load_test_kernels();
+  RawModule module = load_test_kernels();
   CUfunction empty = kernel(module, "empty");
-  Stream s = new_stream();
+  RawStream s = new_stream();
   const int limit = optin();
   EXPECT_EQ(limit, 232448) << "an H200's opt-in limit per block";
   EXPECT_EQ(api().cuFuncSetAttribute(empty, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, limit),
@@ -68,9 +68,9 @@ TEST_F(FunctionAttributes, TheOptInLimitIsTheDevicesAndNegativeValuesAreInvalid)
 }
 
 TEST_F(FunctionAttributes, SettingAnAttributeDuringACaptureLeavesItActive) {
-  Module module = load_test_kernels();
+  RawModule module = load_test_kernels();
   CUfunction empty = kernel(module, "empty");
-  Stream s = new_stream();
+  RawStream s = new_stream();
   ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
   EXPECT_EQ(api().cuFuncSetAttribute(empty, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 98304),
             CUDA_SUCCESS);
@@ -78,7 +78,7 @@ TEST_F(FunctionAttributes, SettingAnAttributeDuringACaptureLeavesItActive) {
   EXPECT_EQ(capture_status(s.get()), CU_STREAM_CAPTURE_STATUS_ACTIVE);
   CUgraph raw = nullptr;
   ASSERT_EQ(api().cuStreamEndCapture(s.get(), &raw), CUDA_SUCCESS);
-  Graph graph(api(), raw);
+  RawGraph graph(api(), raw);
   Exec exec = instantiate(graph.get());
   EXPECT_EQ(api().cuGraphLaunch(exec.get(), s.get()), CUDA_SUCCESS);
   EXPECT_EQ(api().cuStreamSynchronize(s.get()), CUDA_SUCCESS);

@@ -17,11 +17,11 @@ struct FlagsCase {
 class InstantiateFlags : public ConformanceTest, public ::testing::WithParamInterface<FlagsCase> {};
 
 TEST_P(InstantiateFlags, OfAOneKernelGraph) {
-  Module module = load_test_kernels();
+  RawModule module = load_test_kernels();
   CUfunction empty = kernel(module, "empty");
-  Stream s = new_stream();
+  RawStream s = new_stream();
   ASSERT_FALSE(HasFailure());
-  Graph graph = capture(s.get(), [&] { EXPECT_EQ(launch(empty, s.get(), 1, 1), CUDA_SUCCESS); });
+  RawGraph graph = capture(s.get(), [&] { EXPECT_EQ(launch(empty, s.get(), 1, 1), CUDA_SUCCESS); });
   ASSERT_TRUE(graph);
 
   CUgraphExec raw = nullptr;

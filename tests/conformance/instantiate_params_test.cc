@@ -15,26 +15,8 @@ namespace {
 CUgraphNode unwritten_node() { return reinterpret_cast<CUgraphNode>(std::uintptr_t{0x1}); }
 constexpr auto kUnwritten = static_cast<CUgraphInstantiateResult>(99);
 
-class InstantiateParams : public ConformanceTest {
+class InstantiateParams : public BodiesTest {
  protected:
-  void SetUp() override {
-    ConformanceTest::SetUp();
-    if (HasFatalFailure()) return;
-    module_ = load_test_kernels();
-    fill_ = kernel(module_, "fill");
-    empty_ = kernel(module_, "empty");
-    words_ = alloc(64 * sizeof(std::uint32_t));
-    s_ = new_stream();
-    body_ = new_stream();
-    ASSERT_FALSE(HasFailure());
-  }
-  void TearDown() override {
-    body_.reset();
-    s_.reset();
-    words_.reset();
-    module_.reset();
-    ConformanceTest::TearDown();
-  }
 
   CUDA_GRAPH_INSTANTIATE_PARAMS params(unsigned long long flags, CUstream upload = nullptr) {
     CUDA_GRAPH_INSTANTIATE_PARAMS p;
@@ -57,7 +39,7 @@ class InstantiateParams : public ConformanceTest {
     }
     return result;
   }
-  Graph one_kernel() {
+  RawGraph one_kernel() {
     return capture(s_.get(), [&] {
       EXPECT_EQ(launch(fill_, s_.get(), 1, 1, words_.get(), 7u, 1u), CUDA_SUCCESS);
     });
@@ -96,17 +78,10 @@ class InstantiateParams : public ConformanceTest {
               CUDA_SUCCESS);
     return node.conditional.phGraph_out[0];
   }
-
-  Module module_;
-  CUfunction fill_ = nullptr;
-  CUfunction empty_ = nullptr;
-  DeviceMemory words_;
-  Stream s_;
-  Stream body_;
 };
 
 TEST_F(InstantiateParams, SuccessWritesResultSuccessAndNoNode) {  // I01, I01b
-  Graph graph = one_kernel();
+  RawGraph graph = one_kernel();
   CUDA_GRAPH_INSTANTIATE_PARAMS p = params(0);
   Exec exec;
   ASSERT_EQ(instantiate_with(graph.get(), p, &exec), CUDA_SUCCESS);
@@ -114,14 +89,14 @@ TEST_F(InstantiateParams, SuccessWritesResultSuccessAndNoNode) {  // I01, I01b
   EXPECT_EQ(p.hErrNode_out, nullptr);
   EXPECT_EQ(api().cuGraphLaunch(exec.get(), s_.get()), CUDA_SUCCESS);
   EXPECT_EQ(download(words_.get(), 1, s_.get())[0], 7u);
-  Graph empty = capture(s_.get(), [] {});
+  RawGraph empty = capture(s_.get(), [] {});
   CUDA_GRAPH_INSTANTIATE_PARAMS q = params(0);
   EXPECT_EQ(instantiate_with(empty.get(), q), CUDA_SUCCESS);
   EXPECT_EQ(q.result_out, CUDA_GRAPH_INSTANTIATE_SUCCESS);
 }
 
 TEST_F(InstantiateParams, NullArgumentsAreInvalidValue) {  // I01c
-  Graph graph = one_kernel();
+  RawGraph graph = one_kernel();
   CUgraphExec exec = nullptr;
   EXPECT_EQ(api().cuGraphInstantiateWithParams(&exec, graph.get(), nullptr),
             CUDA_ERROR_INVALID_VALUE);
@@ -147,7 +122,7 @@ TEST_F(InstantiateParams, AHandleNoNodeUsesIsConditionalHandleUnusedNamingNoNode
   EXPECT_EQ(launch(fill_, s_.get(), 1, 1, words_.get(), 7u, 1u), CUDA_SUCCESS);
   CUgraph raw = nullptr;
   ASSERT_EQ(api().cuStreamEndCapture(s_.get(), &raw), CUDA_SUCCESS);
-  Graph graph(api(), raw);
+  RawGraph graph(api(), raw);
   CUDA_GRAPH_INSTANTIATE_PARAMS p = params(0);
   EXPECT_EQ(instantiate_with(graph.get(), p), CUDA_ERROR_INVALID_VALUE);
   EXPECT_EQ(p.result_out, CUDA_GRAPH_INSTANTIATE_CONDITIONAL_HANDLE_UNUSED);
@@ -156,7 +131,7 @@ TEST_F(InstantiateParams, AHandleNoNodeUsesIsConditionalHandleUnusedNamingNoNode
 
 TEST_F(InstantiateParams, MemoryNodesInAConditionalBodyAreNamedInTheBody) {  // I06
   CUgraph body = nullptr;
-  Graph graph = capture(s_.get(), [&] {
+  RawGraph graph = capture(s_.get(), [&] {
     body = insert_while(s_.get());
     ASSERT_EQ(api().cuStreamBeginCaptureToGraph(body_.get(), body, nullptr, nullptr, 0,
                                                 CU_STREAM_CAPTURE_MODE_RELAXED),
@@ -180,7 +155,7 @@ TEST_F(InstantiateParams, MemoryNodesInAConditionalBodyAreNamedInTheBody) {  // 
 
 TEST_F(InstantiateParams, DeviceLaunchTakesOnlyKernelCopyAndMemsetNodesAndNamesTheFirstOther) {
   // I04.kernel, I04.memset: accepted, and launchable from the host.
-  Graph kernels = capture(s_.get(), [&] {
+  RawGraph kernels = capture(s_.get(), [&] {
     EXPECT_EQ(launch(fill_, s_.get(), 1, 1, words_.get(), 7u, 1u), CUDA_SUCCESS);
     EXPECT_EQ(api().cuMemsetD32Async(words_.get() + 16, 3, 4, s_.get()), CUDA_SUCCESS);
   });
@@ -191,7 +166,7 @@ TEST_F(InstantiateParams, DeviceLaunchTakesOnlyKernelCopyAndMemsetNodesAndNamesT
   EXPECT_EQ(api().cuGraphLaunch(exec.get(), s_.get()), CUDA_SUCCESS);
   EXPECT_EQ(download(words_.get(), 1, s_.get())[0], 7u);
   // I04.alloc: a MEM_ALLOC node is named.
-  Graph alloc = capture(s_.get(), [&] {
+  RawGraph alloc = capture(s_.get(), [&] {
     EXPECT_EQ(launch(fill_, s_.get(), 1, 1, words_.get(), 7u, 1u), CUDA_SUCCESS);
     CUdeviceptr scratch = 0;
     EXPECT_EQ(api().cuMemAllocAsync(&scratch, 256, s_.get()), CUDA_SUCCESS);
@@ -203,7 +178,7 @@ TEST_F(InstantiateParams, DeviceLaunchTakesOnlyKernelCopyAndMemsetNodesAndNamesT
   ASSERT_NE(refused.hErrNode_out, nullptr);
   EXPECT_EQ(type_of(refused.hErrNode_out), CU_GRAPH_NODE_TYPE_MEM_ALLOC);
   // I04.cond: a conditional node is named.
-  Graph conditional = capture(s_.get(), [&] {
+  RawGraph conditional = capture(s_.get(), [&] {
     EXPECT_EQ(launch(fill_, s_.get(), 1, 1, words_.get(), 7u, 1u), CUDA_SUCCESS);
     (void)insert_while(s_.get());
   });
@@ -213,7 +188,7 @@ TEST_F(InstantiateParams, DeviceLaunchTakesOnlyKernelCopyAndMemsetNodesAndNamesT
   ASSERT_NE(named.hErrNode_out, nullptr);
   EXPECT_EQ(type_of(named.hErrNode_out), CU_GRAPH_NODE_TYPE_CONDITIONAL);
   // I04.none: an empty graph, naming nothing.
-  Graph empty = capture(s_.get(), [] {});
+  RawGraph empty = capture(s_.get(), [] {});
   CUDA_GRAPH_INSTANTIATE_PARAMS none = params(CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH);
   EXPECT_EQ(instantiate_with(empty.get(), none), CUDA_ERROR_INVALID_VALUE);
   EXPECT_EQ(none.result_out, CUDA_GRAPH_INSTANTIATE_ERROR);
@@ -221,7 +196,7 @@ TEST_F(InstantiateParams, DeviceLaunchTakesOnlyKernelCopyAndMemsetNodesAndNamesT
 }
 
 TEST_F(InstantiateParams, FlagsAreCheckedAsWithFlagsAndUploadIsAccepted) {  // I05
-  Graph graph = one_kernel();
+  RawGraph graph = one_kernel();
   for (unsigned long long flags :
        {static_cast<unsigned long long>(CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY),
         static_cast<unsigned long long>(CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY |
@@ -265,7 +240,7 @@ TEST_F(InstantiateParams, TheGraphACaptureBuildsOrAnUploadIntoACapturingStreamIn
   EXPECT_EQ(p.result_out, CUDA_GRAPH_INSTANTIATE_ERROR);
   expect_invalidated(s_.get(), empty_);
   // I05.upload_capturing: UPLOAD into a stream that captures.
-  Graph graph = one_kernel();
+  RawGraph graph = one_kernel();
   ASSERT_EQ(api().cuStreamBeginCapture(s_.get(), CU_STREAM_CAPTURE_MODE_RELAXED), CUDA_SUCCESS);
   CUDA_GRAPH_INSTANTIATE_PARAMS q = params(CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD, s_.get());
   EXPECT_EQ(instantiate_with(graph.get(), q), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
@@ -274,7 +249,7 @@ TEST_F(InstantiateParams, TheGraphACaptureBuildsOrAnUploadIntoACapturingStreamIn
 }
 
 TEST_F(InstantiateParams, ASecondExecutableOfAGraphWithMemoryNodesIsNotSupported) {  // I06b
-  Graph graph = capture(s_.get(), [&] {
+  RawGraph graph = capture(s_.get(), [&] {
     CUdeviceptr scratch = 0;
     EXPECT_EQ(api().cuMemAllocAsync(&scratch, 256, s_.get()), CUDA_SUCCESS);
     EXPECT_EQ(launch(fill_, s_.get(), 1, 1, scratch, 7u, 1u), CUDA_SUCCESS);

@@ -18,22 +18,22 @@ namespace {
 struct Scene {
   DriverApi* api = nullptr;
   const void* kernel_image = nullptr;
-  Module module;
+  RawModule module;
   CUfunction empty = nullptr;
-  Stream other;                // idle: never captured, nothing pending
-  Stream s;                    // the capturing stream
-  Event captured_event;        // recorded inside the capture by the calls that need it
-  Event uncaptured_event;      // recorded on `other` and completed before the capture
+  RawStream other;             // idle: never captured, nothing pending
+  RawStream s;                 // the capturing stream
+  RawEvent captured_event;     // recorded inside the capture by the calls that need it
+  RawEvent uncaptured_event;   // recorded on `other` and completed before the capture
   DeviceMemory memory;         // allocated before the capture
-  Module spare_module;         // loaded before the capture (the one a call may unload)
-  Graph graph;                 // one empty kernel, captured on `other` before
+  RawModule spare_module;      // loaded before the capture (the one a call may unload)
+  RawGraph graph;              // one empty kernel, captured on `other` before
   Exec exec;                   // its executable
   // Created by calls during the capture; released after it ends.
   DeviceMemory new_memory;
   HostMemory new_host_memory;
-  Module new_module;
-  Event new_event;
-  Stream new_stream;
+  RawModule new_module;
+  RawEvent new_event;
+  RawStream new_stream;
 };
 
 // The table's rows: which result each capture mode gets.
@@ -159,21 +159,21 @@ const Call kCalls[] = {
      [](Scene& scene) {
        CUmodule module = nullptr;
        const CUresult result = scene.api->cuModuleLoadData(&module, scene.kernel_image);
-       if (result == CUDA_SUCCESS) scene.new_module = Module(*scene.api, module);
+       if (result == CUDA_SUCCESS) scene.new_module = RawModule(*scene.api, module);
        return result;
      }},
     {"cuEventCreate", Row::kAlwaysAllowed,
      [](Scene& scene) {
        CUevent event = nullptr;
        const CUresult result = scene.api->cuEventCreate(&event, CU_EVENT_DISABLE_TIMING);
-       if (result == CUDA_SUCCESS) scene.new_event = Event(*scene.api, event);
+       if (result == CUDA_SUCCESS) scene.new_event = RawEvent(*scene.api, event);
        return result;
      }},
     {"cuStreamCreate", Row::kAlwaysAllowed,
      [](Scene& scene) {
        CUstream stream = nullptr;
        const CUresult result = scene.api->cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING);
-       if (result == CUDA_SUCCESS) scene.new_stream = Stream(*scene.api, stream);
+       if (result == CUDA_SUCCESS) scene.new_stream = RawStream(*scene.api, stream);
        return result;
      }},
     {"cuLaunchKernel_idle", Row::kAlwaysAllowed,
@@ -255,26 +255,26 @@ INSTANTIATE_TEST_SUITE_P(Invalidation, SameThreadCall,
 using Invalidation = ConformanceTest;
 
 TEST_F(Invalidation, AnInvalidatedStreamCanCaptureAgain) {
-  Module module = load_test_kernels();
+  RawModule module = load_test_kernels();
   CUfunction empty = kernel(module, "empty");
-  Stream s = new_stream();
+  RawStream s = new_stream();
   ASSERT_FALSE(HasFailure());
   ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
   EXPECT_EQ(api().cuStreamSynchronize(s.get()), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
   expect_invalidated(s.get(), empty);
 
-  Graph graph = capture(s.get(), [&] { EXPECT_EQ(launch(empty, s.get(), 1, 1), CUDA_SUCCESS); });
+  RawGraph graph = capture(s.get(), [&] { EXPECT_EQ(launch(empty, s.get(), 1, 1), CUDA_SUCCESS); });
   ::testing::Matcher<std::vector<CUgraphNodeType>> one_kernel =
       ::testing::ElementsAre(CU_GRAPH_NODE_TYPE_KERNEL);
   EXPECT_THAT(node_types(graph.get()), one_kernel);
 }
 
 TEST_F(Invalidation, EveryLaterCapturedCallReturnsInvalidated) {
-  Module module = load_test_kernels();
+  RawModule module = load_test_kernels();
   CUfunction empty = kernel(module, "empty");
   DeviceMemory buffer = alloc(64);
-  Event event = new_event();
-  Stream s = new_stream();
+  RawEvent event = new_event();
+  RawStream s = new_stream();
   ASSERT_FALSE(HasFailure());
   ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
   EXPECT_EQ(api().cuStreamQuery(s.get()), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);

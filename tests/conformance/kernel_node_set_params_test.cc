@@ -1,4 +1,4 @@
-// cuGraphExecKernelNodeSetParams (issue 10, per-replay parameters) and the way graphcap names the
+// cuGraphExecKernelNodeSetParams (per-replay parameters) and the way graphcap names the
 // node it sets: cuStreamGetCaptureInfo right after a captured launch lists exactly one dependency,
 // the launch's node, which is a node of the graph the capture ends into. cuda.h: "the node is
 // identified by the corresponding node in the non-executable graph, from which the executable
@@ -15,33 +15,25 @@
 namespace graphcap::testing {
 namespace {
 
-using ::testing::Each;
-
-constexpr std::uint32_t kWords = 300;
-constexpr std::size_t kBytes = kWords * sizeof(std::uint32_t);
-
-class KernelNodeSetParams : public ConformanceTest {
+class KernelNodeSetParams : public KernelsTest {
  protected:
+  static constexpr std::uint32_t kWords = 300;
+  static constexpr std::size_t kBytes = kWords * sizeof(std::uint32_t);
+
   void SetUp() override {
-    ConformanceTest::SetUp();
+    KernelsTest::SetUp();
     if (HasFatalFailure()) return;
-    module_ = load_test_kernels();
-    fill_ = kernel(module_, "fill");
-    add_one_ = kernel(module_, "add_one");
     dst_ = alloc(kBytes);
-    s_ = new_stream();
     ASSERT_FALSE(HasFailure());
   }
   void TearDown() override {
-    s_.reset();
     dst_.reset();
-    module_.reset();
-    ConformanceTest::TearDown();
+    KernelsTest::TearDown();
   }
 
   // Captures fill(dst, value, kWords) and returns the graph; `node` is the launch's node as
   // cuStreamGetCaptureInfo names it right after the launch.
-  Graph capture_fill(std::uint32_t value, CUgraphNode* node) {
+  RawGraph capture_fill(std::uint32_t value, CUgraphNode* node) {
     return capture(s_.get(), [&] {
       EXPECT_EQ(launch(fill_, s_.get(), kGrid, kBlock, dst_.get(), value, kWords), CUDA_SUCCESS);
       CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
@@ -80,16 +72,12 @@ class KernelNodeSetParams : public ConformanceTest {
     return download(dst_.get(), kWords, s_.get());
   }
 
-  Module module_;
-  CUfunction fill_ = nullptr;
-  CUfunction add_one_ = nullptr;
   DeviceMemory dst_;
-  Stream s_;
 };
 
 TEST_F(KernelNodeSetParams, TheCapturedLaunchsNodeIsTheOneDependencyAndANodeOfTheGraph) {
   CUgraphNode node = nullptr;
-  Graph graph = capture_fill(5, &node);
+  RawGraph graph = capture_fill(5, &node);
   ASSERT_TRUE(graph);
   std::size_t count = 1;
   CUgraphNode nodes[1] = {};
@@ -100,7 +88,7 @@ TEST_F(KernelNodeSetParams, TheCapturedLaunchsNodeIsTheOneDependencyAndANodeOfTh
 
 TEST_F(KernelNodeSetParams, ANewValueRunsFromTheNextLaunch) {
   CUgraphNode node = nullptr;
-  Graph graph = capture_fill(5, &node);
+  RawGraph graph = capture_fill(5, &node);
   ASSERT_TRUE(graph);
   Exec exec = instantiate(graph.get());
   EXPECT_THAT(run(exec.get()), Each(5u));
@@ -112,7 +100,7 @@ TEST_F(KernelNodeSetParams, ANewValueRunsFromTheNextLaunch) {
 
 TEST_F(KernelNodeSetParams, ALaunchAlreadyEnqueuedKeepsItsValue) {
   CUgraphNode node = nullptr;
-  Graph graph = capture_fill(5, &node);
+  RawGraph graph = capture_fill(5, &node);
   ASSERT_TRUE(graph);
   Exec exec = instantiate(graph.get());
   DeviceMemory first = alloc(kBytes);
@@ -130,11 +118,11 @@ TEST_F(KernelNodeSetParams, ALaunchAlreadyEnqueuedKeepsItsValue) {
 
 TEST_F(KernelNodeSetParams, TheSourceGraphsNodeStillNamesItAfterAnExecUpdate) {
   CUgraphNode node = nullptr;
-  Graph graph = capture_fill(5, &node);
+  RawGraph graph = capture_fill(5, &node);
   ASSERT_TRUE(graph);
   Exec exec = instantiate(graph.get());
   CUgraphNode other_node = nullptr;
-  Graph other = capture_fill(7, &other_node);
+  RawGraph other = capture_fill(7, &other_node);
   ASSERT_TRUE(other);
   CUgraphExecUpdateResultInfo info{};
   ASSERT_EQ(api().cuGraphExecUpdate(exec.get(), other.get(), &info), CUDA_SUCCESS);
@@ -145,11 +133,11 @@ TEST_F(KernelNodeSetParams, TheSourceGraphsNodeStillNamesItAfterAnExecUpdate) {
 
 TEST_F(KernelNodeSetParams, ANodeOfAnotherGraphIsInvalidValue) {
   CUgraphNode node = nullptr;
-  Graph graph = capture_fill(5, &node);
+  RawGraph graph = capture_fill(5, &node);
   ASSERT_TRUE(graph);
   Exec exec = instantiate(graph.get());
   CUgraphNode foreign = nullptr;
-  Graph other = capture_fill(7, &foreign);
+  RawGraph other = capture_fill(7, &foreign);
   ASSERT_TRUE(other);
   EXPECT_EQ(set_fill(exec.get(), foreign, 9), CUDA_ERROR_INVALID_VALUE);
   EXPECT_THAT(run(exec.get()), Each(5u)) << "nothing changed";

@@ -28,25 +28,19 @@ void PrintTo(const Edge& e, std::ostream* os) {
 
 constexpr unsigned kN = 256;
 
-class LaunchAttributes : public ConformanceTest {
+class LaunchAttributes : public KernelsTest {
  protected:
   void SetUp() override {
-    ConformanceTest::SetUp();
+    KernelsTest::SetUp();
     if (HasFatalFailure()) return;
-    module_ = load_test_kernels();
-    pdl_add_one_ = kernel(module_, "pdl_add_one");
-    fill_ = kernel(module_, "fill");
     words_ = alloc(5 * kN * sizeof(std::uint32_t));
-    s_ = new_stream();
     s2_ = new_stream();
     ASSERT_FALSE(HasFailure());
   }
   void TearDown() override {
     s2_.reset();
-    s_.reset();
     words_.reset();
-    module_.reset();
-    ConformanceTest::TearDown();
+    KernelsTest::TearDown();
   }
 
   CUdeviceptr buffer(unsigned i) const { return words_.get() + i * kN * sizeof(std::uint32_t); }
@@ -112,12 +106,8 @@ class LaunchAttributes : public ConformanceTest {
     EXPECT_EQ(download(buffer(i), kN, s_.get()), iota(kN, i)) << "buffer " << i;
   }
 
-  Module module_;
-  CUfunction pdl_add_one_ = nullptr;
-  CUfunction fill_ = nullptr;
   DeviceMemory words_;
-  Stream s_;
-  Stream s2_;
+  RawStream s2_;
 };
 
 constexpr Edge kProgrammatic{CU_GRAPH_NODE_TYPE_KERNEL, CU_GRAPH_NODE_TYPE_KERNEL,
@@ -125,7 +115,7 @@ constexpr Edge kProgrammatic{CU_GRAPH_NODE_TYPE_KERNEL, CU_GRAPH_NODE_TYPE_KERNE
                              kGraphKernelNodePortProgrammatic, 0};
 
 TEST_F(LaunchAttributes, ACapturedProgrammaticLaunchIsAProgrammaticEdgeFromItsKernel) {  // P01
-  Graph graph = capture(s_.get(), [&] {
+  RawGraph graph = capture(s_.get(), [&] {
     EXPECT_EQ(step(s_.get(), 0, false), CUDA_SUCCESS);
     for (unsigned i = 1; i < 4; ++i) EXPECT_EQ(step(s_.get(), i, true), CUDA_SUCCESS);
   });
@@ -139,9 +129,9 @@ TEST_F(LaunchAttributes, ACapturedProgrammaticLaunchIsAProgrammaticEdgeFromItsKe
 }
 
 TEST_F(LaunchAttributes, AfterAMemsetTheEdgeIsOrdinaryAndAnEventHopKeepsItProgrammatic) {  // P01b
-  Event fork = new_event();
-  Event join = new_event();
-  Graph graph = capture(s_.get(), [&] {
+  RawEvent fork = new_event();
+  RawEvent join = new_event();
+  RawGraph graph = capture(s_.get(), [&] {
     EXPECT_EQ(api().cuMemsetD32Async(buffer(1), 0, kN, s_.get()), CUDA_SUCCESS);
     EXPECT_EQ(step(s_.get(), 0, true), CUDA_SUCCESS);
     EXPECT_EQ(api().cuEventRecord(fork.get(), s_.get()), CUDA_SUCCESS);
@@ -160,7 +150,7 @@ TEST_F(LaunchAttributes, AfterAMemsetTheEdgeIsOrdinaryAndAnEventHopKeepsItProgra
 }
 
 TEST_F(LaunchAttributes, ReadingProgrammaticEdgesWithoutEdgeDataIsALossyQuery) {
-  Graph graph = capture(s_.get(), [&] {
+  RawGraph graph = capture(s_.get(), [&] {
     EXPECT_EQ(step(s_.get(), 0, false), CUDA_SUCCESS);
     EXPECT_EQ(step(s_.get(), 1, true), CUDA_SUCCESS);
   });
@@ -178,7 +168,7 @@ TEST_F(LaunchAttributes, AProgrammaticLaunchThatWaitsSeesItsPredecessorsWrites) 
   EXPECT_EQ(step(s_.get(), 0, false), CUDA_SUCCESS);
   for (unsigned i = 1; i < 4; ++i) EXPECT_EQ(step(s_.get(), i, true), CUDA_SUCCESS);
   expect_chain(4);
-  Graph graph = capture(s_.get(), [&] {
+  RawGraph graph = capture(s_.get(), [&] {
     EXPECT_EQ(step(s_.get(), 0, false), CUDA_SUCCESS);
     for (unsigned i = 1; i < 4; ++i) EXPECT_EQ(step(s_.get(), i, true), CUDA_SUCCESS);
   });
@@ -195,8 +185,8 @@ TEST_F(LaunchAttributes, ExecUpdateBetweenAPlainAndAProgrammaticChainIsTopologyC
       for (unsigned i = 1; i < 4; ++i) EXPECT_EQ(step(s_.get(), i, programmatic), CUDA_SUCCESS);
     });
   };
-  Graph plain = chain(false);
-  Graph programmatic = chain(true);
+  RawGraph plain = chain(false);
+  RawGraph programmatic = chain(true);
   Exec from_plain = instantiate(plain.get());
   CUgraphExecUpdateResultInfo info{};
   EXPECT_EQ(api().cuGraphExecUpdate(from_plain.get(), programmatic.get(), &info),
@@ -226,7 +216,7 @@ TEST_F(LaunchAttributes, EagerLaunchesAcceptAnyPriority) {  // P04
 }
 
 TEST_F(LaunchAttributes, CapturedNodesCarryTheirLaunchsPriorityClampedToTheRange) {  // P04
-  Graph graph = capture(s_.get(), [&] {
+  RawGraph graph = capture(s_.get(), [&] {
     EXPECT_EQ(step(s_.get(), 0, false, -5), CUDA_SUCCESS);
     EXPECT_EQ(step(s_.get(), 1, false), CUDA_SUCCESS);
     EXPECT_EQ(step(s_.get(), 2, false, -15), CUDA_SUCCESS);
@@ -255,8 +245,8 @@ TEST_F(LaunchAttributes, ExecUpdateToAnotherPriorityIsAttributesChanged) {  // P
   auto record = [&](int priority) {
     return capture(s_.get(), [&] { EXPECT_EQ(step(s_.get(), 0, false, priority), CUDA_SUCCESS); });
   };
-  Graph high = record(-5);
-  Graph low = record(0);
+  RawGraph high = record(-5);
+  RawGraph low = record(0);
   Exec exec = instantiate(high.get(), CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY);
   CUgraphExecUpdateResultInfo info{};
   EXPECT_EQ(api().cuGraphExecUpdate(exec.get(), low.get(), &info),

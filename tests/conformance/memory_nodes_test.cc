@@ -12,32 +12,14 @@
 namespace graphcap::testing {
 namespace {
 
-using ::testing::Each;
-using ::testing::ElementsAre;
-
-constexpr std::uint32_t kWords = 256;
-constexpr std::size_t kBytes = kWords * sizeof(std::uint32_t);
-
-class MemoryNodes : public ConformanceTest {
+class MemoryNodes : public KernelsTest {
  protected:
-  void SetUp() override {
-    ConformanceTest::SetUp();
-    if (HasFatalFailure()) return;
-    module_ = load_test_kernels();
-    fill_ = kernel(module_, "fill");
-    empty_ = kernel(module_, "empty");
-    s_ = new_stream();
-    ASSERT_FALSE(HasFailure());
-  }
-  void TearDown() override {
-    s_.reset();
-    module_.reset();
-    ConformanceTest::TearDown();
-  }
+  static constexpr std::uint32_t kWords = 256;
+  static constexpr std::size_t kBytes = kWords * sizeof(std::uint32_t);
 
   // A graph that allocates kWords words (at *pointer, known from capture time on) and fills
   // them with `value`, and never frees them.
-  Graph capture_unfreed_allocation(CUdeviceptr* pointer, std::uint32_t value) {
+  RawGraph capture_unfreed_allocation(CUdeviceptr* pointer, std::uint32_t value) {
     return capture(s_.get(), [&] {
       EXPECT_EQ(api().cuMemAllocAsync(pointer, kBytes, s_.get()), CUDA_SUCCESS);
       EXPECT_EQ(launch(fill_, s_.get(), kGrid, kBlock, *pointer, value, kWords), CUDA_SUCCESS);
@@ -49,16 +31,11 @@ class MemoryNodes : public ConformanceTest {
     EXPECT_EQ(api().cuMemFreeAsync(pointer, s_.get()), CUDA_SUCCESS);
     EXPECT_EQ(api().cuStreamSynchronize(s_.get()), CUDA_SUCCESS);
   }
-
-  Module module_;
-  CUfunction fill_ = nullptr;
-  CUfunction empty_ = nullptr;
-  Stream s_;
 };
 
 TEST_F(MemoryNodes, AllocAndFreeRecordMemAllocAndMemFreeInCreationOrder) {
   CUdeviceptr pointer = 0;
-  Graph graph = capture(s_.get(), [&] {
+  RawGraph graph = capture(s_.get(), [&] {
     EXPECT_EQ(api().cuMemAllocAsync(&pointer, kBytes, s_.get()), CUDA_SUCCESS);
     EXPECT_NE(pointer, CUdeviceptr{0}) << "the pointer is returned at once, during the capture";
     EXPECT_EQ(launch(fill_, s_.get(), kGrid, kBlock, pointer, std::uint32_t{3}, kWords),
@@ -72,7 +49,7 @@ TEST_F(MemoryNodes, AllocAndFreeRecordMemAllocAndMemFreeInCreationOrder) {
 
 TEST_F(MemoryNodes, AGraphThatFreesItsAllocationRelaunches) {
   CUdeviceptr pointer = 0;
-  Graph graph = capture(s_.get(), [&] {
+  RawGraph graph = capture(s_.get(), [&] {
     EXPECT_EQ(api().cuMemAllocAsync(&pointer, kBytes, s_.get()), CUDA_SUCCESS);
     EXPECT_EQ(launch(fill_, s_.get(), kGrid, kBlock, pointer, std::uint32_t{3}, kWords),
               CUDA_SUCCESS);
@@ -87,7 +64,7 @@ TEST_F(MemoryNodes, AGraphThatFreesItsAllocationRelaunches) {
 
 TEST_F(MemoryNodes, UnfreedAllocationLaunchesOnceThenEveryLaunchIsInvalidValue) {
   CUdeviceptr pointer = 0;
-  Graph graph = capture_unfreed_allocation(&pointer, 7);
+  RawGraph graph = capture_unfreed_allocation(&pointer, 7);
   EXPECT_THAT(node_types(graph.get()),
               ElementsAre(CU_GRAPH_NODE_TYPE_MEM_ALLOC, CU_GRAPH_NODE_TYPE_KERNEL));
 
@@ -120,7 +97,7 @@ class MemoryNodesFreeing : public MemoryNodes, public ::testing::WithParamInterf
 
 TEST_P(MemoryNodesFreeing, FreeingTheAllocationMakesTheNextLaunchSucceed) {
   CUdeviceptr pointer = 0;
-  Graph graph = capture_unfreed_allocation(&pointer, 9);
+  RawGraph graph = capture_unfreed_allocation(&pointer, 9);
   Exec exec = instantiate(graph.get());
   ASSERT_TRUE(exec);
   EXPECT_EQ(api().cuGraphLaunch(exec.get(), s_.get()), CUDA_SUCCESS);
@@ -153,7 +130,7 @@ INSTANTIATE_TEST_SUITE_P(MemoryNodes, MemoryNodesFreeing,
 
 TEST_F(MemoryNodes, DestroyingTheGraphDoesNotFreeTheAllocation) {
   CUdeviceptr pointer = 0;
-  Graph graph = capture_unfreed_allocation(&pointer, 5);
+  RawGraph graph = capture_unfreed_allocation(&pointer, 5);
   Exec exec = instantiate(graph.get());
   ASSERT_TRUE(exec);
   EXPECT_EQ(api().cuGraphLaunch(exec.get(), s_.get()), CUDA_SUCCESS);
@@ -168,7 +145,7 @@ TEST_F(MemoryNodes, DestroyingTheGraphDoesNotFreeTheAllocation) {
 
 TEST_F(MemoryNodes, AutoFreeOnLaunchRelaunchesEveryTime) {
   CUdeviceptr pointer = 0;
-  Graph graph = capture_unfreed_allocation(&pointer, 11);
+  RawGraph graph = capture_unfreed_allocation(&pointer, 11);
   Exec exec = instantiate(graph.get(), CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH);
   ASSERT_TRUE(exec);
   for (int launch_index = 1; launch_index <= 3; ++launch_index) {
@@ -182,7 +159,7 @@ TEST_F(MemoryNodes, AutoFreeOnLaunchRelaunchesEveryTime) {
 
 TEST_F(MemoryNodes, AGraphWithMemoryNodesHasOneExecutableAtATime) {
   CUdeviceptr pointer = 0;
-  Graph graph = capture(s_.get(), [&] {
+  RawGraph graph = capture(s_.get(), [&] {
     EXPECT_EQ(api().cuMemAllocAsync(&pointer, kBytes, s_.get()), CUDA_SUCCESS);
     EXPECT_EQ(launch(fill_, s_.get(), kGrid, kBlock, pointer, std::uint32_t{1}, kWords),
               CUDA_SUCCESS);
@@ -201,7 +178,8 @@ TEST_F(MemoryNodes, AGraphWithMemoryNodesHasOneExecutableAtATime) {
 }
 
 TEST_F(MemoryNodes, AGraphWithoutMemoryNodesInstantiatesManyTimes) {
-  Graph graph = capture(s_.get(), [&] { EXPECT_EQ(launch(empty_, s_.get(), 1, 1), CUDA_SUCCESS); });
+  RawGraph graph =
+      capture(s_.get(), [&] { EXPECT_EQ(launch(empty_, s_.get(), 1, 1), CUDA_SUCCESS); });
   Exec first = instantiate(graph.get());
   Exec second = instantiate(graph.get());
   Exec third = instantiate(graph.get());

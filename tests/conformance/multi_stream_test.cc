@@ -10,22 +10,14 @@
 namespace graphcap::testing {
 namespace {
 
-using ::testing::Each;
-using ::testing::ElementsAre;
-
-constexpr std::uint32_t kWords = 200;
-constexpr std::size_t kBytes = kWords * sizeof(std::uint32_t);
-
-class MultiStreamCapture : public ConformanceTest {
+class MultiStreamCapture : public KernelsTest {
  protected:
+  static constexpr std::uint32_t kWords = 200;
+  static constexpr std::size_t kBytes = kWords * sizeof(std::uint32_t);
+
   void SetUp() override {
-    ConformanceTest::SetUp();
+    KernelsTest::SetUp();
     if (HasFatalFailure()) return;
-    module_ = load_test_kernels();
-    empty_ = kernel(module_, "empty");
-    fill_ = kernel(module_, "fill");
-    axpy_ = kernel(module_, "axpy");
-    origin_ = new_stream();
     forked_ = new_stream();
     fork_ = new_event();
     join_ = new_event();
@@ -33,11 +25,9 @@ class MultiStreamCapture : public ConformanceTest {
   }
   void TearDown() override {
     forked_.reset();
-    origin_.reset();
     join_.reset();
     fork_.reset();
-    module_.reset();
-    ConformanceTest::TearDown();
+    KernelsTest::TearDown();
   }
 
   // Begins a capture on the origin stream and forks it into the second stream.
@@ -62,14 +52,10 @@ class MultiStreamCapture : public ConformanceTest {
     return id;
   }
 
-  Module module_;
-  CUfunction empty_ = nullptr;
-  CUfunction fill_ = nullptr;
-  CUfunction axpy_ = nullptr;
-  Stream origin_;
-  Stream forked_;
-  Event fork_;
-  Event join_;
+  RawStream& origin_ = s_;  // the stream each capture begins on
+  RawStream forked_;
+  RawEvent fork_;
+  RawEvent join_;
 };
 
 TEST_F(MultiStreamCapture, WaitingOnACapturedEventPullsTheStreamIntoTheSameCapture) {
@@ -102,7 +88,7 @@ TEST_F(MultiStreamCapture, JoinedForkEndsOnTheOriginWithTheWholeGraph) {
             CUDA_SUCCESS);
   CUgraph raw = nullptr;
   ASSERT_EQ(api().cuStreamEndCapture(origin_.get(), &raw), CUDA_SUCCESS);
-  Graph graph(api(), raw);
+  RawGraph graph(api(), raw);
   ASSERT_TRUE(graph);
   EXPECT_EQ(capture_status(origin_.get()), CU_STREAM_CAPTURE_STATUS_NONE);
   EXPECT_EQ(capture_status(forked_.get()), CU_STREAM_CAPTURE_STATUS_NONE);

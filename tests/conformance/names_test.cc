@@ -99,12 +99,12 @@ TEST_F(ErrorNames, EveryKnownCodeHasGraphcapsNameAndString) {
 
 TEST_F(ErrorNames, FactsTableRowsAreKnownCodes) {
   // docs/cuda-driver-facts.md's "Error codes" table, row by row: name and string as measured.
-  struct Row {
+  struct ErrorRow {
     CUresult code;
     const char* name;
     const char* text;
   };
-  const Row rows[] = {
+  const ErrorRow rows[] = {
       {CUDA_SUCCESS, "CUDA_SUCCESS", "no error"},
       {CUDA_ERROR_INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
       {CUDA_ERROR_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
@@ -136,7 +136,7 @@ TEST_F(ErrorNames, FactsTableRowsAreKnownCodes) {
        "the graph update was not performed because it included changes which violated "
        "constraints specific to instantiated graph update"},
   };
-  for (const Row& row : rows) {
+  for (const ErrorRow& row : rows) {
     SCOPED_TRACE(row.name);
     const char* name = nullptr;
     EXPECT_EQ(api().cuGetErrorName(row.code, &name), CUDA_SUCCESS);

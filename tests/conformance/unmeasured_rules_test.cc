@@ -19,7 +19,7 @@ TEST_F(UnmeasuredRules, ZeroSizedDeviceAllocationIsInvalidValueButPinnedHostSucc
   CUdeviceptr pointer = 0;
   EXPECT_EQ(api().cuMemAlloc(&pointer, 0), CUDA_ERROR_INVALID_VALUE);
   void* host = nullptr;
-  EXPECT_EQ(api().cuMemAllocHost(&host, 0), CUDA_SUCCESS);  // the H200 said so (run 2)
+  EXPECT_EQ(api().cuMemAllocHost(&host, 0), CUDA_SUCCESS);  // the H200 said so
   EXPECT_EQ(api().cuMemFreeHost(host), CUDA_SUCCESS);
 }
 
@@ -34,9 +34,9 @@ TEST_F(UnmeasuredRules, FreeingNullSucceedsAndFreeingTwiceIsInvalidValue) {
 }
 
 TEST_F(UnmeasuredRules, LaunchShapesPastTheLimitsAreInvalidValue) {
-  Module module = load_test_kernels();
+  RawModule module = load_test_kernels();
   CUfunction empty = kernel(module, "empty");
-  Stream s = new_stream();
+  RawStream s = new_stream();
   auto launch_shape = [&](unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                           unsigned bz, unsigned shared) {
     return api().cuLaunchKernel(empty, gx, gy, gz, bx, by, bz, shared, s.get(), nullptr, nullptr);
@@ -53,38 +53,38 @@ TEST_F(UnmeasuredRules, LaunchShapesPastTheLimitsAreInvalidValue) {
 }
 
 TEST_F(UnmeasuredRules, SameKernelNameGivesTheSameFunction) {
-  Module module = load_test_kernels();
+  RawModule module = load_test_kernels();
   EXPECT_EQ(kernel(module, "add_one"), kernel(module, "add_one"));
   EXPECT_NE(kernel(module, "add_one"), kernel(module, "fill"));
 }
 
 TEST_F(UnmeasuredRules, SyncOfAnInvalidatedCapturingStreamIsStillUnsupported) {
-  Module module = load_test_kernels();
+  RawModule module = load_test_kernels();
   CUfunction empty = kernel(module, "empty");
-  Stream s = new_stream();
+  RawStream s = new_stream();
   ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
   EXPECT_EQ(api().cuStreamQuery(s.get()), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);  // invalidates
-  // Once invalidated, still 900 (not 901): the H200 said so (run 2).
+  // Once invalidated, still 900 (not 901): the H200 said so.
   EXPECT_EQ(api().cuStreamSynchronize(s.get()), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
   EXPECT_EQ(api().cuStreamQuery(s.get()), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
   expect_invalidated(s.get(), empty);
 }
 
 TEST_F(UnmeasuredRules, CtxSynchronizeInvalidatesACaptureOnAnotherStream) {
-  Module module = load_test_kernels();
+  RawModule module = load_test_kernels();
   CUfunction empty = kernel(module, "empty");
-  Stream s = new_stream();
+  RawStream s = new_stream();
   ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
   EXPECT_EQ(api().cuCtxSynchronize(), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
   expect_invalidated(s.get(), empty);
 }
 
 TEST_F(UnmeasuredRules, FreeHostDuringAGlobalCaptureIsUnsafe) {
-  Module module = load_test_kernels();
+  RawModule module = load_test_kernels();
   CUfunction empty = kernel(module, "empty");
   void* host = nullptr;
   ASSERT_EQ(api().cuMemAllocHost(&host, 4096), CUDA_SUCCESS);
-  Stream s = new_stream();
+  RawStream s = new_stream();
   ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
   const CUresult freed = api().cuMemFreeHost(host);
   EXPECT_EQ(freed, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
@@ -95,23 +95,23 @@ TEST_F(UnmeasuredRules, FreeHostDuringAGlobalCaptureIsUnsafe) {
 }
 
 TEST_F(UnmeasuredRules, UploadIntoACapturingStreamIsUnsupportedAndInvalidates) {
-  Module module = load_test_kernels();
+  RawModule module = load_test_kernels();
   CUfunction empty = kernel(module, "empty");
-  Stream other = new_stream();
-  Graph graph = capture(other.get(), [&] {
+  RawStream other = new_stream();
+  RawGraph graph = capture(other.get(), [&] {
     ASSERT_EQ(launch(empty, other.get(), 1, 1), CUDA_SUCCESS);
   });
   Exec exec = instantiate(graph.get());
-  Stream s = new_stream();
+  RawStream s = new_stream();
   ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
   EXPECT_EQ(api().cuGraphUpload(exec.get(), s.get()), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
   expect_invalidated(s.get(), empty);
 }
 
 TEST_F(UnmeasuredRules, ACapturedLaunchWithABadShapeInvalidatesTheCapture) {
-  Module module = load_test_kernels();
+  RawModule module = load_test_kernels();
   CUfunction empty = kernel(module, "empty");
-  Stream s = new_stream();
+  RawStream s = new_stream();
   ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
   EXPECT_EQ(api().cuLaunchKernel(empty, 0, 1, 1, 32, 1, 1, 0, s.get(), nullptr, nullptr),
             CUDA_ERROR_INVALID_VALUE);
@@ -119,10 +119,10 @@ TEST_F(UnmeasuredRules, ACapturedLaunchWithABadShapeInvalidatesTheCapture) {
 }
 
 TEST_F(UnmeasuredRules, WaitingOnANeverRecordedEventAddsNothing) {
-  Module module = load_test_kernels();
+  RawModule module = load_test_kernels();
   CUfunction empty = kernel(module, "empty");
-  Event never = new_event();
-  Stream s = new_stream();
+  RawEvent never = new_event();
+  RawStream s = new_stream();
   ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
   ASSERT_EQ(launch(empty, s.get(), 1, 1), CUDA_SUCCESS);
   EXPECT_EQ(api().cuStreamWaitEvent(s.get(), never.get(), 0), CUDA_SUCCESS);
@@ -130,9 +130,9 @@ TEST_F(UnmeasuredRules, WaitingOnANeverRecordedEventAddsNothing) {
 }
 
 TEST_F(UnmeasuredRules, TheGraphUnderConstructionCannotBeDestroyedAndInstantiatingItInvalidates) {
-  Module module = load_test_kernels();
+  RawModule module = load_test_kernels();
   CUfunction empty = kernel(module, "empty");
-  Stream s = new_stream();
+  RawStream s = new_stream();
   ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
   ASSERT_EQ(launch(empty, s.get(), 1, 1), CUDA_SUCCESS);
   CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
@@ -148,7 +148,7 @@ TEST_F(UnmeasuredRules, TheGraphUnderConstructionCannotBeDestroyedAndInstantiati
   EXPECT_EQ(api().cuGraphDestroy(building), CUDA_ERROR_ILLEGAL_STATE);
   expect_still_active(s.get(), 1);
 
-  // Instantiating it is an unsafe call: 900, and the capture is invalidated (the H200, run 2).
+  // Instantiating it is an unsafe call: 900, and the capture is invalidated (the H200).
   ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
   ASSERT_EQ(launch(empty, s.get(), 1, 1), CUDA_SUCCESS);
   ASSERT_EQ(api().cuStreamGetCaptureInfo(s.get(), &status, &id, &building, nullptr, nullptr,
@@ -161,10 +161,10 @@ TEST_F(UnmeasuredRules, TheGraphUnderConstructionCannotBeDestroyedAndInstantiati
 }
 
 TEST_F(UnmeasuredRules, GetNodesFillsAtMostTheArrayAndReportsTheRealCount) {
-  Module module = load_test_kernels();
+  RawModule module = load_test_kernels();
   CUfunction empty = kernel(module, "empty");
-  Stream s = new_stream();
-  Graph graph = capture(s.get(), [&] {
+  RawStream s = new_stream();
+  RawGraph graph = capture(s.get(), [&] {
     for (int i = 0; i < 3; ++i) ASSERT_EQ(launch(empty, s.get(), 1, 1), CUDA_SUCCESS);
   });
   std::vector<CUgraphNode> nodes(5, reinterpret_cast<CUgraphNode>(std::uintptr_t{1}));
@@ -181,12 +181,12 @@ TEST_F(UnmeasuredRules, GetNodesFillsAtMostTheArrayAndReportsTheRealCount) {
 }
 
 TEST_F(UnmeasuredRules, DestroyingAnExecutableWithAQueuedLaunchLetsItFinish) {
-  Module module = load_test_kernels();
+  RawModule module = load_test_kernels();
   CUfunction fill = kernel(module, "fill");
-  Stream s = new_stream();
+  RawStream s = new_stream();
   DeviceMemory memory = alloc(1024 * sizeof(std::uint32_t));
   upload(memory.get(), std::vector<std::uint32_t>(1024, 0), s.get());
-  Graph graph = capture(s.get(), [&] {
+  RawGraph graph = capture(s.get(), [&] {
     ASSERT_EQ(launch(fill, s.get(), kGrid, kBlock, memory.get(), std::uint32_t{77},
                      std::uint32_t{1024}),
               CUDA_SUCCESS);
@@ -198,9 +198,9 @@ TEST_F(UnmeasuredRules, DestroyingAnExecutableWithAQueuedLaunchLetsItFinish) {
 }
 
 TEST_F(UnmeasuredRules, PageableCopiesSnapshotOnTheWayInAndCompleteOnTheWayOut) {
-  Module module = load_test_kernels();
+  RawModule module = load_test_kernels();
   CUfunction fill = kernel(module, "fill");
-  Stream s = new_stream();
+  RawStream s = new_stream();
   DeviceMemory memory = alloc(256 * sizeof(std::uint32_t));
   // In: the pageable source is staged when the call returns; changing it afterwards changes nothing.
   std::vector<std::uint32_t> source(256, 5);
@@ -219,7 +219,7 @@ TEST_F(UnmeasuredRules, PageableCopiesSnapshotOnTheWayInAndCompleteOnTheWayOut) 
 }
 
 TEST_F(UnmeasuredRules, DestroyingACapturingStreamLeavesNoCaptureBehind) {
-  Stream s = new_stream();
+  RawStream s = new_stream();
   CUstream handle = s.get();
   ASSERT_EQ(api().cuStreamBeginCapture(handle, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
   const CUresult destroyed = api().cuStreamDestroy(handle);
@@ -228,7 +228,7 @@ TEST_F(UnmeasuredRules, DestroyingACapturingStreamLeavesNoCaptureBehind) {
   }
   EXPECT_EQ(destroyed, CUDA_SUCCESS);
   // A new capture elsewhere works: nothing global was left open.
-  Stream t = new_stream();
+  RawStream t = new_stream();
   ASSERT_EQ(api().cuStreamBeginCapture(t.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
   CUgraph graph = nullptr;
   EXPECT_EQ(api().cuStreamEndCapture(t.get(), &graph), CUDA_SUCCESS);

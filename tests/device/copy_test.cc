@@ -13,11 +13,6 @@
 namespace graphcap::testing {
 namespace {
 
-using ::testing::Each;
-using ::testing::ElementsAre;
-using ::testing::ElementsAreArray;
-using ::testing::HasSubstr;
-
 class CopyTest : public DeviceFixture {
  protected:
   // Makes `buffer` carry a failure the way a user meets one: a recording that wrote it is

@@ -1,4 +1,4 @@
-// Graph::dot() labels (issue 22): a kernel node names its kernel, each buffer with its access,
+// Graph::dot() labels: a kernel node names its kernel, each buffer with its access,
 // size and label (Buffer::set_label), each value with its value, each param with the value it
 // had when recorded, and the line that recorded it. The same on every driver: graphcap renders its own record of the recording.
 #include <cstdint>
@@ -13,8 +13,6 @@
 
 namespace graphcap::testing {
 namespace {
-
-using ::testing::HasSubstr;
 
 class GraphDotLabelsTest : public DeviceFixture {};
 

@@ -15,20 +15,7 @@
 namespace graphcap::testing {
 namespace {
 
-using ::testing::AllOf;
-using ::testing::Each;
-using ::testing::ElementsAreArray;
-using ::testing::HasSubstr;
-
-class HostSyncOrderTest : public DeviceFixture {
- protected:
-  void SetUp() override {
-    DeviceFixture::SetUp();
-    side_ = add_stream();
-    ASSERT_NE(side_, nullptr);
-  }
-  Stream* side_ = nullptr;  // stream 1
-};
+using HostSyncOrderTest = WithSideStream<DeviceFixture>;
 
 TEST_F(HostSyncOrderTest, ASyncOrdersEveryStreamAfterTheSyncedStreamsWork) {
   Buffer x = upload_u32(iota_u32(64));

@@ -1,4 +1,4 @@
-// Launches checked against the kernel's own signature (issue 16), on every driver: Module::kernel
+// Launches checked against the kernel's own signature, on every driver: Module::kernel
 // reads the parameter layout once (cuFuncGetParamInfo), and Device::launch refuses a launch whose
 // arguments don't fit it (too few, too many, a value of the wrong size, a buffer where a scalar is
 // expected, a struct of the wrong size) with Errc::invalid_argument naming the kernel and the
@@ -18,10 +18,6 @@
 
 namespace graphcap::testing {
 namespace {
-
-using ::testing::AllOf;
-using ::testing::ElementsAreArray;
-using ::testing::HasSubstr;
 
 // A struct of the wrong size for affine's first parameter (16 bytes, not 24).
 struct ShortAffine {

@@ -16,9 +16,6 @@
 namespace graphcap::testing {
 namespace {
 
-using ::testing::ElementsAreArray;
-using ::testing::HasSubstr;
-
 class LaunchTest : public DeviceFixture {};
 
 TEST_F(LaunchTest, PingPongOf150LaunchesMatchesHostSimulation) {

@@ -13,10 +13,6 @@
 namespace graphcap::testing {
 namespace {
 
-using ::testing::ElementsAre;
-using ::testing::ElementsAreArray;
-using ::testing::HasSubstr;
-
 class MemoryTest : public DeviceFixture {};
 
 TEST_F(MemoryTest, UploadThenReadRoundTrips) {

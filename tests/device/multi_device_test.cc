@@ -1,4 +1,4 @@
-// Several devices in one process (issue 14), through graphcap, on every driver: the fake is made
+// Several devices in one process, through graphcap, on every driver: the fake is made
 // with 2 devices; on the real driver every test skips below 2 GPUs. Each call runs in its device's
 // context; objects of one device passed to another are refused naming both; peer copies move
 // bytes eagerly and from a replayed recording, ordered with events across the devices' streams,
@@ -22,10 +22,6 @@ namespace graphcap::testing {
 namespace {
 
 using ::testing::_;
-using ::testing::AllOf;
-using ::testing::Each;
-using ::testing::ElementsAreArray;
-using ::testing::HasSubstr;
 
 class TwoDevices : public ::testing::Test {
  protected:
@@ -246,8 +242,7 @@ TEST_F(TwoDevices, ARecordingCannotWaitForAnotherDevicesEvent) {
   EXPECT_THAT(d0().sync(d0().stream()), IsOk());
 }
 
-
-// Issue 21, defect 8: a graph keeps alive everything it replays against, across devices: device
+// A graph keeps alive everything it replays against, across devices: device
 // 1 closing leaves the memory a graph of device 0 copies from allocated until that graph goes.
 TEST_F(TwoDevices, AGraphKeepsAnotherDevicesMemoryAliveAfterThatDeviceCloses) {
   GRAPHCAP_REQUIRE_PEERS();
@@ -275,7 +270,7 @@ TEST_F(TwoDevices, AGraphKeepsAnotherDevicesMemoryAliveAfterThatDeviceCloses) {
   }
 }
 
-// Issue 21, defect 9: peer access belongs to the two devices as opened: a peer closed and
+// Peer access belongs to the two devices as opened: a peer closed and
 // opened again must be enabled again (the driver dropped the access with the peer's context).
 TEST_F(TwoDevices, PeerAccessIsForgottenWhenThePeerIsClosedAndOpenedAgain) {
   GRAPHCAP_REQUIRE_PEERS();

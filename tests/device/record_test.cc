@@ -1,4 +1,4 @@
-// Device::record (issue 22): prepare, the step once eagerly (the warm-up), begin, the step again
+// Device::record: prepare, the step once eagerly (the warm-up), begin, the step again
 // (recorded), end, in one call; on any failure the stream is left not capturing. And the other
 // "one way to do each thing" names: native_handle() on every wrapper, GraphCache::graph for
 // Graph::set on a cached graph. On every driver.
@@ -15,10 +15,6 @@
 
 namespace graphcap::testing {
 namespace {
-
-using ::testing::AllOf;
-using ::testing::Each;
-using ::testing::HasSubstr;
 
 class RecordTest : public DeviceFixture {};
 

@@ -15,20 +15,7 @@
 namespace graphcap::testing {
 namespace {
 
-using ::testing::AllOf;
-using ::testing::Each;
-using ::testing::ElementsAreArray;
-using ::testing::HasSubstr;
-
-class StreamsTest : public DeviceFixture {
- protected:
-  void SetUp() override {
-    DeviceFixture::SetUp();
-    side_ = add_stream();
-    ASSERT_NE(side_, nullptr);
-  }
-  Stream* side_ = nullptr;
-};
+using StreamsTest = WithSideStream<DeviceFixture>;
 
 TEST_F(StreamsTest, ABufferUsedOnItsStreamIsRefusedOnAnotherUntilOrdered) {
   Buffer x = upload_u32(iota_u32(256));
@@ -122,8 +109,7 @@ TEST_F(StreamsTest, AnEventMayOutliveItsDevice) {
   EXPECT_NE(e.native_handle(), nullptr);
 }  // ~Event: nothing left to destroy (the fake's teardown counts handles)
 
-
-// Defect 6: a wait recorded into a graph orders the graph's nodes, not the streams' eager work:
+// A wait recorded into a graph orders the graph's nodes, not the streams' eager work:
 // after it, an eager read of a buffer the other stream wrote eagerly is still unordered.
 TEST_F(StreamsTest, AWaitRecordedIntoAGraphDoesNotOrderEagerWork) {
   Buffer x = upload_u32(iota_u32(64));

@@ -15,10 +15,6 @@
 namespace graphcap::fake::unit {
 namespace {
 
-using ::testing::Each;
-using ::testing::ElementsAre;
-using ::testing::IsEmpty;
-
 class FakeCapture : public FakeDriverTest {
  public:
   // Made by the invalidation table's set-up, for its rows.
@@ -206,7 +202,7 @@ TEST_F(FakeCapture, ThreadCaptureModeStartsGlobalAndIsExchanged) {
   mode = CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
   ASSERT_EQ(fake_.cuThreadExchangeStreamCaptureMode(&mode), CUDA_SUCCESS);
   EXPECT_EQ(mode, CU_STREAM_CAPTURE_MODE_RELAXED);
-  // A value that is no mode is taken, as on the H200 (graphcap-fidelity, issue 23; the fake had
+  // A value that is no mode is taken, as on the H200 (graphcap-fidelity; the fake had
   // guessed 1). NULL is 1.
   mode = static_cast<CUstreamCaptureMode>(7);
   EXPECT_EQ(fake_.cuThreadExchangeStreamCaptureMode(&mode), CUDA_SUCCESS);

@@ -17,8 +17,6 @@
 namespace graphcap::fake::unit {
 namespace {
 
-using ::testing::Each;
-
 class FakeThreads : public FakeDriverTest {
  public:
   // Runs `body` on a new thread with the test's context current and the given capture mode.

@@ -62,13 +62,6 @@ GRAPHCAP_KERNEL(null_store, (std::uint32_t value)) {
 namespace graphcap::fake::unit {
 namespace {
 
-using ::testing::AllOf;
-using ::testing::Contains;
-using ::testing::ElementsAre;
-using ::testing::ElementsAreArray;
-using ::testing::HasSubstr;
-using ::testing::SizeIs;
-
 class FakeCompiledKernels : public FakeDriverTest {
  public:
   explicit FakeCompiledKernels(FakeDriverOptions options = {}) : FakeDriverTest(options) {}

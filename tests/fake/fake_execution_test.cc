@@ -11,9 +11,6 @@
 namespace graphcap::fake::unit {
 namespace {
 
-using ::testing::Each;
-using ::testing::ElementsAre;
-
 class FakeExecution : public FakeDriverTest {
  public:
   explicit FakeExecution(FakeDriverOptions options = {}) : FakeDriverTest(options) {}
@@ -151,7 +148,7 @@ TEST_F(FakeExecution, EventsMeasureTheSimulatedClock) {
 
 TEST_F(FakeExecutionRecordOnly, ATrapIsReportedOnceByTheNextStreamWait) {
   ASSERT_EQ(trap(stream_, CUDA_ERROR_ILLEGAL_ADDRESS), CUDA_SUCCESS);  // launching succeeds
-  // A query reports it too (issue 22: a fault surfaces on the next sync or query), but does not
+  // A query reports it too (a fault surfaces on the next sync or query), but does not
   // consume it: the next wait still reports it.
   EXPECT_EQ(fake_.cuStreamQuery(stream_), CUDA_ERROR_ILLEGAL_ADDRESS);
   EXPECT_EQ(fake_.cuStreamQuery(stream_), CUDA_ERROR_ILLEGAL_ADDRESS);

@@ -18,11 +18,7 @@
 namespace graphcap::fake::unit {
 namespace {
 
-using ::testing::AllOf;
-using ::testing::ElementsAre;
-using ::testing::HasSubstr;
 using ::testing::Field;
-using ::testing::IsEmpty;
 
 class FakeFaults : public FakeDriverTest {};
 
@@ -163,7 +159,7 @@ TEST_F(FakeFaults, EveryCallIsLoggedWithItsResultAndThread) {
   EXPECT_EQ(fake_.cuStreamQuery(stream_), CUDA_ERROR_NOT_READY);
   CUdeviceptr p = 0;
   EXPECT_EQ(fake_.cuMemAlloc(&p, 0), CUDA_ERROR_INVALID_VALUE);
-  // (Not cuStreamQuery: a user stream carries its context, measured on the H200, issue 23.)
+  // (Not cuStreamQuery: a user stream carries its context, measured on the H200.)
   std::thread other([&] {
     std::size_t free = 0, total = 0;
     EXPECT_EQ(fake_.cuMemGetInfo(&free, &total), CUDA_ERROR_INVALID_CONTEXT);

@@ -16,6 +16,7 @@
 #include <graphcap/fake/fake_driver.h>
 
 #include "kernels/test_kernels.h"
+#include "matchers.h"
 
 namespace graphcap::fake::unit {
 

@@ -15,10 +15,6 @@
 namespace graphcap::fake::unit {
 namespace {
 
-using ::testing::Each;
-using ::testing::ElementsAre;
-using ::testing::HasSubstr;
-
 class FakeGraphs : public FakeDriverTest {
  public:
   explicit FakeGraphs(FakeDriverOptions options = {}) : FakeDriverTest(options) {}
@@ -451,7 +447,7 @@ TEST_F(FakeGraphs, LaunchOrUploadIntoACapturingStreamIsRefusedAndInvalidates) {
     ASSERT_EQ(fake_.cuStreamBeginCapture(stream_, CU_STREAM_CAPTURE_MODE_RELAXED), CUDA_SUCCESS);
     EXPECT_EQ((fake_.*call)(exec, stream_), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
     EXPECT_EQ(status(stream_), CU_STREAM_CAPTURE_STATUS_INVALIDATED);
-    // Measured on the H200 (graphcap-fidelity, issue 23): still 900 once invalidated, not 901.
+    // Measured on the H200 (graphcap-fidelity): still 900 once invalidated, not 901.
     EXPECT_EQ((fake_.*call)(exec, stream_), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
     end_any_capture(stream_);
   }

@@ -23,11 +23,6 @@
 namespace graphcap::fake::unit {
 namespace {
 
-using ::testing::ElementsAre;
-using ::testing::HasSubstr;
-using ::testing::IsEmpty;
-using ::testing::SizeIs;
-
 void* key(std::uintptr_t value) { return reinterpret_cast<void*>(value); }
 
 // The measured signature (char, double, short, float*, unsigned long long).

@@ -13,11 +13,6 @@
 namespace graphcap::fake::unit {
 namespace {
 
-using ::testing::Each;
-using ::testing::ElementsAre;
-using ::testing::IsEmpty;
-using ::testing::SizeIs;
-
 class FakeMemory : public FakeDriverTest {
  public:
   explicit FakeMemory(FakeDriverOptions options = {}) : FakeDriverTest(options) {}

@@ -12,11 +12,6 @@
 namespace graphcap::fake::unit {
 namespace {
 
-using ::testing::Each;
-using ::testing::ElementsAre;
-using ::testing::HasSubstr;
-using ::testing::SizeIs;
-
 class FakeModules : public FakeDriverTest {
  public:
   explicit FakeModules(FakeDriverOptions options = {}) : FakeDriverTest(options) {}

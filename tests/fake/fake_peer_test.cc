@@ -83,7 +83,7 @@ TEST_F(FakePeers, EnablingIsOncePerOrderedPairOfContexts) {
 }
 
 TEST_F(FakePeers, EnablingRefusesWhatCudaDocuments) {
-  // Itself: 217 (measured on the H200 by graphcap-fidelity, issue 23; the fake had guessed 201).
+  // Itself: 217 (measured on the H200 by graphcap-fidelity; the fake had guessed 201).
   EXPECT_EQ(fake_.cuCtxEnablePeerAccess(contexts_[0], 0), CUDA_ERROR_PEER_ACCESS_UNSUPPORTED);
   EXPECT_EQ(fake_.cuCtxEnablePeerAccess(nullptr, 0), CUDA_ERROR_INVALID_CONTEXT);
   EXPECT_EQ(fake_.cuCtxEnablePeerAccess(contexts_[1], 1), CUDA_ERROR_INVALID_VALUE);

@@ -12,12 +12,6 @@
 namespace graphcap::fake::unit {
 namespace {
 
-using ::testing::Each;
-using ::testing::ElementsAre;
-using ::testing::HasSubstr;
-using ::testing::IsEmpty;
-using ::testing::SizeIs;
-
 std::string hex(CUdeviceptr value) {
   char text[24];
   std::snprintf(text, sizeof text, "0x%llx", static_cast<unsigned long long>(value));

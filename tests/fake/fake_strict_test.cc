@@ -16,11 +16,6 @@
 namespace graphcap::fake::unit {
 namespace {
 
-using ::testing::AllOf;
-using ::testing::Each;
-using ::testing::HasSubstr;
-using ::testing::SizeIs;
-
 // A fresh fake with one stream and a hand-written kernel, touch(p, words): ++p[i] for i < words,
 // through KernelContext::buffer (the whole range checked at once).
 class Faulting {

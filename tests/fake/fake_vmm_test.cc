@@ -1,6 +1,6 @@
 // The fake's virtual memory management beyond what the conformance suite checks on both drivers:
 // what an access to a reserved range's unmapped or inaccessible part is (a violation naming the
-// range; the H200 faults with CUDA_ERROR_ILLEGAL_ADDRESS, V07 and V08, which kills its context,
+// range; the H200 faults with CUDA_ERROR_ILLEGAL_ADDRESS for both, which kills its context,
 // so the conformance suite can't ask it), the handles it counts, what a context's destruction
 // reclaims, a device without VMM, and the memory the driver holds for executables.
 #include <cstdint>
@@ -15,8 +15,6 @@
 
 namespace graphcap::fake::unit {
 namespace {
-
-using ::testing::Each;
 
 constexpr std::size_t kG = std::size_t{2} << 20;
 
@@ -64,7 +62,7 @@ TEST_F(FakeVmm, AWriteToAMappingWithoutAccessFailsTheStreamsSyncWithIllegalAddre
   const CUdeviceptr va = reserve(4 * kG);
   const CUmemGenericAllocationHandle handle = create(kG);
   ASSERT_EQ(fake_.cuMemMap(va, kG, 0, handle, 0), CUDA_SUCCESS);
-  ASSERT_EQ(fill(stream_, va, 1, 64), CUDA_SUCCESS);  // V08: the launch itself is accepted
+  ASSERT_EQ(fill(stream_, va, 1, 64), CUDA_SUCCESS);  // the launch itself is accepted
   EXPECT_EQ(fake_.cuStreamSynchronize(stream_), CUDA_ERROR_ILLEGAL_ADDRESS);
   EXPECT_TRUE(mentions(fake_.violations(), "cuMemSetAccess has not made accessible"));
 }
@@ -74,7 +72,7 @@ TEST_F(FakeVmmRecordOnly, AnAccessWhereNothingAccessibleIsMappedIsAViolationNami
   const CUdeviceptr va = reserve(4 * kG);
   const CUmemGenericAllocationHandle handle = create(kG);
   ASSERT_EQ(fake_.cuMemMap(va, kG, 0, handle, 0), CUDA_SUCCESS);
-  // Mapped, but no access set yet (V08).
+  // Mapped, but no access set yet.
   ASSERT_EQ(fill(stream_, va, 1, 64), CUDA_SUCCESS);
   ASSERT_EQ(fake_.cuStreamSynchronize(stream_), CUDA_SUCCESS);
   EXPECT_TRUE(mentions(fake_.violations(), "cuMemSetAccess has not made accessible"));
@@ -83,7 +81,7 @@ TEST_F(FakeVmmRecordOnly, AnAccessWhereNothingAccessibleIsMappedIsAViolationNami
   ASSERT_EQ(fill(stream_, va, 1, 64), CUDA_SUCCESS);
   EXPECT_THAT(download(va, 64, stream_), Each(1u));
   EXPECT_THAT(fake_.violations(), ::testing::IsEmpty());
-  // Reserved but unmapped (V07), and a range running on from the mapping into it.
+  // Reserved but unmapped, and a range running on from the mapping into it.
   ASSERT_EQ(fill(stream_, va + 2 * kG, 1, 64), CUDA_SUCCESS);
   ASSERT_EQ(fill(stream_, va + kG - 128, 1, 64), CUDA_SUCCESS);
   ASSERT_EQ(fake_.cuStreamSynchronize(stream_), CUDA_SUCCESS);

@@ -16,11 +16,6 @@
 namespace graphcap::testing {
 namespace {
 
-using ::testing::AllOf;
-using ::testing::Contains;
-using ::testing::ElementsAreArray;
-using ::testing::HasSubstr;
-
 class CaptureFaultsTest : public FaultFixture {
  protected:
   void SetUp() override {

@@ -18,13 +18,10 @@
 namespace graphcap::testing {
 namespace {
 
-using ::testing::AllOf;
-using ::testing::HasSubstr;
-
-constexpr std::uint32_t kN = 16;
-
 class ConditionalBodyFaultTest : public FaultFixture {
  protected:
+  static constexpr std::uint32_t kN = 16;
+
   void SetUp() override {
     FaultFixture::SetUp();
     if (HasFatalFailure()) return;

@@ -18,26 +18,14 @@
 namespace graphcap::testing {
 namespace {
 
-using ::testing::AllOf;
-using ::testing::Each;
-using ::testing::ElementsAreArray;
-using ::testing::HasSubstr;
-using ::testing::IsEmpty;
-
-class CopyEventFaultsTest : public FaultFixture {
+class CopyEventFaultsTest : public WithSideStream<FaultFixture> {
  protected:
-  void SetUp() override {
-    FaultFixture::SetUp();
-    side_ = add_stream();
-    ASSERT_NE(side_, nullptr);
-  }
   // Orders the side stream after everything on the device's stream so far.
   void order_side_after_main() {
     Event e = new_event();
     ASSERT_THAT(device_->record_event(e, stream()), IsOk());
     ASSERT_THAT(device_->wait(*side_, e), IsOk());
   }
-  Stream* side_ = nullptr;
 };
 
 TEST_F(CopyEventFaultsTest, AFailedEagerCopyMarksTheDestinationOnly) {
@@ -139,7 +127,7 @@ TEST_F(CopyEventFaultsTest, ADroppedLentBufferIsNotReusedWhileTheBorrowerMayStil
   ASSERT_THAT(reused, IsOk());
   // On the fake, `next` could not have it (the borrower's launch was still queued), so the slice
   // comes back now. On a GPU the launch may already have finished when `next` was taken, and
-  // `next` may hold it legitimately (H200 run 7): either way it is released by now.
+  // `next` may hold it legitimately (seen on the H200): either way it is released by now.
   if (on_fake()) {
     EXPECT_EQ(reused->native_handle(), dropped) << "released once the owner passed the hand-back";
   } else {

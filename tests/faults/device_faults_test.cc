@@ -3,7 +3,7 @@
 // injected faults, out-of-memory recovery, and every failure of Device::open named. Every driver:
 // the faults come from a FaultInjectingDriver around the test driver (the fake, or libcuda on the
 // H200). The asynchronous fault of a trapping kernel stays fake-only
-// (tests/units/graphcap/device_sync_fake_test.cc says why).
+// (tests/units/device_sync_fake_test.cc says why).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -18,10 +18,6 @@
 
 namespace graphcap::testing {
 namespace {
-
-using ::testing::ElementsAreArray;
-using ::testing::HasSubstr;
-using ::testing::IsEmpty;
 
 class DeviceFaultsTest : public FaultFixture {
  protected:

@@ -17,12 +17,6 @@
 namespace graphcap::testing {
 namespace {
 
-using ::testing::AllOf;
-using ::testing::Contains;
-using ::testing::ElementsAre;
-using ::testing::HasSubstr;
-using ::testing::IsEmpty;
-
 class DocumentedFaults : public FaultFixture {
  protected:
   void SetUp() override {

@@ -17,9 +17,7 @@
 namespace graphcap::testing {
 namespace {
 
-using ::testing::Contains;
 using ::testing::IsSupersetOf;
-using ::testing::Not;
 
 class EntryPointsByOperation : public FaultFixture {
  protected:

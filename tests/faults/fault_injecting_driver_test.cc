@@ -33,7 +33,7 @@ class FaultInjectingDriverTest : public ConformanceTest {
 };
 
 TEST_F(FaultInjectingDriverTest, TheNthCallFailsAndIsLoggedAsInjected) {
-  Stream s = new_stream();
+  RawStream s = new_stream();
   ASSERT_FALSE(HasFailure());
   faults().fail_call("cuStreamQuery", CUDA_ERROR_LAUNCH_FAILED, 2);
   EXPECT_EQ(faults().cuStreamQuery(s.get()), CUDA_SUCCESS);
@@ -48,8 +48,8 @@ TEST_F(FaultInjectingDriverTest, TheNthCallFailsAndIsLoggedAsInjected) {
 }
 
 TEST_F(FaultInjectingDriverTest, FailAlwaysAndAPredicateOnTheStream) {
-  Stream a = new_stream();
-  Stream b = new_stream();
+  RawStream a = new_stream();
+  RawStream b = new_stream();
   ASSERT_FALSE(HasFailure());
   const CUstream target = b.get();
   faults().fail_when("", CUDA_ERROR_NOT_READY,
@@ -66,9 +66,9 @@ TEST_F(FaultInjectingDriverTest, FailAlwaysAndAPredicateOnTheStream) {
 }
 
 TEST_F(FaultInjectingDriverTest, AFailedEndCaptureStillEndsTheCapture) {
-  Module module = load_test_kernels();
+  RawModule module = load_test_kernels();
   CUfunction empty = kernel(module, "empty");
-  Stream s = new_stream();
+  RawStream s = new_stream();
   ASSERT_FALSE(HasFailure());
   ASSERT_EQ(faults().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
   ASSERT_EQ(launch_through(empty, s.get()), CUDA_SUCCESS);
@@ -84,9 +84,9 @@ TEST_F(FaultInjectingDriverTest, AFailedEndCaptureStillEndsTheCapture) {
 }
 
 TEST_F(FaultInjectingDriverTest, AFailedCapturedLaunchInvalidatesTheCapture) {
-  Module module = load_test_kernels();
+  RawModule module = load_test_kernels();
   CUfunction empty = kernel(module, "empty");
-  Stream s = new_stream();
+  RawStream s = new_stream();
   ASSERT_FALSE(HasFailure());
   ASSERT_EQ(faults().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
   faults().fail_call("cuLaunchKernel", CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES);
@@ -94,16 +94,16 @@ TEST_F(FaultInjectingDriverTest, AFailedCapturedLaunchInvalidatesTheCapture) {
   expect_invalidated(s.get(), empty);
 }
 
-// The drift issue 23 found: cuMemcpyDtoDAsync and cuMemsetD32Async were stream-ordered in the
-// fake's list but missing from the decorator's, so an injected failure of either left a real
+// The drift the H200's traces found: cuMemcpyDtoDAsync and cuMemsetD32Async were stream-ordered in
+// the fake's list but missing from the decorator's, so an injected failure of either left a real
 // capture valid while the fake invalidated it. Both now read entry_points.def's order column.
 // Checked through the decorator (fake and H200) and, on the fake, through its own injection.
 TEST_F(FaultInjectingDriverTest, AFailedCapturedDeviceCopyOrWordFillInvalidatesTheCapture) {
   static_assert(entry::cuMemcpyDtoDAsync::order == EntryOrder::ordered &&
                 entry::cuMemsetD32Async::order == EntryOrder::ordered);
-  Module module = load_test_kernels();
+  RawModule module = load_test_kernels();
   CUfunction empty = kernel(module, "empty");
-  Stream s = new_stream();
+  RawStream s = new_stream();
   DeviceMemory a = alloc(64 * sizeof(std::uint32_t));
   DeviceMemory b = alloc(64 * sizeof(std::uint32_t));
   ASSERT_FALSE(HasFailure());
@@ -128,9 +128,9 @@ TEST_F(FaultInjectingDriverTest, AFailedCapturedDeviceCopyOrWordFillInvalidatesT
 }
 
 TEST_F(FaultInjectingDriverTest, AFailedLaunchOutsideACaptureEnqueuesNothing) {
-  Module module = load_test_kernels();
+  RawModule module = load_test_kernels();
   CUfunction fill = kernel(module, "fill");
-  Stream s = new_stream();
+  RawStream s = new_stream();
   DeviceMemory x = alloc(64 * sizeof(std::uint32_t));
   ASSERT_FALSE(HasFailure());
   upload(x.get(), iota(64), s.get());
@@ -142,14 +142,14 @@ TEST_F(FaultInjectingDriverTest, AFailedLaunchOutsideACaptureEnqueuesNothing) {
 }
 
 TEST_F(FaultInjectingDriverTest, AFailedBeginOrInstantiateCreatesNothing) {
-  Stream s = new_stream();
+  RawStream s = new_stream();
   ASSERT_FALSE(HasFailure());
   faults().fail_call("cuStreamBeginCapture", CUDA_ERROR_OUT_OF_MEMORY);
   EXPECT_EQ(faults().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_GLOBAL),
             CUDA_ERROR_OUT_OF_MEMORY);
   EXPECT_EQ(capture_status(s.get()), CU_STREAM_CAPTURE_STATUS_NONE) << "nothing begun";
 
-  Graph graph = capture(s.get(), [] {});
+  RawGraph graph = capture(s.get(), [] {});
   ASSERT_TRUE(graph);
   faults().fail_call("cuGraphInstantiateWithFlags", CUDA_ERROR_OUT_OF_MEMORY);
   CUgraphExec exec = nullptr;
@@ -177,9 +177,9 @@ TEST_F(FaultInjectingDriverTest, AFailedFreeLeaksItsHandleUntilReleaseLeaked) {
 }
 
 TEST_F(FaultInjectingDriverTest, AFailedWaitStillWaits) {
-  Module module = load_test_kernels();
+  RawModule module = load_test_kernels();
   CUfunction fill = kernel(module, "fill");
-  Stream s = new_stream();
+  RawStream s = new_stream();
   DeviceMemory x = alloc(64 * sizeof(std::uint32_t));
   ASSERT_FALSE(HasFailure());
   ASSERT_EQ(launch_through(fill, s.get(), x.get(), std::uint32_t{5}, std::uint32_t{64}),
@@ -191,10 +191,10 @@ TEST_F(FaultInjectingDriverTest, AFailedWaitStillWaits) {
 }
 
 TEST_F(FaultInjectingDriverTest, SettledQueriesFindTheWorkDone) {
-  Module module = load_test_kernels();
+  RawModule module = load_test_kernels();
   CUfunction fill = kernel(module, "fill");
-  Stream s = new_stream();
-  Event e = new_event();
+  RawStream s = new_stream();
+  RawEvent e = new_event();
   DeviceMemory x = alloc(1 << 20);
   ASSERT_FALSE(HasFailure());
   fake::FaultInjectingDriver settled(api(), {.settle_queries = true});

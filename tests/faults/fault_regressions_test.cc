@@ -28,11 +28,6 @@
 namespace graphcap::testing {
 namespace {
 
-using ::testing::AllOf;
-using ::testing::Contains;
-using ::testing::HasSubstr;
-using ::testing::IsEmpty;
-
 class RegressionTest : public FaultFixture {};
 
 // The refusal returned says it (a warning too would say it twice: expected paths are quiet).

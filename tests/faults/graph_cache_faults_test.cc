@@ -16,13 +16,10 @@
 namespace graphcap::testing {
 namespace {
 
-using ::testing::ElementsAreArray;
-using ::testing::HasSubstr;
-
-constexpr std::uint32_t kN = 64;
-
 class GraphCacheFaultsTest : public FaultFixture {
  protected:
+  static constexpr std::uint32_t kN = 64;
+
   void SetUp() override {
     FaultFixture::SetUp();
     if (HasFatalFailure()) return;

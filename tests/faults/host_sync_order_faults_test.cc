@@ -12,9 +12,6 @@
 namespace graphcap::testing {
 namespace {
 
-using ::testing::Each;
-using ::testing::HasSubstr;
-
 class HostSyncOrderFaultsTest : public FaultFixture {};
 
 TEST_F(HostSyncOrderFaultsTest, AFailedSyncOrdersNothing) {

@@ -1,4 +1,4 @@
-// Launch checks where the driver can't report a kernel's signature (issue 16): when
+// Launch checks where the driver can't report a kernel's signature: when
 // cuFuncGetParamInfo fails, Module::kernel still returns the kernel, says so once per device in
 // the log, and its launches go unchecked, as before the check existed. And the layout is read
 // once per lookup: launches make no query.
@@ -17,11 +17,6 @@
 
 namespace graphcap::testing {
 namespace {
-
-using ::testing::AllOf;
-using ::testing::ElementsAreArray;
-using ::testing::HasSubstr;
-using ::testing::SizeIs;
 
 class LaunchCheckFaultsTest : public FaultFixture {
  protected:

@@ -14,13 +14,10 @@
 namespace graphcap::testing {
 namespace {
 
-using ::testing::Each;
-using ::testing::HasSubstr;
-
-constexpr std::uint32_t kN = 64;
-
 class ParamFaultsTest : public FaultFixture {
  protected:
+  static constexpr std::uint32_t kN = 64;
+
   void SetUp() override {
     FaultFixture::SetUp();
     value_ = device_->param<std::uint32_t>(5);

@@ -15,13 +15,10 @@
 namespace graphcap::testing {
 namespace {
 
-using ::testing::ElementsAreArray;
-using ::testing::HasSubstr;
-
-constexpr std::uint32_t kN = 64;
-
 class RerecordFaultsTest : public FaultFixture {
  protected:
+  static constexpr std::uint32_t kN = 64;
+
   void SetUp() override {
     FaultFixture::SetUp();
     a_ = upload_u32(iota_u32(kN, 0));
@@ -93,7 +90,7 @@ TEST_F(RerecordFaultsTest, AFailingEndCaptureLeavesIntoUnchanged) {
   expect_old_recording();
 }
 
-// The node census runs only when the update is refused (issue 24: an update that succeeds proves
+// The node census runs only when the update is refused (an update that succeeds proves
 // the new graph's node types are into's): here, a re-recording of another topology.
 TEST_F(RerecordFaultsTest, AFailingNodeCountLeavesIntoUnchanged) {
   const CUgraphExec exec = graph_.native_handle();

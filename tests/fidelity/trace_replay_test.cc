@@ -1,4 +1,4 @@
-// The H200's answers in CI (issue 23): every program recorded on the H200 by graphcap-fidelity
+// The H200's answers in CI: every program recorded on the H200 by graphcap-fidelity
 // (tests/fidelity/traces/*.trace) is replayed on a fresh fake, and every call must be observed as
 // the H200 observed it (result code, capture status of every stream, node types of graphs that
 // ended, bytes of buffers at host synchronisations; timing-dependent query codes compare equal,

@@ -1,4 +1,4 @@
-// Facts file, "Device memory the driver holds per executable (issue 25 §2)": instantiate takes the
+// Facts file, "Device memory the driver holds per executable": instantiate takes the
 // driver's own memory for an executable (upload and launch take none), in 2 MiB chunks several
 // executables share; destroying executables gives nothing back, and later executables reuse what
 // the driver kept. The sizes are the measured model's (src/graphcap/driver/executable_memory.h),
@@ -14,32 +14,19 @@
 namespace graphcap::testing {
 namespace {
 
-constexpr std::size_t kMiB = std::size_t{1} << 20;
-
-class ExecutableMemory : public ConformanceTest {
+class ExecutableMemory : public KernelsTest {
  protected:
   void SetUp() override {
-    ConformanceTest::SetUp();
+    KernelsTest::SetUp();
     if (HasFatalFailure()) return;
-    module_ = load_test_kernels();
-    empty_ = kernel(module_, "empty");
-    s_ = new_stream();
     buffer_ = alloc(64 * 1024);
     ASSERT_FALSE(HasFailure());
   }
   void TearDown() override {
     buffer_.reset();
-    s_.reset();
-    module_.reset();
-    ConformanceTest::TearDown();
+    KernelsTest::TearDown();
   }
 
-  std::size_t free_memory() {
-    std::size_t free = 0;
-    std::size_t total = 0;
-    EXPECT_EQ(api().cuMemGetInfo(&free, &total), CUDA_SUCCESS);
-    return free;
-  }
   std::size_t taken_since(std::size_t free_before) {
     const std::size_t now = free_memory();
     return now < free_before ? free_before - now : 0;
@@ -47,7 +34,7 @@ class ExecutableMemory : public ConformanceTest {
 
   // A chain of `nodes` nodes of one kind, captured from one stream.
   enum class Node { kernel, memset, dtod };
-  Graph chain(Node node, std::size_t nodes) {
+  RawGraph chain(Node node, std::size_t nodes) {
     return capture(s_.get(), [&] {
       for (std::size_t i = 0; i < nodes; ++i) {
         switch (node) {
@@ -84,16 +71,13 @@ class ExecutableMemory : public ConformanceTest {
     return execs;
   }
 
-  Module module_;
-  CUfunction empty_ = nullptr;
-  Stream s_;
   DeviceMemory buffer_;
 };
 
 // M.kernel.1x256: 256 executables of one kernel node held 28 MiB (112 KiB each); destroying them
 // gave nothing back, and a second batch took nothing more.
 TEST_F(ExecutableMemory, InstantiateTakesAboutATenthOfAMebibytePerSmallExecutableInChunks) {
-  Graph graph = chain(Node::kernel, 1);
+  RawGraph graph = chain(Node::kernel, 1);
   std::size_t taken = 0;
   std::vector<Exec> execs = instantiate_many(graph.get(), 256, &taken);
   EXPECT_EQ(taken % kDriverMemoryChunk, 0u) << taken;
@@ -113,7 +97,7 @@ TEST_F(ExecutableMemory, KernelAndCopyNodesCostAboutTwoKibibytesEach) {
   std::vector<std::vector<Exec>> kept;  // alive, so the second kind can't reuse the first's
   for (Node node : {Node::kernel, Node::dtod}) {
     SCOPED_TRACE(node == Node::kernel ? "kernel nodes" : "DtoD copy nodes");
-    Graph graph = chain(node, 1000);
+    RawGraph graph = chain(node, 1000);
     std::size_t taken = 0;
     kept.push_back(instantiate_many(graph.get(), 8, &taken));
     EXPECT_NEAR(static_cast<double>(taken), 18.0 * kMiB, 2.0 * kMiB);
@@ -122,7 +106,7 @@ TEST_F(ExecutableMemory, KernelAndCopyNodesCostAboutTwoKibibytesEach) {
 
 // M.memset.1000: 8 executables of 1000 memset nodes fit in one chunk.
 TEST_F(ExecutableMemory, MemsetNodesCostAlmostNothing) {
-  Graph graph = chain(Node::memset, 1000);
+  RawGraph graph = chain(Node::memset, 1000);
   std::size_t taken = 0;
   std::vector<Exec> execs = instantiate_many(graph.get(), 8, &taken);
   EXPECT_LE(taken, kDriverMemoryChunk);

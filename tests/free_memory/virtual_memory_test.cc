@@ -1,5 +1,5 @@
-// Facts file, "Virtual memory management (issue 25 §1)": the H200's answers to the VMM calls a
-// graph pool makes (cases V00-V11 of docs/measurements/probes/vmm_probe.cu): the attribute and the
+// Facts file, "Virtual memory management": the H200's answers to the VMM calls a
+// graph pool makes (docs/measurements/probes/vmm_probe.cu measured each): the attribute and the
 // 2 MiB granularity; reserve sizes, alignments and limits; physical memory taken at create and
 // given back at the release of its last reference; whole handles mapped at offset 0 only, access
 // and unmap over whole mappings; one range mapped from several allocations works across the seam
@@ -14,10 +14,7 @@
 namespace graphcap::testing {
 namespace {
 
-using ::testing::Each;
-
-constexpr std::size_t kMiB = std::size_t{1} << 20;
-constexpr std::size_t kG = 2 * kMiB;  // the granularity the H200 reported (V00b)
+constexpr std::size_t kG = 2 * kMiB;  // the granularity the H200 reported
 
 // Own a reserved range and a physical allocation; a test unmaps what it mapped before they go.
 class Reservation {
@@ -73,34 +70,19 @@ class Physical {
   CUresult result_;
 };
 
-class VirtualMemory : public ConformanceTest {
+class VirtualMemory : public KernelsTest {
  protected:
   void SetUp() override {
-    ConformanceTest::SetUp();
+    KernelsTest::SetUp();
     if (HasFatalFailure()) return;
     int supported = 0;
     ASSERT_EQ(api().cuDeviceGetAttribute(
                   &supported, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, device()),
               CUDA_SUCCESS);
-    ASSERT_EQ(supported, 1) << "the H200 supports VMM (V00b)";
-    module_ = load_test_kernels();
-    fill_ = kernel(module_, "fill");
-    add_one_ = kernel(module_, "add_one");
-    s_ = new_stream();
+    ASSERT_EQ(supported, 1) << "the H200 supports VMM";
     ASSERT_FALSE(HasFailure());
   }
-  void TearDown() override {
-    s_.reset();
-    module_.reset();
-    ConformanceTest::TearDown();
-  }
 
-  std::size_t free_memory() {
-    std::size_t free = 0;
-    std::size_t total = 0;
-    EXPECT_EQ(api().cuMemGetInfo(&free, &total), CUDA_SUCCESS);
-    return free;
-  }
   CUresult set_access(CUdeviceptr at, std::size_t size,
                       CUmemAccess_flags flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE) {
     CUmemAccessDesc desc{};
@@ -114,11 +96,6 @@ class VirtualMemory : public ConformanceTest {
     ASSERT_EQ(api().cuMemMap(at, size, 0, handle.get(), 0), CUDA_SUCCESS);
     ASSERT_EQ(set_access(at, size), CUDA_SUCCESS);
   }
-
-  Module module_;
-  CUfunction fill_ = nullptr;
-  CUfunction add_one_ = nullptr;
-  Stream s_;
 };
 
 TEST_F(VirtualMemory, TheGranularityIsTwoMebibytesMinimumAndRecommended) {
@@ -290,7 +267,7 @@ TEST_F(VirtualMemory, AccessAndUnmapTakeWholeMappingsOneOrSeveral) {
   EXPECT_EQ(api().cuMemUnmap(va, kG), CUDA_SUCCESS);
 }
 
-// V05: a range grows in place by mapping more at its end; kernels and copies work across the seam
+// A range grows in place by mapping more at its end; kernels and copies work across the seam
 // of two physical allocations; a graph captured before the growth replays correctly after it, and
 // after the tail is unmapped and released.
 TEST_F(VirtualMemory, ARangeGrowsAndShrinksAtItsEndWhileEarlierGraphsReplay) {
@@ -303,7 +280,7 @@ TEST_F(VirtualMemory, ARangeGrowsAndShrinksAtItsEndWhileEarlierGraphsReplay) {
   const CUdeviceptr out = va + kG / 2;
   constexpr std::uint32_t kN = 4096;
   upload(in, iota(kN, 100), s_.get());
-  Graph graph = capture(s_.get(), [&] {
+  RawGraph graph = capture(s_.get(), [&] {
     EXPECT_EQ(launch(add_one_, s_.get(), kGrid, kBlock, in, out, kN), CUDA_SUCCESS);
   });
   Exec exec = instantiate(graph.get());
@@ -338,7 +315,7 @@ TEST_F(VirtualMemory, ARangeGrowsAndShrinksAtItsEndWhileEarlierGraphsReplay) {
   ASSERT_EQ(api().cuMemUnmap(va, kG), CUDA_SUCCESS);
 }
 
-// V10, V11: every VMM call graphcap makes, between two captured kernels, in each capture mode and
+// Every VMM call graphcap makes, between two captured kernels, in each capture mode and
 // from another thread during a GLOBAL capture: SUCCESS, the capture still active, the graph the
 // two kernels (cuMemAlloc in the same place is 900 and invalidates, except in RELAXED mode).
 class VirtualMemoryInCapture : public VirtualMemory,

@@ -24,10 +24,6 @@
 namespace graphcap::testing {
 namespace {
 
-using ::testing::AllOf;
-using ::testing::HasSubstr;
-using ::testing::Not;
-
 constexpr const char* kStubPath = GRAPHCAP_STUB_DRIVER;
 
 // Sets an environment variable for one scope, restoring what was there.

@@ -28,7 +28,6 @@ namespace graphcap::testing {
 namespace {
 
 using ::testing::_;
-using ::testing::ElementsAreArray;
 using ::testing::NiceMock;
 
 constexpr auto kGap = std::chrono::milliseconds(300);

@@ -41,7 +41,7 @@
 //     executables): on the fake exactly (FakeDriver::executable_memory() says what it keeps); on
 //     libcuda exactly after an injected failure (the fault-free counting run before it took what
 //     the driver keeps, which the injected runs reuse), and within kMemorySlack in the counting
-//     run itself (issue 25 §4: 0 bytes retained after every failure). Each scenario prints the
+//     run itself (0 bytes retained after every failure). Each scenario prints the
 //     most any of its runs retained.
 // The number of injections and their outcomes are printed (docs/reliability.md records them).
 #include <algorithm>
@@ -705,7 +705,7 @@ bool second_stream(Session& s) {
   return s.read("x after one replay", x, t);
 }
 
-// Copies and word fills (issue 12), eager and recorded: x -> y by copy, y += 1, x filled.
+// Copies and word fills, eager and recorded: x -> y by copy, y += 1, x filled.
 bool copies_and_fills(Session& s) {
   if (!upload(s, "x", iota_u32(kN), s.main()) || !alloc(s, "y", kN, s.main())) return false;
   auto pass = [&](bool eager) {
@@ -905,7 +905,7 @@ bool graph_pool(Session& s) {
   return replay_pool_graphs(s, "x1");
 }
 
-// Issue 21: the many-graph life of a pool. Its two graphs; the first re-recorded into itself
+// The many-graph life of a pool. Its two graphs; the first re-recorded into itself
 // (the same topology on another input: exec update) inside the pool; then a pool window whose
 // recording keeps a buffer the pool lent it, aborted (the buffer carries an error for good: it
 // is the graphs' scratch); then both graphs replay. A failure anywhere leaves each graph
@@ -933,7 +933,7 @@ bool pool_rerecord_abort(Session& s) {
   return true;
 }
 
-// Issue 25: a pool's growth and shrink inside the window. Three graphs recorded smallest first, each
+// A pool's growth and shrink inside the window. Three graphs recorded smallest first, each
 // needing more than is mapped (a growth at its begin_capture: cuMemCreate, cuMemMap,
 // cuMemSetAccess), the largest destroyed (its tail unmapped and released), the other two replayed,
 // then a larger one recorded again (growth again) and all of them replayed. A failure anywhere
@@ -1002,7 +1002,7 @@ bool pool_growth_shrink(Session& s) {
   return replay_all({"y1", "y2", "y3"});
 }
 
-// ---- events and fork/join (issue 12) --------------------------------------------------------------
+// ---- events and fork/join --------------------------------------------------------------
 
 // A step that must name its graphcap operation when it fails (besides the entry point: checked
 // for every injection by outcome_of).
@@ -1096,7 +1096,7 @@ bool fork_join_recording(Session& s) {
   return s.read("y after the replays", "y", s.main()) && s.read("z after the replays", "z", s.main());
 }
 
-// GraphCache (issue 11): one key's miss (prepare, the warm-up, begin, the recording, end:
+// GraphCache: one key's miss (prepare, the warm-up, begin, the recording, end:
 // instantiate and upload, into the cache's graph pool) and then its hit, then the cache goes (its
 // graph and pool destroyed inside the window). The step: tmp = x + 1, y = tmp + 1, x = y + 1,
 // with tmp an intermediate dropped inside the step. After each run the cache's invariants hold:
@@ -1173,7 +1173,7 @@ bool graph_cache(Session& s) {
     std::size_t pinned = 0;
     if (const Graph* graph = cache.graph(kKey)) pinned = graph->report().pinned_bytes;
     (void)pinned;
-    // Issue 25: the bytes are the device memory the cached graph accounts for and the pool's; a
+    // The bytes are the device memory the cached graph accounts for and the pool's; a
     // miss that kept no graph leaves the pool holding nothing (once the stream passed its
     // recording, which the flushes at the window's close and the settled queries see).
     const GraphCacheFootprint footprint = cache.footprint();
@@ -1218,7 +1218,7 @@ bool graph_cache(Session& s) {
   return s.ok(s.dev().sync(s.main()));
 }
 
-// Issue 26: an IF/ELSE steered by a recorded kernel and a programmatic launch in one recording: the
+// An IF/ELSE steered by a recorded kernel and a programmatic launch in one recording: the
 // conditional-node entry points (the handle, the node, the bodies' captures), cuLaunchKernelEx
 // (eager and recorded) and cuGraphInstantiateWithParams. On libcuda the recording holds no branch
 // (y = x + 1 is recorded plainly): an injected failure of a launch captured into a body

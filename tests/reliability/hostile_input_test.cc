@@ -1,4 +1,4 @@
-// Hostile input at the API (issue 6), beyond what tests/device and tests/capture already cover:
+// Hostile input at the API, beyond what tests/device and tests/capture already cover:
 // each call gets a specific Errc, nothing crashes, and nothing changes that should not.
 //   - Graphs: move-assigned over a live graph, self-moved, moved-from, destroyed, outliving their
 //     device; ended from a thread that did not begin the recording.
@@ -8,7 +8,7 @@
 //     tables overflow or point past the image, a 32-bit ELF, fatbin headers with impossible sizes,
 //     a fake image naming a kernel the driver lacks; kernel names with a NUL or of 10000 bytes.
 //   - Launches: shared memory past the limit, a block whose dimensions fit but whose product does
-//     not, grids at and past the limits, 65 arguments. Against the kernel's signature (issue 16):
+//     not, grids at and past the limits, 65 arguments. Against the kernel's signature:
 //     a kernel of 64 parameters given 64 and 63, a 64-byte value or an empty buffer where a
 //     4-byte scalar is expected, a kernel whose layout the driver can't report.
 //   - Sizes whose arithmetic overflows: allocations near SIZE_MAX (also in an armed pool and inside
@@ -35,9 +35,6 @@
 
 namespace graphcap::testing {
 namespace {
-
-using ::testing::AllOf;
-using ::testing::HasSubstr;
 
 constexpr std::size_t kMax = std::numeric_limits<std::size_t>::max();
 

@@ -1,4 +1,4 @@
-// Several devices from several threads (issue 14), on the fake with 2 devices: each thread drives
+// Several devices from several threads, on the fake with 2 devices: each thread drives
 // its own device (uploads, launches, a recorded graph replayed, reads), and one of them also pulls
 // peer copies from the other device's buffer while that device works, so the hand-back of a
 // borrowed buffer to its stream crosses threads. Exact bytes are asserted; under the tsan preset
@@ -20,36 +20,13 @@
 #include "device_fixture.h"
 #include "matchers.h"
 #include "test_driver.h"
+#include "thread_failures.h"
 
 namespace graphcap::testing {
 namespace {
 
-using ::testing::IsEmpty;
-
 constexpr std::uint32_t kN = 256;
 constexpr int kSteps = 40;
-
-class Failures {
- public:
-  void add(std::string what) {
-    std::lock_guard lock(mutex_);
-    list_.push_back(std::move(what));
-  }
-  template <class T>
-  bool check(const Result<T>& result, const std::string& what) {
-    if (result) return true;
-    add(what + ": " + to_string(result.error()));
-    return false;
-  }
-  std::vector<std::string> list() const {
-    std::lock_guard lock(mutex_);
-    return list_;
-  }
-
- private:
-  mutable std::mutex mutex_;
-  std::vector<std::string> list_;
-};
 
 class MultiDeviceThreads : public ::testing::Test {
  protected:
@@ -82,7 +59,7 @@ class MultiDeviceThreads : public ::testing::Test {
   }
 
   // On its own device: src = v, dst = src + 1 recorded once, replayed each step, bytes checked.
-  void drive(int ordinal, Failures& failures) {
+  void drive(int ordinal, ThreadFailures& failures) {
     Device& device = *devices_[ordinal];
     Stream& s = device.stream();
     const std::string who = "device " + std::to_string(ordinal);
@@ -121,7 +98,7 @@ class MultiDeviceThreads : public ::testing::Test {
 };
 
 TEST_F(MultiDeviceThreads, TwoThreadsEachDriveTheirOwnDevice) {
-  Failures failures;
+  ThreadFailures failures;
   std::barrier start(2);
   std::vector<std::thread> threads;
   for (int ordinal : {0, 1}) {
@@ -149,7 +126,7 @@ TEST_F(MultiDeviceThreads, PeerCopiesFromAnotherThreadsDevice) {
   ASSERT_THAT(uploaded, IsOk());
   ASSERT_THAT(d0.record_event(*uploaded, **side), IsOk());
   ASSERT_THAT(d1.wait(d1.stream(), *uploaded), IsOk());
-  Failures failures;
+  ThreadFailures failures;
   std::barrier start(2);
   std::thread worker0([&] {
     start.arrive_and_wait();

@@ -1,4 +1,4 @@
-// Random lifecycles (issue 6): seeded random sequences of API calls against graphcap on the fake,
+// Random lifecycles: seeded random sequences of API calls against graphcap on the fake,
 // checked step by step against a small model of what each call must do.
 //
 // The model keeps, per stream, the capture state (no_capture / prepare / capture), whether the

@@ -1,4 +1,4 @@
-// The many-graph life (issue 21 §3): seeded random sequences over three streams of graph pools,
+// The many-graph life: seeded random sequences over three streams of graph pools,
 // recordings, re-recordings into existing graphs, per-replay params, a GraphCache, CaptureScopes,
 // aborts, events and fork/join, replays, drops, graph destroys and injected driver faults, checked
 // after every call against a host model of every live buffer's bytes and of which streams are

@@ -1,4 +1,4 @@
-// Random lifecycles on several streams (issue 12): seeded random sequences of graphcap calls on the
+// Random lifecycles on several streams: seeded random sequences of graphcap calls on the
 // fake across a recording stream (stream 0) and two side streams, with events, cross-stream
 // waits, device copies and word fills, and fork/join recordings, checked step by step against a
 // host-side model, in the style of random_lifecycle_test.cc.

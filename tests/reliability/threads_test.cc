@@ -1,4 +1,4 @@
-// Threads (issue 6): captures on different streams from different threads in thread-local mode,
+// Threads: captures on different streams from different threads in thread-local mode,
 // replays of different graphs from several threads, buffers and graphs dropped from other threads.
 // Each asserts exact bytes; run under the tsan preset they are also the race detector's workload.
 #include <barrier>
@@ -16,36 +16,12 @@
 
 #include "device_fixture.h"
 #include "matchers.h"
+#include "thread_failures.h"
 
 namespace graphcap::testing {
 namespace {
 
-using ::testing::IsEmpty;
-
 constexpr int kThreads = 4;
-
-// Failures seen on worker threads, reported on the test's thread.
-class Failures {
- public:
-  void add(std::string what) {
-    std::lock_guard lock(mutex_);
-    list_.push_back(std::move(what));
-  }
-  template <class T>
-  bool check(const Result<T>& result, const std::string& what) {
-    if (result) return true;
-    add(what + ": " + to_string(result.error()));
-    return false;
-  }
-  std::vector<std::string> list() const {
-    std::lock_guard lock(mutex_);
-    return list_;
-  }
-
- private:
-  mutable std::mutex mutex_;
-  std::vector<std::string> list_;
-};
 
 class ThreadLocalCaptureTest : public DeviceFixture {
  protected:
@@ -66,7 +42,7 @@ TEST_F(ThreadLocalCaptureTest, CapturesOnDifferentStreamsFromDifferentThreads) {
     ASSERT_THAT(stream, IsOk());
     streams.push_back(*stream);
   }
-  Failures failures;
+  ThreadFailures failures;
   std::barrier all_recording(kThreads);
   std::barrier all_ended(kThreads);
   std::vector<std::vector<std::uint32_t>> results(kThreads);
@@ -122,7 +98,7 @@ TEST_F(ThreadLocalCaptureTest, OtherThreadsAllocateSyncAndReadWhileOneRecords) {
   ASSERT_THAT(device_->begin_capture(stream()), IsOk());
   ASSERT_THAT(add_one(x, x, kN), IsOk());
   // In thread-local mode another thread's unsafe calls are fine: new sizes from the driver, syncs.
-  Failures failures;
+  ThreadFailures failures;
   std::thread worker([&] {
     for (std::size_t size : {std::size_t{3000}, std::size_t{70000}, std::size_t{12345}}) {
       Result<Buffer> y = device_->upload(to_bytes(iota_u32(size / 4, 7)), **other);
@@ -164,7 +140,7 @@ TEST_F(ThreadsTest, ReplaysOfDifferentGraphsFromSeveralThreads) {
     graphs.push_back(std::move(*graph));
     buffers.push_back(x);
   }
-  Failures failures;
+  ThreadFailures failures;
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
@@ -201,7 +177,7 @@ TEST_F(ThreadsTest, ReplaysOfDifferentGraphsFromSeveralThreads) {
 // device's list of them).
 TEST_F(ThreadsTest, TheDefaultStreamIsReadWhileOtherThreadsCreateStreams) {
   Stream* const first = &device_->stream();
-  Failures failures;
+  ThreadFailures failures;
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
@@ -228,7 +204,7 @@ TEST_F(ThreadsTest, BuffersDroppedFromOtherThreadsWhileTheOwnerWorks) {
   constexpr int kPerBatch = 8;
   Buffer acc = upload_u32(std::vector<std::uint32_t>(kN, 0));
   std::uint32_t expected = 0;
-  Failures failures;
+  ThreadFailures failures;
   std::vector<std::thread> droppers;
   for (int batch = 0; batch < kBatches; ++batch) {
     std::vector<Buffer> handed;

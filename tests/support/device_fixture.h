@@ -7,12 +7,14 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include <graphcap/graphcap.h>
 
+#include "matchers.h"
 #include "test_driver.h"
 
 namespace graphcap::testing {
@@ -58,12 +60,47 @@ class DeviceFixture : public ::testing::Test {
   // dst = value over n elements.
   Result<void> fill(const Buffer& dst, std::uint32_t value, std::uint32_t n);
 
+  // Warm-up then recording of `body` on stream(), the way a user captures by hand: prepare, run
+  // once, begin, run again (recorded), end into a new graph (capture) or into `into` (rerecord).
+  template <class Body>
+  Graph capture(Body&& body) {
+    EXPECT_THAT(device_->prepare_capture(stream()), IsOk());
+    body();
+    EXPECT_THAT(device_->begin_capture(stream()), IsOk());
+    body();
+    Result<Graph> graph = device_->end_capture(stream());
+    EXPECT_THAT(graph, IsOk());
+    return graph ? std::move(*graph) : Graph{};
+  }
+  template <class Body>
+  Result<void> rerecord(Graph& into, Body&& body) {
+    EXPECT_THAT(device_->prepare_capture(stream()), IsOk());
+    body();
+    EXPECT_THAT(device_->begin_capture(stream()), IsOk());
+    body();
+    return device_->end_capture(stream(), into);
+  }
+
   std::unique_ptr<TestDriver> driver_;
   std::unique_ptr<Device> device_;
   Module module_;
   Kernel empty_, add_one_, fill_, axpy_, copy_;
   // Set false by a test that leaves handles on purpose (e.g. a driver call it made itself).
   bool expect_clean_teardown_ = true;
+};
+
+// A fixture (DeviceFixture or one derived from it) with a second stream of the device, side_
+// (stream 1), made in SetUp.
+template <class Base>
+class WithSideStream : public Base {
+ protected:
+  void SetUp() override {
+    Base::SetUp();
+    if (this->HasFatalFailure()) return;
+    side_ = this->add_stream();
+    ASSERT_NE(side_, nullptr);
+  }
+  Stream* side_ = nullptr;  // stream 1
 };
 
 }  // namespace graphcap::testing

@@ -14,6 +14,17 @@
 
 namespace graphcap {
 
+// The gMock matchers the suites name most, by their short names in every test namespace.
+using ::testing::AllOf;
+using ::testing::Contains;
+using ::testing::Each;
+using ::testing::ElementsAre;
+using ::testing::ElementsAreArray;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::Not;
+using ::testing::SizeIs;
+
 inline void PrintTo(Errc code, std::ostream* os) { *os << to_string(code); }
 inline void PrintTo(const Error& error, std::ostream* os) {
   *os << to_string(error) << " [driver code " << static_cast<int>(error.driver_code()) << "]";

@@ -144,7 +144,7 @@ std::string name_of(CUstreamCaptureStatus status) {
 // the graph the capture ended into), merged into `into`.
 void merge_same(Harness& h, Symbol& into, std::uintptr_t handle) {
   for (const auto& [name, other] : h.symbols()) {
-    // Only live names: a driver reuses a destroyed graph's address for a new one (run 8 on the
+    // Only live names: a driver reuses a destroyed graph's address for a new one (on the
     // H200, program 4484: a new graph at a destroyed body graph's address took its owner, and the
     // harness skipped its destroy there and not on the fake).
     if (&other == &into || !other.live || other.kind != Kind::graph || other.value != handle) {
@@ -167,7 +167,7 @@ void merge_same(Harness& h, Symbol& into, std::uintptr_t handle) {
   }
   // And what a capture still building that graph has recorded into it so far (a graph named from
   // cuStreamGetCaptureInfo, or one captured into): an executable made from it now uses that too
-  // (run 5, programs 1673 and 4718: a launch read memory freed after such an instantiate).
+  // (programs 1673 and 4718 on the H200: a launch read memory freed after such an instantiate).
   auto building = [&](const std::string& name) {
     const Symbol* graph = h.find(name);
     return graph != nullptr && graph->live && graph->value == handle;
@@ -207,8 +207,8 @@ void need_no_body_capture(Harness& h, const Symbol& graph) {
 
 // What instantiate, exec update and launch need of a graph or executable: everything its nodes
 // name still exists (the H200's driver crashed, SIGSEGV, instantiating a graph whose copy or kernel
-// node names freed memory, or whose external wait names a destroyed event: run 4 of 2026-12-04, 8
-// programs), every WHILE body of it sets its condition to 0, so no launch loops forever, and no
+// node names freed memory, or whose external wait names a destroyed event: 8 programs of
+// 2026-12-04), every WHILE body of it sets its condition to 0, so no launch loops forever, and no
 // body of it is still being captured.
 void need_instantiable(Harness& h, const Symbol& graph) {
   for (const std::string& use : graph.uses) {
@@ -532,7 +532,7 @@ RUN(cuStreamDestroy) {
   if (r == CUDA_SUCCESS) {
     a.h().kill(name);
     // Destroying the stream a capture into an existing graph began on ends that capture as a
-    // failed end does (run 8 on the H200, 2026-12-04).
+    // failed end does (the H200, 2026-12-04).
     if (auto origin = a.h().capture_origin.find(id);
         id != 0 && origin != a.h().capture_origin.end() && origin->second == name) {
       a.h().capture_ended(id, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
@@ -821,8 +821,8 @@ RUN(cuMemCreate) {
 RUN(cuMemRelease) {
   const std::string name = a.name();
   Symbol& memory = a.h().need(name, Kind::vmem);
-  // A mapped allocation stays alive through its mapping (V02): the harness keeps the symbol's
-  // size for the unmap, and forgets the handle.
+  // A mapped allocation stays alive through its mapping (measured on the H200): the harness keeps
+  // the symbol's size for the unmap, and forgets the handle.
   const CUresult r =
       a.h().driver().cuMemRelease(static_cast<CUmemGenericAllocationHandle>(memory.value));
   if (r == CUDA_SUCCESS) memory.live = false;
@@ -1556,7 +1556,7 @@ RUN(cuStreamBeginCaptureToGraph) {
   if (!g.owner.empty() && mode != CU_STREAM_CAPTURE_MODE_RELAXED) throw Skip{};
   // Not defined: a capture into a graph another capture is building (the graph
   // cuStreamGetCaptureInfo named, or one being captured into). The H200's driver crashed the
-  // process (SIGSEGV) in 115 of run 3's 10,000 programs (2026-12-04) at such a call;
+  // process (SIGSEGV) in 115 of 10,000 programs (2026-12-04) at such a call;
   // docs/cuda-driver-facts.md, "Found by generated programs".
   if (g.borrowed) throw Skip{};
   for (const auto& [id, target] : a.h().capture_target) {

@@ -460,7 +460,7 @@ GENERATE(cuMemRelease) {
   return true;
 }
 // A reservation and a physical allocation are each in about one program in five: a map makes
-// what it lacks first (run 5 of 2026-12-04 mapped 16 times in 10,000 programs otherwise).
+// what it lacks first (10,000 programs of 2026-12-04 mapped 16 times in 10,000 programs otherwise).
 GENERATE(cuMemMap) {
   if (g.h.live(Kind::vrange).empty()) {
     g.emit(g.thread(), "cuMemAddressReserve", {g.fresh("v"), std::to_string(kGranule)});

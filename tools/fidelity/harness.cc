@@ -532,7 +532,7 @@ void Harness::finish() {
                                                        reinterpret_cast<std::uintptr_t>(graph);
       });
       if (r == CUDA_SUCCESS && graph != nullptr && !known) (void)driver_.cuGraphDestroy(graph);
-      // Not destroyed again below (run 10, 2026-12-04, seed 12, program 5168: the H200's driver
+      // Not destroyed again below (seed 12, program 5168, 2026-12-04: the H200's driver
       // crashed, SIGSEGV, once in two runs of the program, destroying such a graph a second time).
       capture_ended(s.capture, r);
       s.status = "N";

@@ -305,7 +305,7 @@ void run_on_cuda(const Options& o, std::uint64_t begin, std::uint64_t end, int j
               small);
       } catch (const std::exception& e) {
         // A shrunk candidate the harness could not follow: the program's own trace still
-        // stands; only its shrinking is given up (run 2 of 2026-12-03 lost its job here).
+        // stands; only its shrinking is given up (a run of 2026-12-03 lost its job here).
         std::cerr << "graphcap-fidelity: program " << index << ": shrinking stopped: "
                   << e.what() << "\n";
       }
@@ -313,7 +313,7 @@ void run_on_cuda(const Options& o, std::uint64_t begin, std::uint64_t end, int j
     write(dir / ("t" + std::to_string(index) + ".trace"), trace);
     // A shrunk candidate is not a generated program: dropping calls from one can leave a kernel
     // writing where nothing is allocated now, and the context then answers 700 to every call
-    // (run 3 of 2026-12-04 lost its last 1,117 programs so). The parent goes on in a new process.
+    // (a run of 2026-12-04 lost its last 1,117 programs so). The parent goes on in a new process.
     if (context_lost(*cuda)) _exit(4);
   }
   alarm(0);

@@ -123,7 +123,7 @@ bool timing_dependent(const std::string& entry) {
 
 // A capture's number in a status ("s2:A3/1") says which capture it is in order of first sight;
 // the H200 handed a capture into an existing graph the id of the capture that made the graph
-// (graphcap-fidelity run 2, program 7154), so numbers are not compared: "s2:A/1".
+// (a generated program of 2026-12-03), so numbers are not compared: "s2:A/1".
 std::string without_capture_numbers(const std::string& detail) {
   std::string out;
   for (std::size_t i = 0; i < detail.size(); ++i) {

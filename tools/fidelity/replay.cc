@@ -33,7 +33,7 @@ std::vector<Observation> run_program(const std::vector<Call>& calls, DriverApi& 
     observations.push_back(harness.run(call));
   }
   // A crash from here on is the clean-up's ("crashed-at-call-<the count of calls>"), not the
-  // last call's (run 10, program 5168 of seed 12: it said call 47, the last one).
+  // last call's (program 5168 of seed 12: it said call 47, the last one).
   note();
   harness.finish();
   return observations;

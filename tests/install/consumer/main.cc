@@ -1,7 +1,7 @@
 // A consumer of the installed package, written from the README and docs/testing-on-the-fake.md:
 // graphcap's whole API from the umbrella header alone (every public class used once), the fake
-// driver from its own headers, and the consumer's own kernels (kernels.cu). Exit status 0 when
-// every check holds; each line printed says what was checked.
+// driver from its own headers, and the consumer's own kernels (consumer_kernels.cu). Exit status 0
+// when every check holds; each line printed says what was checked.
 #include <cstdint>
 #include <cstdio>
 #include <cstring>

@@ -1,8 +1,8 @@
 // A small inference engine and its GoogleTest suite on the fake, written from the README and the
-// docs alone against the installed package: its kernels written once (kernels.cu), one graph per
-// batch size in a GraphCache with a Param, intermediates in the cache's shared pool, and the
-// failures an engine's tests must see: a strict overrun, a doomed recording, an instantiate fault
-// and an upload fault. Each fault test checks its fault fired (unfired_faults()).
+// docs alone against the installed package: its kernels written once (engine_kernels.cu), one
+// graph per batch size in a GraphCache with a Param, intermediates in the cache's shared pool,
+// and the failures an engine's tests must see: a strict overrun, a doomed recording, an
+// instantiate fault and an upload fault. Each fault test checks its fault fired (unfired_faults()).
 #include <cstddef>
 #include <cstring>
 #include <memory>

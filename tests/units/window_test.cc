@@ -28,7 +28,6 @@ namespace graphcap::capture {
 namespace {
 
 using ::testing::_;
-using ::testing::HasSubstr;
 using ::testing::Invoke;
 using ::testing::NiceMock;
 

@@ -15,9 +15,6 @@
 namespace graphcap::testing {
 namespace {
 
-using ::testing::AllOf;
-using ::testing::HasSubstr;
-
 class DeviceSyncFakeTest : public DeviceFixture {
  protected:
   void SetUp() override {
@@ -26,9 +23,9 @@ class DeviceSyncFakeTest : public DeviceFixture {
   }
 };
 
-// Issue 22 made the fake's fault sticky, as measured on the H200 (docs/cuda-driver-facts.md,
-// "Kernel faults and what the context does afterwards"): every later sync reports it again, where
-// it used to be reported once. The code is the trap's.
+// The fake's fault is sticky, as measured on the H200 (docs/cuda-driver-facts.md,
+// "Kernel faults and what the context does afterwards"): every later sync reports it again, not
+// once. The code is the trap's.
 TEST_F(DeviceSyncFakeTest, AsynchronousFaultSurfacesOnTheNextSyncAndStays) {
   fake()->register_typed_kernel<>("trap", [](fake::KernelContext& ctx) {
     ctx.trap(CUDA_ERROR_ILLEGAL_ADDRESS);

@@ -19,8 +19,6 @@
 namespace graphcap::memory {
 namespace {
 
-using ::testing::HasSubstr;
-
 constexpr std::size_t kG = std::size_t{2} << 20;
 
 // Where views go when their last handle does: a drop queue whose stream has passed everything.

@@ -83,7 +83,7 @@ TEST_F(CaptureTrackerTest, ARecordingEndedByAnotherThreadFreesTheThreadThatBegan
 }
 
 TEST_F(CaptureTrackerTest, ARegistrationIsReleasedExactlyOnce) {
-  // Issue 21: ending a recording twice (from a side stream, then from its origin) released it
+  // Ending a recording twice (from a side stream, then from its origin) released it
   // twice, and the count of GLOBAL recordings went below zero: from then on a GLOBAL recording
   // no longer forbade other threads' unsafe calls.
   CaptureTracker::Registration first = tracker_->register_recording(CU_STREAM_CAPTURE_MODE_GLOBAL);

@@ -18,9 +18,6 @@
 namespace graphcap::testing {
 namespace {
 
-using ::testing::ElementsAreArray;
-using ::testing::HasSubstr;
-
 class FakeDevices : public ::testing::Test {
  protected:
   void open(int count, bool peer_access = true) {

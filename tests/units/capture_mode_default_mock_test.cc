@@ -1,4 +1,4 @@
-// CaptureOptions::mode defaults to the device's DeviceOptions::capture_mode (issue 22): before,
+// CaptureOptions::mode defaults to the device's DeviceOptions::capture_mode: before,
 // prepare_capture(s) and prepare_capture(s, {}) opened different modes on a THREAD_LOCAL device.
 // The mode the driver is asked for is watched through a MockDriver.
 #include <cstdint>

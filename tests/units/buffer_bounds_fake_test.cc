@@ -1,4 +1,4 @@
-// A kernel touching one element past a Buffer fails the test that launched it (issue 22): the
+// A kernel touching one element past a Buffer fails the test that launched it: the
 // strict fake checks every kernel access against the Buffer graphcap lent (the memory layer
 // annotates each Buffer's extent inside its pooled slice, DriverApi::annotate_buffer), and the
 // fault surfaces on the stream's next sync or read as the GPU's would, Errc::driver with
@@ -17,10 +17,6 @@
 
 namespace graphcap::testing {
 namespace {
-
-using ::testing::AllOf;
-using ::testing::HasSubstr;
-using ::testing::SizeIs;
 
 class BufferBoundsFakeTest : public DeviceFixture {
  protected:

@@ -1,4 +1,4 @@
-// Several devices in one process (issue 14): device count and ordinals, a primary context per
+// Several devices in one process: device count and ordinals, a primary context per
 // device, peer access queries and enabling, and the bytes of a copy between two devices' memory,
 // eager and captured. Runs on both drivers: the fake is made with 2 devices (devices()); on the
 // real driver every test skips below 2 GPUs.
@@ -21,9 +21,6 @@
 
 namespace graphcap::testing {
 namespace {
-
-using ::testing::ElementsAre;
-using ::testing::ElementsAreArray;
 
 class MultiDevice : public ConformanceTest {
  protected:
@@ -114,7 +111,7 @@ TEST_F(MultiDevice, EnablingPeerAccessTwiceIsAlreadyEnabled) {
   EXPECT_EQ(api().cuCtxEnablePeerAccess(context1_, 0), CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED);
 }
 
-// Measured on the H200 (one GPU is enough; graphcap-fidelity, issue 23): 217, not cuda.h's 201.
+// Measured on the H200 (one GPU is enough; graphcap-fidelity): 217, not cuda.h's 201.
 TEST_F(MultiDevice, EnablingPeerAccessToTheCurrentContextIsPeerAccessUnsupported) {
   EXPECT_EQ(api().cuCtxEnablePeerAccess(context(), 0), CUDA_ERROR_PEER_ACCESS_UNSUPPORTED);
 }
@@ -130,13 +127,13 @@ TEST_F(MultiDevice, DeviceToDeviceCopyBetweenDevicesMovesTheBytes) {
   // Device 1's memory and stream, made in its context.
   ASSERT_EQ(api().cuCtxSetCurrent(context1_), CUDA_SUCCESS);
   DeviceMemory far = alloc(64 * sizeof(std::uint32_t));
-  Stream s1 = new_stream();
+  RawStream s1 = new_stream();
   ASSERT_FALSE(HasFailure());
   upload(far.get(), iota(64, 500), s1.get());
   // Device 0 copies it into its own memory, on its own stream.
   ASSERT_EQ(api().cuCtxSetCurrent(context()), CUDA_SUCCESS);
   DeviceMemory near = alloc(64 * sizeof(std::uint32_t));
-  Stream s0 = new_stream();
+  RawStream s0 = new_stream();
   ASSERT_FALSE(HasFailure());
   upload(near.get(), std::vector<std::uint32_t>(64, 0), s0.get());
   ASSERT_EQ(api().cuMemcpyDtoDAsync(near.get(), far.get(), 64 * 4, s0.get()), CUDA_SUCCESS);
@@ -157,14 +154,14 @@ TEST_F(MultiDevice, CapturedCopyBetweenDevicesIsAMemcpyNodeThatCopiesOnLaunch) {
   ASSERT_EQ(api().cuCtxEnablePeerAccess(context1_, 0), CUDA_SUCCESS);
   ASSERT_EQ(api().cuCtxSetCurrent(context1_), CUDA_SUCCESS);
   DeviceMemory far = alloc(256);
-  Stream s1 = new_stream();
+  RawStream s1 = new_stream();
   ASSERT_FALSE(HasFailure());
   ASSERT_EQ(api().cuCtxSetCurrent(context()), CUDA_SUCCESS);
   DeviceMemory near = alloc(256);
-  Stream s0 = new_stream();
+  RawStream s0 = new_stream();
   ASSERT_FALSE(HasFailure());
   upload(near.get(), std::vector<std::uint32_t>(64, 0), s0.get());
-  Graph graph = capture(s0.get(), [&] {
+  RawGraph graph = capture(s0.get(), [&] {
     EXPECT_EQ(api().cuMemcpyDtoDAsync(near.get(), far.get(), 256, s0.get()), CUDA_SUCCESS);
   });
   EXPECT_THAT(node_types(graph.get()), ElementsAre(CU_GRAPH_NODE_TYPE_MEMCPY));
@@ -183,12 +180,12 @@ TEST_F(MultiDevice, CapturedCopyBetweenDevicesIsAMemcpyNodeThatCopiesOnLaunch) {
 
 TEST_F(MultiDevice, StreamWaitsForAnEventOfAnotherDevice) {
   ASSERT_EQ(api().cuCtxSetCurrent(context1_), CUDA_SUCCESS);
-  Stream s1 = new_stream();
-  Event e1 = new_event();
+  RawStream s1 = new_stream();
+  RawEvent e1 = new_event();
   ASSERT_FALSE(HasFailure());
   ASSERT_EQ(api().cuEventRecord(e1.get(), s1.get()), CUDA_SUCCESS);
   ASSERT_EQ(api().cuCtxSetCurrent(context()), CUDA_SUCCESS);
-  Stream s0 = new_stream();
+  RawStream s0 = new_stream();
   ASSERT_FALSE(HasFailure());
   EXPECT_EQ(api().cuStreamWaitEvent(s0.get(), e1.get(), 0), CUDA_SUCCESS);
   EXPECT_EQ(api().cuStreamSynchronize(s0.get()), CUDA_SUCCESS);

@@ -11,8 +11,6 @@
 namespace graphcap::memory {
 namespace {
 
-using ::testing::HasSubstr;
-
 class SlicePoolTest : public fake::unit::FakeDriverTest {
  protected:
   std::size_t allocs() const { return fake_.call_count("cuMemAlloc"); }

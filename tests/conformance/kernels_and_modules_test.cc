@@ -10,21 +10,17 @@
 namespace graphcap::testing {
 namespace {
 
-using ::testing::Each;
-using ::testing::ElementsAre;
-
-constexpr std::uint32_t kWords = 1000;  // more than kGrid * kBlock threads: grid-stride loops
-constexpr std::uint32_t kGuardWords = 16;
-constexpr std::uint32_t kGuard = 0xdeadbeef;
-constexpr std::size_t kBytes = (kWords + kGuardWords) * sizeof(std::uint32_t);
-
-class KernelLaunch : public ConformanceTest {
+class KernelLaunch : public KernelsTest {
  protected:
+  // More than kGrid * kBlock threads: grid-stride loops.
+  static constexpr std::uint32_t kWords = 1000;
+  static constexpr std::uint32_t kGuardWords = 16;
+  static constexpr std::uint32_t kGuard = 0xdeadbeef;
+  static constexpr std::size_t kBytes = (kWords + kGuardWords) * sizeof(std::uint32_t);
+
   void SetUp() override {
-    ConformanceTest::SetUp();
+    KernelsTest::SetUp();
     if (HasFatalFailure()) return;
-    module_ = load_test_kernels();
-    s_ = new_stream();
     x_ = alloc(kBytes);
     y_ = alloc(kBytes);
     out_ = alloc(kBytes);
@@ -37,9 +33,7 @@ class KernelLaunch : public ConformanceTest {
     out_.reset();
     y_.reset();
     x_.reset();
-    s_.reset();
-    module_.reset();
-    ConformanceTest::TearDown();
+    KernelsTest::TearDown();
   }
 
   static std::vector<std::uint32_t> with_guard(std::vector<std::uint32_t> values) {
@@ -56,8 +50,6 @@ class KernelLaunch : public ConformanceTest {
     return values;
   }
 
-  Module module_;
-  Stream s_;
   DeviceMemory x_;
   DeviceMemory y_;
   DeviceMemory out_;
@@ -115,7 +107,7 @@ TEST_F(KernelLaunch, MoreThreadsThanElementsWriteOnlyN) {
 
 TEST_F(KernelLaunch, CapturedAddOneReplayedTwiceAddsTwo) {
   CUfunction add_one = kernel(module_, "add_one");
-  Graph graph = capture(s_.get(), [&] {
+  RawGraph graph = capture(s_.get(), [&] {
     EXPECT_EQ(launch(add_one, s_.get(), kGrid, kBlock, x_.get(), x_.get(), kWords),
               CUDA_SUCCESS);
   });
@@ -137,12 +129,12 @@ TEST_F(ModuleLoad, LoadingAGarbageImageIsAnError) {
   garbage.back() = 0;
   CUmodule raw = nullptr;
   const CUresult result = api().cuModuleLoadData(&raw, garbage.data());
-  Module module(api(), result == CUDA_SUCCESS ? raw : nullptr);
+  RawModule module(api(), result == CUDA_SUCCESS ? raw : nullptr);
   EXPECT_NE(result, CUDA_SUCCESS);
 }
 
 TEST_F(ModuleLoad, AKernelNameTheModuleLacksIsNotFound) {
-  Module module = load_test_kernels();
+  RawModule module = load_test_kernels();
   ASSERT_TRUE(module);
   CUfunction function = nullptr;
   EXPECT_EQ(api().cuModuleGetFunction(&function, module.get(), "no_such_kernel"),
