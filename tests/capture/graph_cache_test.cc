@@ -421,7 +421,7 @@ TEST_F(GraphCacheTest, ARefusalThatKeepsNoRecordedAllocationRerunsNothing) {
   auto leaves_a_side_unjoined = [&]() -> Result<void> {
     if (Result<void> ok = step(1); !ok) return ok;
     if (stream().capture_state() != CaptureState::capture) return {};
-    if (Result<void> ok = device_->record(*fork, stream()); !ok) return ok;
+    if (Result<void> ok = device_->record_event(*fork, stream()); !ok) return ok;
     if (Result<void> ok = device_->wait(**side, *fork); !ok) return ok;
     return device_->launch(**side, fill_, dims_for(kN),
                            {Arg::out(side_out), Arg::value(std::uint32_t{5}), Arg::value(kN)});
