@@ -23,32 +23,62 @@ GraphState::GraphState(std::shared_ptr<StreamCore> stream,
   hot_.device_id = stream_->device().id();
   hot_.position = &stream_->drops().position();
   tell_other_devices();
+  try {
+    current_ = buffers_of(*recording_);
+  } catch (...) {
+    hot_.flags.fetch_or(memory::ReplayChecks::kShared, std::memory_order_acq_rel);
+  }
   watch_buffers();
 }
 
 GraphState::~GraphState() { forget_buffers(); }
 
-void GraphState::watch_buffers() noexcept {
-  current_.clear();
-  const capture::BufferRoles& roles = recording_->buffers;
-  auto note = [&](const std::weak_ptr<memory::BufferState>& weak, bool writes) {
-    std::shared_ptr<memory::BufferState> buffer = weak.lock();
-    if (!buffer) return;
-    for (Watched& watched : current_) {
-      if (watched.buffer.lock() == buffer) {
-        watched.writes = watched.writes || writes;
-        return;
+namespace {
+
+// The same buffers in the same roles and order (a re-recording of the same step): compared by
+// identity, without taking a reference to any.
+bool same_buffers(const capture::BufferRoles& a, const capture::BufferRoles& b) noexcept {
+  auto same = [](const std::vector<std::weak_ptr<memory::BufferState>>& x,
+                 const std::vector<std::weak_ptr<memory::BufferState>>& y) {
+    return std::equal(x.begin(), x.end(), y.begin(), y.end(), [](const auto& p, const auto& q) {
+      return !p.owner_before(q) && !q.owner_before(p);
+    });
+  };
+  return same(a.reads, b.reads) && same(a.writes, b.writes) && same(a.produces, b.produces);
+}
+
+}  // namespace
+
+std::vector<GraphState::Watched> GraphState::buffers_of(const capture::Recording& recording) {
+  std::vector<Watched> all;
+  const capture::BufferRoles& roles = recording.buffers;
+  all.reserve(roles.writes.size() + roles.produces.size() + roles.reads.size());
+  auto note = [&](const std::vector<std::weak_ptr<memory::BufferState>>& role, bool writes) {
+    for (const auto& weak : role) {
+      if (std::shared_ptr<memory::BufferState> buffer = weak.lock()) {
+        all.push_back({weak, buffer.get(), writes});
       }
     }
-    current_.push_back({weak, writes});
   };
+  note(roles.writes, true);
+  note(roles.produces, true);
+  note(roles.reads, false);
+  // Once each, by address; written when any role writes it.
+  std::sort(all.begin(), all.end(), [](const Watched& a, const Watched& b) {
+    return a.raw != b.raw ? a.raw < b.raw : a.writes > b.writes;
+  });
+  all.erase(std::unique(all.begin(), all.end(),
+                        [](const Watched& a, const Watched& b) { return a.raw == b.raw; }),
+            all.end());
+  return all;
+}
+
+void GraphState::watch_buffers() noexcept {
+  std::erase_if(told_, [](const auto& buffer) { return buffer.expired(); });
   try {
-    for (const auto& buffer : roles.writes) note(buffer, true);
-    for (const auto& buffer : roles.produces) note(buffer, true);
-    for (const auto& buffer : roles.reads) note(buffer, false);
-    std::erase_if(told_, [](const auto& buffer) { return buffer.expired(); });
     for (const Watched& watched : current_) {
       std::shared_ptr<memory::BufferState> buffer = watched.buffer.lock();
+      if (!buffer) continue;
       buffer->replays().add({this, stream_.get(), &hot_.replayed_at, 0, &hot_.flags, watched.writes},
                             buffer->owner());
       told_.push_back(watched.buffer);
@@ -155,12 +185,26 @@ std::unique_ptr<capture::Recording> GraphState::adopt(
     recording->source = std::move(old.source);
     recording->source_nodes = std::move(old.source_nodes);
   }
-  // Replays of the old executable may still be queued: its buffers keep their last position.
-  freeze_buffers();
+  // The buffers it replays with from now on. A re-recording of the same step over the same
+  // buffers changes nothing; otherwise replays of the old executable may still be queued, so the
+  // old buffers keep its last position.
+  const bool changed = !same_buffers(old.buffers, recording->buffers);
+  std::vector<Watched> now;
+  if (changed) {
+    try {
+      now = buffers_of(*recording);
+    } catch (...) {
+      hot_.flags.fetch_or(memory::ReplayChecks::kShared, std::memory_order_acq_rel);
+    }
+  }
   recording_.swap(recording);  // `recording` is the replaced one now
   hot_.exec = recording_->executable.get();
   tell_other_devices();
-  watch_buffers();
+  if (changed) {
+    freeze_buffers();
+    current_ = std::move(now);
+    watch_buffers();
+  }
   return recording;
 }
 

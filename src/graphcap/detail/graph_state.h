@@ -108,8 +108,8 @@ class GraphState {
 
  private:
   void tell_other_devices() const;
-  // The current recording's buffers learn that this graph's replays use them (ReplayUses); those
-  // of a replaced recording keep its last replay's position.
+  // current_'s buffers learn that this graph's replays use them (ReplayUses); those of a replaced
+  // recording keep its last replay's position (freeze_buffers).
   void watch_buffers() noexcept;
   void freeze_buffers() noexcept;
   // Every buffer told forgets the graph (released: its replays are over).
@@ -121,8 +121,11 @@ class GraphState {
   std::mutex mutex_;
   struct Watched {
     std::weak_ptr<memory::BufferState> buffer;
+    const memory::BufferState* raw;  // its address, to order and compare
     bool writes;
   };
+  // A recording's buffers, each once (by address), with whether it writes it.
+  static std::vector<Watched> buffers_of(const capture::Recording& recording);
   std::vector<Watched> current_;                          // the current recording's buffers
   std::vector<std::weak_ptr<memory::BufferState>> told_;  // every buffer told, until released
 };
