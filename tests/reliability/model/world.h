@@ -1,8 +1,9 @@
 // The world a random model of tests/reliability runs its sequences in: a device opened through a
 // FaultInjectingDriver around the driver under test (the fake, or libcuda for the _cuda targets),
-// the test kernels, three streams and a fourth that only checks, events, the host model of every
-// live buffer (host_buffer.h), the capture state each stream must be in, and the invariants
-// checked after every step:
+// the test kernels, three streams and a fourth that only checks, events, the draws of the
+// sequence's seed, the log of its calls and its first divergence, the host model of every live
+// buffer (host_buffer.h) a model keeps here, the capture state each stream must be in, and the
+// invariants checked after every step:
 //   - every stream in the capture state the model says (graphcap's capture_state()), and the
 //     driver agreeing that a stream graphcap says is not capturing is not (cuStreamIsCapturing,
 //     through the driver under the decorator);
@@ -11,7 +12,9 @@
 //   - when no stream is recording, every live buffer's bytes equal the host model (read on the
 //     checking stream, ordered after every other by events, so the check changes no buffer's
 //     uses), and a buffer the model says carries a failure fails its read.
-// At the close: nothing left through the decorator, and on the fake no live handle, no violation.
+// A model with buffers of its own (more bookkeeping per buffer) keeps them itself and uses the
+// rest. At the close: nothing left through the decorator but what failed releases leaked, and on
+// the fake no live handle, none reclaimed with the context, no violation.
 #pragma once
 
 #include <cstdint>
@@ -45,8 +48,9 @@ class World {
 
   // Opens the device, kernels, streams and events; false (and a divergence) when it can't.
   bool open();
-  // Drops everything, closes the device and checks that nothing was left behind.
-  void close();
+  // Drops everything, closes the device and checks that nothing was left behind but `leaked` (the
+  // handles failed release calls leaked), then releases those.
+  void close(const fake::LiveHandles& leaked = {});
 
   // ---- draws -------------------------------------------------------------------------------------
   std::size_t pick(std::size_t n) { return std::uniform_int_distribution<std::size_t>(0, n - 1)(rng_); }
@@ -72,6 +76,7 @@ class World {
   Event& event(int e) { return events_[static_cast<std::size_t>(e)]; }
   bool on_fake() const { return fake_ != nullptr; }
   fake::FaultInjectingDriver& faults() { return faults_; }
+  DriverApi& driver_under_test() { return test_driver_->api(); }
   // The capture state stream `s` must be in when the step's next check runs.
   CaptureState& expected_state(int s) { return expected_[static_cast<std::size_t>(s)]; }
   void expect_all_idle();
@@ -83,14 +88,17 @@ class World {
   int adopt(Buffer buffer, int owner);
   void drop(int b);
   std::vector<int> live_of(int owner) const;
-  // A live buffer of `owner` that holds known bytes (uploaded fresh when there is none).
+  // A live buffer of `owner` that holds known bytes and no failure (uploaded fresh when there is
+  // none).
   int known_of(int owner);
 
-  // The test kernels, whole buffers: issued only; the host model is the caller's to update
-  // (eagerly at once, recorded work at its replay).
-  Result<void> fill(Stream& s, const Buffer& dst, std::uint32_t value);
-  Result<void> add_one(Stream& s, const Buffer& src, const Buffer& dst);
-  Result<void> copy(Stream& s, const Buffer& src, const Buffer& dst);
+  // The test kernels: issued only; the host model is the caller's to update (eagerly at once,
+  // recorded work at its replay).
+  // `words`: how many elements the launch covers.
+  Result<void> fill(Stream& s, const Buffer& dst, std::uint32_t value, std::uint32_t words = kWords);
+  Result<void> fill(Stream& s, const Buffer& dst, const Arg& value, std::uint32_t words = kWords);
+  Result<void> add_one(Stream& s, const Buffer& src, const Buffer& dst, std::uint32_t words = kWords);
+  Result<void> copy(Stream& s, const Buffer& src, const Buffer& dst, std::uint32_t words = kWords);
   // Sets a loop's or branch's condition on the device (Arg::condition).
   Result<void> set_condition(Stream& s, const Arg& condition, std::uint32_t value);
   Result<void> fill(int s, int b, std::uint32_t v) { return fill(stream(s), buf(b).handle, v); }
@@ -100,6 +108,9 @@ class World {
 
   // Every stream ordered after every other's work so far (events): the rules' plain way.
   void barrier();
+  // The checking stream ordered after every stream's work so far; false (and a divergence) when
+  // it can't be.
+  bool order_checker();
 
   // An allocation made inside the open recording (`b`: its model buffer, or -1): its range must
   // overlap no other live allocation's until the recording closes (recording_closed()).
@@ -131,7 +142,14 @@ class World {
     outcomes_->count(what + " -> " + (result ? std::string("ok") : std::string("failed")));
     return static_cast<bool>(result);
   }
-  void count(const std::string& what) { outcomes_->count(what); }
+  // The same, counted by its code, for a model that checks only safety once a fault fired.
+  template <class T>
+  void note_after_fault(const Result<T>& result, const std::string& what) {
+    log_ << "  " << what << " -> " << (result ? std::string("ok") : to_string(result.error())) << "\n";
+    outcomes_->count(what + " (after a fault) -> " +
+                     (result ? std::string("ok") : to_string(result.error().code())));
+  }
+  void count(const std::string& what, std::uint64_t times = 1) { outcomes_->count(what, times); }
 
   // ---- faults ------------------------------------------------------------------------------------
   // The `nth` next call of `entry` fails with the code the entry point can return
