@@ -165,10 +165,7 @@ inline CUgraphNodeParams conditional_params(CUgraphConditionalHandle handle, CUg
   CUgraphNodeParams p;
   std::memset(&p, 0, sizeof p);
   p.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
-  p.conditional.handle = handle;
-  p.conditional.type = type;
-  p.conditional.size = size;
-  p.conditional.ctx = ctx;
+  p.conditional = CUDA_CONDITIONAL_NODE_PARAMS{handle, type, size, /*phGraph_out=*/nullptr, ctx};
   return p;
 }
 
