@@ -8,11 +8,11 @@
 namespace graphcap::testing::model {
 
 World::World(std::uint64_t seed, std::unique_ptr<TestDriver> driver, Outcomes& outcomes)
-    : rng_(seed),
+    : Journal(outcomes),
+      rng_(seed),
       test_driver_(std::move(driver)),
       fake_(test_driver_->fake()),
       faults_(test_driver_->api(), {.settle_queries = fake_ == nullptr, .record_calls = false}),
-      outcomes_(&outcomes),
       expected_(kStreams, CaptureState::no_capture) {}
 
 World::~World() {
@@ -189,11 +189,6 @@ void World::recorded_allocation(const Buffer& buffer, int b) {
   recorded_.push_back(Range{buffer.native_handle(), buffer.size(), b});
 }
 
-void World::diverge(const std::string& what) {
-  if (divergence_.empty()) divergence_ = what;
-  log_ << "  DIVERGED: " << what << "\n";
-}
-
 void World::inject(const char* entry, int nth) {
   const std::optional<CUresult> code = injected_code(entry);
   if (!code) {
@@ -201,7 +196,7 @@ void World::inject(const char* entry, int nth) {
     return;
   }
   faults_.fail_call(entry, *code, nth);
-  log_ << "  [fault armed: " << entry << " call " << nth << "]\n";
+  log() << "  [fault armed: " << entry << " call " << nth << "]\n";
 }
 
 void World::check() {
@@ -302,7 +297,7 @@ void World::check_pool(const GraphPool& pool, std::size_t need, const std::strin
   const bool right = need == 0 ? stats.bytes_held == 0
                      : stats.virtual_memory ? stats.bytes_held == want
                                             : stats.bytes_held >= need;
-  outcomes_->count(std::string("pool check (") + (stats.virtual_memory ? "virtual memory" : "plain") + ")");
+  count(std::string("pool check (") + (stats.virtual_memory ? "virtual memory" : "plain") + ")");
   if (!right) {
     diverge(what + ": the " + (stats.virtual_memory ? "virtual-memory" : "plain") + " pool holds " +
             std::to_string(stats.bytes_held) + " B where its live graphs need " + std::to_string(need) +

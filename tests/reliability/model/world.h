@@ -22,7 +22,6 @@
 #include <memory>
 #include <optional>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -31,12 +30,14 @@
 #include <graphcap/graphcap.h>
 
 #include "model/host_buffer.h"
+#include "model/journal.h"
 #include "model/runner.h"
 #include "test_driver.h"
 
 namespace graphcap::testing::model {
 
-class World {
+// The sequence's record (log, divergence, outcomes) is its Journal.
+class World : public Journal {
  public:
   static constexpr int kStreams = 3;
   static constexpr int kEvents = 6;
@@ -117,40 +118,6 @@ class World {
   void recorded_allocation(const Buffer& buffer, int b);
   void recording_closed() { recorded_.clear(); }
 
-  // ---- outcomes ----------------------------------------------------------------------------------
-  std::ostringstream& log() { return log_; }
-  std::string log_text() const { return log_.str(); }
-  void diverge(const std::string& what);
-  bool diverged() const { return !divergence_.empty(); }
-  const std::string& divergence() const { return divergence_; }
-  // Counts the outcome and compares it with the model's (nullopt: success).
-  template <class T>
-  bool expect(const Result<T>& result, std::optional<Errc> expected, const std::string& what) {
-    const std::optional<Errc> got = result ? std::nullopt : std::optional<Errc>(result.error().code());
-    const std::string text = result ? std::string("ok") : to_string(result.error());
-    log_ << "  " << what << " -> " << text << "\n";
-    outcomes_->count(what + " -> " + (got ? to_string(*got) : std::string("ok")));
-    if (got == expected) return true;
-    diverge(what + ": expected " + (expected ? to_string(*expected) : std::string("ok")) +
-            ", got " + text);
-    return false;
-  }
-  // Any outcome is right (after an injected fault): counted and logged only.
-  template <class T>
-  bool note(const Result<T>& result, const std::string& what) {
-    log_ << "  " << what << " -> " << (result ? std::string("ok") : to_string(result.error())) << "\n";
-    outcomes_->count(what + " -> " + (result ? std::string("ok") : std::string("failed")));
-    return static_cast<bool>(result);
-  }
-  // The same, counted by its code, for a model that checks only safety once a fault fired.
-  template <class T>
-  void note_after_fault(const Result<T>& result, const std::string& what) {
-    log_ << "  " << what << " -> " << (result ? std::string("ok") : to_string(result.error())) << "\n";
-    outcomes_->count(what + " (after a fault) -> " +
-                     (result ? std::string("ok") : to_string(result.error().code())));
-  }
-  void count(const std::string& what, std::uint64_t times = 1) { outcomes_->count(what, times); }
-
   // ---- faults ------------------------------------------------------------------------------------
   // The `nth` next call of `entry` fails with the code the entry point can return
   // (tests/support/injected_codes.h).
@@ -175,7 +142,6 @@ class World {
   std::unique_ptr<TestDriver> test_driver_;
   fake::FakeDriver* fake_;
   fake::FaultInjectingDriver faults_;
-  Outcomes* outcomes_;
   CUdevice ordinal_{};
   CUcontext context_ = nullptr;
   std::unique_ptr<Device> device_;
@@ -194,8 +160,6 @@ class World {
   };
   std::vector<Range> recorded_;
   std::uint64_t reaches_ = ~std::uint64_t{0};
-  std::ostringstream log_;
-  std::string divergence_;
 };
 
 }  // namespace graphcap::testing::model
