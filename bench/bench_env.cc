@@ -139,6 +139,18 @@ CUresult BenchEnv::raw_eager_pass(int n) {
   return driver().cuStreamSynchronize(stream().native_handle());
 }
 
+Result<CUresult> BenchEnv::raw_begin_with_launches(int n) {
+  if (CUresult r = driver().cuStreamBeginCapture(stream().native_handle(), CU_STREAM_CAPTURE_MODE_GLOBAL);
+      r != CUDA_SUCCESS) {
+    return Error::from_driver("cuStreamBeginCapture", r);
+  }
+  CUresult launched = CUDA_SUCCESS;
+  for (int i = 0; i < n; ++i) {
+    if (CUresult r = raw_launch_empty(); r != CUDA_SUCCESS) launched = r;
+  }
+  return launched;
+}
+
 namespace {
 constexpr std::uint32_t kValueA = 1;
 constexpr std::uint64_t kValueB = 2;

@@ -71,6 +71,10 @@ class BenchEnv {
   // measured 19-38% slower at 10,000 nodes right after graphcap's warm-up than the raw side's
   // with none; performance.md).
   CUresult raw_eager_pass(int n);
+  // The raw side's recording: cuStreamBeginCapture on the stream and n raw launches of `empty`
+  // into it. The begin's error, else the last failed launch's code (CUDA_SUCCESS: all captured);
+  // the capture is left open either way but for a failed begin.
+  Result<CUresult> raw_begin_with_launches(int n);
 
   // One eager launch of `values` through graphcap, with its three scalar arguments (checked
   // against the kernel's signature), and the same launch through raw cuLaunchKernel.

@@ -55,6 +55,7 @@
 #include "benchmarks.h"
 
 #include <graphcap/graph_cache.h>
+#include <graphcap/try.h>
 
 #include <algorithm>
 #include <array>
@@ -552,14 +553,7 @@ Result<double> raw_capture(BenchEnv& env, int n, double* inside_ns = nullptr) {
   env.time_driver_calls(inside_ns != nullptr);
   const double inside_before = env.observer().driver_ns();
   const Clock::time_point start = Clock::now();
-  if (CUresult r = driver.cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL);
-      r != CUDA_SUCCESS) {
-    return Error::from_driver("cuStreamBeginCapture", r);
-  }
-  CUresult launched = CUDA_SUCCESS;
-  for (int i = 0; i < n; ++i) {
-    if (CUresult r = env.raw_launch_empty(); r != CUDA_SUCCESS) launched = r;
-  }
+  GRAPHCAP_ASSIGN_OR_RETURN(const CUresult launched, env.raw_begin_with_launches(n));
   CUgraph graph = nullptr;
   const CUresult ended = driver.cuStreamEndCapture(stream, &graph);
   CUgraphExec exec = nullptr;

@@ -30,6 +30,9 @@
 
 #include <benchmark/benchmark.h>
 
+#include <graphcap/driver/launch_config.h>
+#include <graphcap/driver/node_params.h>
+
 #include "bench_env.h"
 #include "benchmarks.h"
 #include "kernels/bench_kernels.h"
@@ -131,18 +134,10 @@ Result<void> launch_chain(BenchEnv& env, const Chain& c, unsigned blocks, bool p
 // The same chain through raw cuLaunchKernelEx on the stream (captured by a raw capture).
 CUresult raw_chain(BenchEnv& env, const Chain& c, unsigned blocks) {
   CUfunction function = c.kernel.native_handle();
-  CUlaunchAttribute attribute;
-  std::memset(&attribute, 0, sizeof attribute);
-  attribute.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-  attribute.value.programmaticStreamSerializationAllowed = 1;
-  CUlaunchConfig config;
-  std::memset(&config, 0, sizeof config);
-  config.gridDimX = blocks;
-  config.gridDimY = config.gridDimZ = 1;
-  config.blockDimX = kChainThreads;
-  config.blockDimY = config.blockDimZ = 1;
-  config.hStream = env.stream().native_handle();
-  config.attrs = &attribute;
+  LaunchAttributeList attributes;
+  attributes.programmatic();
+  CUlaunchConfig config = launch_config(LaunchDims{.grid = {blocks}, .block = {kChainThreads}},
+                                        env.stream().native_handle(), &attributes);
   std::uint32_t wait = 1;
   for (std::size_t i = 0; i + 1 < c.buffers.size(); ++i) {
     CUdeviceptr prev = c.buffers[i].native_handle();
@@ -397,12 +392,7 @@ Result<void> record_raw_if1(BenchEnv& env, Branches& b, int k) {
     failed = driver.cuStreamGetCaptureInfo(stream, &status, nullptr, nullptr, &deps, nullptr,
                                            &count);
   }
-  CUgraphNodeParams params{};
-  params.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
-  params.conditional.handle = handle;
-  params.conditional.type = CU_GRAPH_COND_TYPE_IF;
-  params.conditional.size = 1;
-  params.conditional.ctx = context;
+  CUgraphNodeParams params = conditional_node_params(handle, CU_GRAPH_COND_TYPE_IF, 1, context);
   CUgraphNode node = nullptr;
   if (failed == CUDA_SUCCESS) {
     const std::vector<CUgraphNode> after(deps, deps + count);

@@ -47,7 +47,9 @@
 
 #include <benchmark/benchmark.h>
 
+#include <graphcap/driver/node_params.h>
 #include <graphcap/graph_cache.h>
+#include <graphcap/try.h>
 
 #include "benchmarks.h"
 #include "bench_env.h"
@@ -101,14 +103,7 @@ Result<Times> graphcap_rerecord(BenchEnv& env, int n, Close&& close) {
 Result<CUgraph> raw_record(BenchEnv& env, int n) {
   DriverApi& driver = env.driver();
   const CUstream stream = env.stream().native_handle();
-  if (CUresult r = driver.cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL);
-      r != CUDA_SUCCESS) {
-    return Error::from_driver("cuStreamBeginCapture", r);
-  }
-  CUresult launched = CUDA_SUCCESS;
-  for (int i = 0; i < n; ++i) {
-    if (CUresult r = env.raw_launch_empty(); r != CUDA_SUCCESS) launched = r;
-  }
+  GRAPHCAP_ASSIGN_OR_RETURN(const CUresult launched, env.raw_begin_with_launches(n));
   CUgraph graph = nullptr;
   const CUresult ended = driver.cuStreamEndCapture(stream, &graph);
   if (launched != CUDA_SUCCESS || ended != CUDA_SUCCESS) {
@@ -126,14 +121,7 @@ Result<Times> raw_rerecord(BenchEnv& env, int n, CUgraphExec exec) {
     return Error::from_driver("raw eager pass", r);
   }
   const Clock::time_point begin = Clock::now();
-  if (CUresult r = driver.cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL);
-      r != CUDA_SUCCESS) {
-    return Error::from_driver("cuStreamBeginCapture", r);
-  }
-  CUresult launched = CUDA_SUCCESS;
-  for (int i = 0; i < n; ++i) {
-    if (CUresult r = env.raw_launch_empty(); r != CUDA_SUCCESS) launched = r;
-  }
+  GRAPHCAP_ASSIGN_OR_RETURN(const CUresult launched, env.raw_begin_with_launches(n));
   const std::size_t calls_before = env.observer().calls();
   const double driver_before = env.observer().driver_ns();
   env.time_driver_calls(true);
@@ -345,15 +333,7 @@ void param_sides(benchmark::State& state, BenchEnv& env, int primary) {
     release_raw();
     return skip(state, Error(Errc::driver, "RawKernelNodeSetParams: building the raw graph"));
   }
-  CUDA_KERNEL_NODE_PARAMS params{};
-  params.func = sink.native_handle();
-  params.gridDimX = dims.grid.x;
-  params.gridDimY = dims.grid.y;
-  params.gridDimZ = dims.grid.z;
-  params.blockDimX = dims.block.x;
-  params.blockDimY = dims.block.y;
-  params.blockDimZ = dims.block.z;
-  params.kernelParams = raw_args;
+  CUDA_KERNEL_NODE_PARAMS params = kernel_node_params(sink.native_handle(), dims, raw_args);
 
   Result<Buffer> value_buffer = device.alloc(sizeof(std::uint32_t), s);
   if (!value_buffer) {

@@ -4,17 +4,9 @@
 
 #include <graphcap/kernel.h>
 
+using graphcap::kernel::first_index;
+using graphcap::kernel::grid_stride;
 using graphcap::kernel::ptr;
-
-GRAPHCAP_DEVICE std::uint64_t first_index() {
-  return static_cast<std::uint64_t>(graphcap::kernel::block_idx().x) *
-             graphcap::kernel::block_dim().x +
-         graphcap::kernel::thread_idx().x;
-}
-GRAPHCAP_DEVICE std::uint64_t grid_stride() {
-  return static_cast<std::uint64_t>(graphcap::kernel::grid_dim().x) *
-         graphcap::kernel::block_dim().x;
-}
 
 // y[i] = x[i] + 1 for i < n
 GRAPHCAP_KERNEL(increment, (ptr<const float> x, ptr<float> y, std::uint32_t n)) {

@@ -8,21 +8,9 @@
 
 #include "decode_kernels.h"
 
+using graphcap::kernel::first_index;
+using graphcap::kernel::grid_stride;
 using graphcap::kernel::ptr;
-
-namespace {
-
-GRAPHCAP_DEVICE std::uint64_t first_index() {
-  return static_cast<std::uint64_t>(graphcap::kernel::block_idx().x) *
-             graphcap::kernel::block_dim().x +
-         graphcap::kernel::thread_idx().x;
-}
-GRAPHCAP_DEVICE std::uint64_t grid_stride() {
-  return static_cast<std::uint64_t>(graphcap::kernel::grid_dim().x) *
-         graphcap::kernel::block_dim().x;
-}
-
-}  // namespace
 
 GRAPHCAP_KERNEL(embed, (ptr<const std::uint32_t> token, ptr<const std::uint32_t> state,
                         ptr<std::uint32_t> out, std::uint32_t n)) {

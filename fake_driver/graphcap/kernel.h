@@ -31,6 +31,7 @@
 // under `#ifndef __CUDACC__`; docs/testing-on-the-fake.md shows how).
 #pragma once
 
+#include <cstdint>
 #include <type_traits>
 
 #include <graphcap/driver/cuda_types.h>
@@ -150,3 +151,17 @@ GRAPHCAP_KERNEL_NOT_ON_THE_FAKE(__activemask, "asks which threads of a warp run 
 #undef GRAPHCAP_KERNEL_NOT_ON_THE_FAKE
 
 #endif
+
+namespace graphcap::kernel {
+
+// A grid-stride loop over n elements, which any launch shape covers:
+//   for (std::uint64_t i = first_index(); i < n; i += grid_stride()) ...
+// 64-bit, so the loop cannot wrap for n close to 2^32.
+GRAPHCAP_DEVICE inline std::uint64_t first_index() {
+  return static_cast<std::uint64_t>(block_idx().x) * block_dim().x + thread_idx().x;
+}
+GRAPHCAP_DEVICE inline std::uint64_t grid_stride() {
+  return static_cast<std::uint64_t>(grid_dim().x) * block_dim().x;
+}
+
+}  // namespace graphcap::kernel

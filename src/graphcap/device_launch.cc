@@ -11,6 +11,7 @@
 #include <graphcap/detail/kernel_state.h>
 #include <graphcap/detail/stream_core.h>
 #include <graphcap/device.h>
+#include <graphcap/driver/launch_config.h>
 #include <graphcap/handle_access.h>
 #include <graphcap/log.h>
 #include <graphcap/memory/buffer_state.h>
@@ -226,27 +227,10 @@ std::string render_launch(const capture::OperationLabel& label) {
 // launch and priorities").
 Result<void> launch_ex(DriverApi& driver, CUfunction function, const LaunchDims& dims,
                        CUstream stream, void** params, const LaunchOptions& options) {
-  std::array<CUlaunchAttribute, 2> attributes{};
-  unsigned count = 0;
-  if (options.programmatic) {
-    attributes[count].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-    attributes[count++].value.programmaticStreamSerializationAllowed = 1;
-  }
-  if (options.priority) {
-    attributes[count].id = CU_LAUNCH_ATTRIBUTE_PRIORITY;
-    attributes[count++].value.priority = *options.priority;
-  }
-  CUlaunchConfig config{};
-  config.gridDimX = dims.grid.x;
-  config.gridDimY = dims.grid.y;
-  config.gridDimZ = dims.grid.z;
-  config.blockDimX = dims.block.x;
-  config.blockDimY = dims.block.y;
-  config.blockDimZ = dims.block.z;
-  config.sharedMemBytes = dims.shared_bytes;
-  config.hStream = stream;
-  config.attrs = attributes.data();
-  config.numAttrs = count;
+  LaunchAttributeList attributes;
+  if (options.programmatic) attributes.programmatic();
+  if (options.priority) attributes.priority(*options.priority);
+  CUlaunchConfig config = launch_config(dims, stream, &attributes);
   if (CUresult result = driver.cuLaunchKernelEx(&config, function, params, nullptr);
       result != CUDA_SUCCESS) {
     return Error::from_driver("cuLaunchKernelEx", result);

@@ -5,10 +5,11 @@
 // measured on the H200 by docs/measurements/probes/branch_probe.cu (its case in brackets), held
 // on both drivers.
 #include <cstdint>
-#include <cstring>
 #include <functional>
 #include <optional>
 #include <vector>
+
+#include <graphcap/driver/node_params.h>
 
 #include "conformance_fixture.h"
 
@@ -43,23 +44,10 @@ class BranchNodes : public BodiesTest {
   CUresult insert(CUstream stream, CUgraphConditionalNodeType type, unsigned size,
                   CUgraphConditionalHandle handle, std::vector<CUgraph>* bodies,
                   CUgraphNode* node = nullptr) {
-    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
     CUgraph graph = nullptr;
-    const CUgraphNode* deps = nullptr;
-    std::size_t count = 0;
-    if (CUresult r = api().cuStreamGetCaptureInfo(stream, &status, nullptr, &graph, &deps,
-                                                  nullptr, &count);
-        r != CUDA_SUCCESS) {
-      return r;
-    }
-    const std::vector<CUgraphNode> after(deps, deps + count);
-    CUgraphNodeParams params;
-    std::memset(&params, 0, sizeof params);
-    params.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
-    params.conditional.handle = handle;
-    params.conditional.type = type;
-    params.conditional.size = size;
-    params.conditional.ctx = context();
+    std::vector<CUgraphNode> after;
+    if (CUresult r = capture_point(stream, &graph, &after); r != CUDA_SUCCESS) return r;
+    CUgraphNodeParams params = conditional_node_params(handle, type, size, context());
     CUgraphNode added = nullptr;
     if (CUresult r =
             api().cuGraphAddNode(&added, graph, after.data(), nullptr, after.size(), &params);

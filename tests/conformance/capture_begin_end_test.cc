@@ -8,21 +8,16 @@
 namespace graphcap::testing {
 namespace {
 
-using CaptureBeginEnd = ConformanceTest;
+using CaptureBeginEnd = KernelsTest;
 
 TEST_F(CaptureBeginEnd, BeginOnACapturingStreamIsIllegalStateAndTheCaptureStaysValid) {
-  RawModule module = load_test_kernels();
-  CUfunction empty = kernel(module, "empty");
-  RawStream s = new_stream();
-  ASSERT_FALSE(HasFailure());
-
-  ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
-  EXPECT_EQ(launch(empty, s.get(), 1, 1), CUDA_SUCCESS);
-  EXPECT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_GLOBAL),
+  ASSERT_EQ(api().cuStreamBeginCapture(s_.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  EXPECT_EQ(launch(empty_, s_.get(), 1, 1), CUDA_SUCCESS);
+  EXPECT_EQ(api().cuStreamBeginCapture(s_.get(), CU_STREAM_CAPTURE_MODE_GLOBAL),
             CUDA_ERROR_ILLEGAL_STATE);
-  EXPECT_EQ(capture_status(s.get()), CU_STREAM_CAPTURE_STATUS_ACTIVE);
-  EXPECT_EQ(launch(empty, s.get(), 1, 1), CUDA_SUCCESS) << "the running capture still records";
-  expect_still_active(s.get(), 2);
+  EXPECT_EQ(capture_status(s_.get()), CU_STREAM_CAPTURE_STATUS_ACTIVE);
+  EXPECT_EQ(launch(empty_, s_.get(), 1, 1), CUDA_SUCCESS) << "the running capture still records";
+  expect_still_active(s_.get(), 2);
 }
 
 TEST_F(CaptureBeginEnd, BeginOnTheNullStreamIsUnsupported) {
@@ -38,43 +33,35 @@ TEST_F(CaptureBeginEnd, BeginOnTheLegacyStreamIsUnsupported) {
 }
 
 TEST_F(CaptureBeginEnd, BeginWithAnInvalidModeIsInvalidValue) {
-  RawStream s = new_stream();
-  ASSERT_FALSE(HasFailure());
-  EXPECT_EQ(api().cuStreamBeginCapture(s.get(), static_cast<CUstreamCaptureMode>(3)),
+  EXPECT_EQ(api().cuStreamBeginCapture(s_.get(), static_cast<CUstreamCaptureMode>(3)),
             CUDA_ERROR_INVALID_VALUE);
-  EXPECT_EQ(api().cuStreamBeginCapture(s.get(), static_cast<CUstreamCaptureMode>(-1)),
+  EXPECT_EQ(api().cuStreamBeginCapture(s_.get(), static_cast<CUstreamCaptureMode>(-1)),
             CUDA_ERROR_INVALID_VALUE);
-  EXPECT_EQ(capture_status(s.get()), CU_STREAM_CAPTURE_STATUS_NONE);
+  EXPECT_EQ(capture_status(s_.get()), CU_STREAM_CAPTURE_STATUS_NONE);
 }
 
 TEST_F(CaptureBeginEnd, EndOnAStreamThatIsNotCapturingIsIllegalState) {
-  RawStream s = new_stream();
-  ASSERT_FALSE(HasFailure());
   CUgraph graph = nullptr;
-  EXPECT_EQ(api().cuStreamEndCapture(s.get(), &graph), CUDA_ERROR_ILLEGAL_STATE);
+  EXPECT_EQ(api().cuStreamEndCapture(s_.get(), &graph), CUDA_ERROR_ILLEGAL_STATE);
   EXPECT_EQ(graph, nullptr);
-  EXPECT_EQ(capture_status(s.get()), CU_STREAM_CAPTURE_STATUS_NONE);
+  EXPECT_EQ(capture_status(s_.get()), CU_STREAM_CAPTURE_STATUS_NONE);
 }
 
 TEST_F(CaptureBeginEnd, EndTwiceIsIllegalStateTheSecondTime) {
-  RawStream s = new_stream();
-  ASSERT_FALSE(HasFailure());
-  RawGraph graph = capture(s.get(), [] {});
+  RawGraph graph = capture(s_.get(), [] {});
   CUgraph second = nullptr;
-  EXPECT_EQ(api().cuStreamEndCapture(s.get(), &second), CUDA_ERROR_ILLEGAL_STATE);
+  EXPECT_EQ(api().cuStreamEndCapture(s_.get(), &second), CUDA_ERROR_ILLEGAL_STATE);
   EXPECT_EQ(second, nullptr);
 }
 
 TEST_F(CaptureBeginEnd, EmptyCaptureIsAValidGraphWithNoNodesThatInstantiatesAndLaunches) {
-  RawStream s = new_stream();
-  ASSERT_FALSE(HasFailure());
-  ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
-  EXPECT_EQ(capture_status(s.get()), CU_STREAM_CAPTURE_STATUS_ACTIVE);
+  ASSERT_EQ(api().cuStreamBeginCapture(s_.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  EXPECT_EQ(capture_status(s_.get()), CU_STREAM_CAPTURE_STATUS_ACTIVE);
   CUgraph raw = nullptr;
-  ASSERT_EQ(api().cuStreamEndCapture(s.get(), &raw), CUDA_SUCCESS);
+  ASSERT_EQ(api().cuStreamEndCapture(s_.get(), &raw), CUDA_SUCCESS);
   ASSERT_NE(raw, nullptr);
   RawGraph graph(api(), raw);
-  EXPECT_EQ(capture_status(s.get()), CU_STREAM_CAPTURE_STATUS_NONE);
+  EXPECT_EQ(capture_status(s_.get()), CU_STREAM_CAPTURE_STATUS_NONE);
 
   std::size_t count = 99;
   EXPECT_EQ(api().cuGraphGetNodes(graph.get(), nullptr, &count), CUDA_SUCCESS);
@@ -82,9 +69,9 @@ TEST_F(CaptureBeginEnd, EmptyCaptureIsAValidGraphWithNoNodesThatInstantiatesAndL
 
   Exec exec = instantiate(graph.get());
   ASSERT_TRUE(exec);
-  EXPECT_EQ(api().cuGraphLaunch(exec.get(), s.get()), CUDA_SUCCESS);
-  EXPECT_EQ(api().cuGraphLaunch(exec.get(), s.get()), CUDA_SUCCESS);
-  EXPECT_EQ(api().cuStreamSynchronize(s.get()), CUDA_SUCCESS);
+  EXPECT_EQ(api().cuGraphLaunch(exec.get(), s_.get()), CUDA_SUCCESS);
+  EXPECT_EQ(api().cuGraphLaunch(exec.get(), s_.get()), CUDA_SUCCESS);
+  EXPECT_EQ(api().cuStreamSynchronize(s_.get()), CUDA_SUCCESS);
 }
 
 // Every mode is a valid mode: each begins, records, and ends into a graph.
@@ -120,13 +107,7 @@ TEST_P(CaptureModes, BeginRecordEnd) {
   expect_still_active(s.get(), 1);
 }
 
-INSTANTIATE_TEST_SUITE_P(EveryMode, CaptureModes,
-                         ::testing::Values(CU_STREAM_CAPTURE_MODE_GLOBAL,
-                                           CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
-                                           CU_STREAM_CAPTURE_MODE_RELAXED),
-                         [](const ::testing::TestParamInfo<CUstreamCaptureMode>& param) {
-                           return ::testing::PrintToString(param.param);
-                         });
+INSTANTIATE_TEST_SUITE_P(EveryMode, CaptureModes, every_capture_mode(), capture_mode_name);
 
 }  // namespace
 }  // namespace graphcap::testing

@@ -6,9 +6,9 @@
 // on the H200 (docs/measurements/probes/conditional_probe.cu first, then these tests on both
 // drivers).
 #include <cstdint>
-#include <cstring>
 #include <vector>
 
+#include <graphcap/driver/node_params.h>
 #include <graphcap/fake/fake_driver.h>
 
 #include "conformance_fixture.h"
@@ -28,28 +28,15 @@ class ConditionalNodes : public BodiesTest {
   // The WHILE node after `stream`'s current dependencies, later work on `stream` after it.
   CUresult insert_while(CUstream stream, unsigned first, unsigned flags, InsertedLoop* loop,
                         unsigned size = 1) {
-    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
     CUgraph graph = nullptr;
-    const CUgraphNode* deps = nullptr;
-    std::size_t count = 0;
-    if (CUresult r = api().cuStreamGetCaptureInfo(stream, &status, nullptr, &graph, &deps,
-                                                  nullptr, &count);
-        r != CUDA_SUCCESS) {
-      return r;
-    }
-    const std::vector<CUgraphNode> after(deps, deps + count);
+    std::vector<CUgraphNode> after;
+    if (CUresult r = capture_point(stream, &graph, &after); r != CUDA_SUCCESS) return r;
     if (CUresult r = api().cuGraphConditionalHandleCreate(&loop->handle, graph, context(), first,
                                                           flags);
         r != CUDA_SUCCESS) {
       return r;
     }
-    CUgraphNodeParams params;
-    std::memset(&params, 0, sizeof params);
-    params.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
-    params.conditional.handle = loop->handle;
-    params.conditional.type = CU_GRAPH_COND_TYPE_WHILE;
-    params.conditional.size = size;
-    params.conditional.ctx = context();
+    CUgraphNodeParams params = conditional_node_params(loop->handle, CU_GRAPH_COND_TYPE_WHILE, size, context());
     if (CUresult r = api().cuGraphAddNode(&loop->node, graph, after.data(), nullptr, after.size(),
                                           &params);
         r != CUDA_SUCCESS) {
@@ -170,13 +157,7 @@ TEST_F(ConditionalNodes, AKernelBeforeTheNodeSetsTheConditionOverTheDefault) {
                                            &count),
               CUDA_SUCCESS);
     const std::vector<CUgraphNode> after(deps, deps + count);
-    CUgraphNodeParams params;
-    std::memset(&params, 0, sizeof params);
-    params.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
-    params.conditional.handle = loop.handle;
-    params.conditional.type = CU_GRAPH_COND_TYPE_WHILE;
-    params.conditional.size = 1;
-    params.conditional.ctx = context();
+    CUgraphNodeParams params = conditional_node_params(loop.handle, CU_GRAPH_COND_TYPE_WHILE, 1, context());
     ASSERT_EQ(api().cuGraphAddNode(&loop.node, capturing, after.data(), nullptr, after.size(),
                                    &params),
               CUDA_SUCCESS);
@@ -280,15 +261,11 @@ TEST_F(ConditionalNodes, ABodyKernelNodeTakesNewParametersInTheExecutable) {
   ASSERT_EQ(api().cuGraphGetNodes(loop.body, &kernel_node, &count), CUDA_SUCCESS);
   ASSERT_EQ(count, 1u);
   // The same handle; counter and iterations move to words 40 and 41.
-  CUDA_KERNEL_NODE_PARAMS params{};
-  params.func = countdown_;
-  params.gridDimX = params.gridDimY = params.gridDimZ = 1;
-  params.blockDimX = params.blockDimY = params.blockDimZ = 1;
   CUgraphConditionalHandle handle = loop.handle;
   CUdeviceptr counter = word(40);
   CUdeviceptr iterations = word(41);
   void* args[] = {&handle, &counter, &iterations};
-  params.kernelParams = args;
+  CUDA_KERNEL_NODE_PARAMS params = kernel_node_params(countdown_, LaunchDims{}, args);
   EXPECT_EQ(api().cuGraphExecKernelNodeSetParams(exec.get(), kernel_node, &params),
             CUDA_SUCCESS);
   upload(word(40), {3, 0}, s_.get());
@@ -391,13 +368,7 @@ TEST_F(ConditionalNodes, AWhileNodeTakesOneBodyAndOnlyAHandleOfItsOwnGraph) {
   ASSERT_EQ(api().cuStreamGetCaptureInfo(s_.get(), &status, nullptr, &capturing, &deps, nullptr,
                                          &count),
             CUDA_SUCCESS);
-  CUgraphNodeParams params;
-  std::memset(&params, 0, sizeof params);
-  params.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
-  params.conditional.handle = loop.handle;
-  params.conditional.type = CU_GRAPH_COND_TYPE_WHILE;
-  params.conditional.size = 1;
-  params.conditional.ctx = context();
+  CUgraphNodeParams params = conditional_node_params(loop.handle, CU_GRAPH_COND_TYPE_WHILE, 1, context());
   ASSERT_EQ(api().cuGraphAddNode(&loop.node, capturing, nullptr, nullptr, 0, &params),
             CUDA_SUCCESS);
   // A handle of the capturing graph in a node of that node's body graph: refused.

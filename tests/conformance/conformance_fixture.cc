@@ -86,6 +86,10 @@ void RawStream::reset() {
   api_->cuStreamDestroy(stream);
 }
 
+std::string capture_mode_name(const ::testing::TestParamInfo<CUstreamCaptureMode>& param) {
+  return ::testing::PrintToString(param.param);
+}
+
 std::vector<std::uint32_t> iota(std::size_t n, std::uint32_t first) {
   std::vector<std::uint32_t> values(n);
   std::iota(values.begin(), values.end(), first);
@@ -189,6 +193,15 @@ void BodiesTest::TearDown() {
   body_.reset();
   words_.reset();
   KernelsTest::TearDown();
+}
+
+CUresult BodiesTest::capture_point(CUstream stream, CUgraph* graph, std::vector<CUgraphNode>* after) {
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  const CUgraphNode* deps = nullptr;
+  std::size_t count = 0;
+  const CUresult r = api().cuStreamGetCaptureInfo(stream, &status, nullptr, graph, &deps, nullptr, &count);
+  if (r == CUDA_SUCCESS) after->assign(deps, deps + count);
+  return r;
 }
 
 RawModule ConformanceTest::load_test_kernels() {

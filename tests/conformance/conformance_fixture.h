@@ -14,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <ostream>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -227,6 +228,9 @@ class BodiesTest : public KernelsTest {
   void TearDown() override;
 
   CUdeviceptr word(std::size_t i) const { return words_.get() + i * sizeof(std::uint32_t); }
+  // Where the capture on `stream` stands (cuStreamGetCaptureInfo): the graph it builds and the
+  // nodes the next node captured there depends on; the driver's code.
+  CUresult capture_point(CUstream stream, CUgraph* graph, std::vector<CUgraphNode>* after);
 
   DeviceMemory words_;
   RawStream body_;
@@ -235,5 +239,13 @@ class BodiesTest : public KernelsTest {
 
 // n consecutive values from `first`.
 std::vector<std::uint32_t> iota(std::size_t n, std::uint32_t first = 0);
+
+// The three capture modes, as the values of a TEST_P's parameter (or of one of them).
+inline auto every_capture_mode() {
+  return ::testing::Values(CU_STREAM_CAPTURE_MODE_GLOBAL, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
+                           CU_STREAM_CAPTURE_MODE_RELAXED);
+}
+// A test parameterised by the capture mode alone, named for it (GLOBAL, THREAD_LOCAL, RELAXED).
+std::string capture_mode_name(const ::testing::TestParamInfo<CUstreamCaptureMode>& param);
 
 }  // namespace graphcap::testing

@@ -63,12 +63,7 @@ TEST_P(OtherThreadCall, IsRefusedOnlyWhenBothAreGlobal) {
 
 INSTANTIATE_TEST_SUITE_P(
     CrossThreadCapture, OtherThreadCall,
-    ::testing::Combine(::testing::Values(CU_STREAM_CAPTURE_MODE_GLOBAL,
-                                         CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
-                                         CU_STREAM_CAPTURE_MODE_RELAXED),
-                       ::testing::Values(CU_STREAM_CAPTURE_MODE_GLOBAL,
-                                         CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
-                                         CU_STREAM_CAPTURE_MODE_RELAXED),
+    ::testing::Combine(every_capture_mode(), every_capture_mode(),
                        ::testing::Values(UnsafeCall::kMemAlloc,
                                          UnsafeCall::kStreamQueryOfUnrelatedStream)),
     [](const ::testing::TestParamInfo<CrossThreadParam>& param) {
@@ -134,12 +129,7 @@ TEST_P(EndFromAnotherThread, IsWrongThreadUnlessRelaxed) {
 }
 
 INSTANTIATE_TEST_SUITE_P(CrossThreadCapture, EndFromAnotherThread,
-                         ::testing::Values(CU_STREAM_CAPTURE_MODE_GLOBAL,
-                                           CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
-                                           CU_STREAM_CAPTURE_MODE_RELAXED),
-                         [](const ::testing::TestParamInfo<CUstreamCaptureMode>& param) {
-                           return ::testing::PrintToString(param.param);
-                         });
+                         every_capture_mode(), capture_mode_name);
 
 }  // namespace
 }  // namespace graphcap::testing

@@ -3,10 +3,10 @@
 // shortest program that shows it, on both drivers. docs/cuda-driver-facts.md, "Found by generated
 // programs", has the rows.
 #include <cstdint>
-#include <cstring>
 #include <thread>
 #include <vector>
 
+#include <graphcap/driver/node_params.h>
 #include <graphcap/fake/fake_driver.h>
 
 #include "conformance_fixture.h"
@@ -480,13 +480,7 @@ TEST_F(FidelityRules, AConditionalNodeKeepsItsGraphFromASecondExecutableMadeBefo
   Exec before = instantiate(graph);  // the graph is empty now
   CUgraphConditionalHandle handle = 0;
   ASSERT_EQ(api().cuGraphConditionalHandleCreate(&handle, graph, context(), 0, 0), CUDA_SUCCESS);
-  CUgraphNodeParams params;
-  std::memset(&params, 0, sizeof params);
-  params.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
-  params.conditional.handle = handle;
-  params.conditional.type = CU_GRAPH_COND_TYPE_IF;
-  params.conditional.size = 1;
-  params.conditional.ctx = context();
+  CUgraphNodeParams params = conditional_node_params(handle, CU_GRAPH_COND_TYPE_IF, 1, context());
   CUgraphNode node = nullptr;
   ASSERT_EQ(api().cuGraphAddNode(&node, graph, nullptr, nullptr, 0, &params), CUDA_SUCCESS);
   ASSERT_EQ(api().cuStreamUpdateCaptureDependencies(s.get(), &node, nullptr, 1,

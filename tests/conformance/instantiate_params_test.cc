@@ -7,6 +7,8 @@
 #include <cstring>
 #include <vector>
 
+#include <graphcap/driver/node_params.h>
+
 #include "conformance_fixture.h"
 
 namespace graphcap::testing {
@@ -63,13 +65,7 @@ class InstantiateParams : public BodiesTest {
     EXPECT_EQ(api().cuGraphConditionalHandleCreate(&handle, graph, context(), 0,
                                                    kGraphCondAssignDefault),
               CUDA_SUCCESS);
-    CUgraphNodeParams node;
-    std::memset(&node, 0, sizeof node);
-    node.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
-    node.conditional.handle = handle;
-    node.conditional.type = CU_GRAPH_COND_TYPE_WHILE;
-    node.conditional.size = 1;
-    node.conditional.ctx = context();
+    CUgraphNodeParams node = conditional_node_params(handle, CU_GRAPH_COND_TYPE_WHILE, 1, context());
     CUgraphNode added = nullptr;
     EXPECT_EQ(api().cuGraphAddNode(&added, graph, after.data(), nullptr, after.size(), &node),
               CUDA_SUCCESS);

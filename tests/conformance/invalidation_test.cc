@@ -245,46 +245,37 @@ std::string param_name(const ::testing::TestParamInfo<Param>& param) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Invalidation, SameThreadCall,
-                         ::testing::Combine(::testing::ValuesIn(kCalls),
-                                            ::testing::Values(CU_STREAM_CAPTURE_MODE_GLOBAL,
-                                                              CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
-                                                              CU_STREAM_CAPTURE_MODE_RELAXED)),
+                         ::testing::Combine(::testing::ValuesIn(kCalls), every_capture_mode()),
                          param_name);
 
 // After an invalidation the stream captures again, cleanly.
-using Invalidation = ConformanceTest;
+using Invalidation = KernelsTest;
 
 TEST_F(Invalidation, AnInvalidatedStreamCanCaptureAgain) {
-  RawModule module = load_test_kernels();
-  CUfunction empty = kernel(module, "empty");
-  RawStream s = new_stream();
-  ASSERT_FALSE(HasFailure());
-  ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
-  EXPECT_EQ(api().cuStreamSynchronize(s.get()), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
-  expect_invalidated(s.get(), empty);
+  ASSERT_EQ(api().cuStreamBeginCapture(s_.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  EXPECT_EQ(api().cuStreamSynchronize(s_.get()), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+  expect_invalidated(s_.get(), empty_);
 
-  RawGraph graph = capture(s.get(), [&] { EXPECT_EQ(launch(empty, s.get(), 1, 1), CUDA_SUCCESS); });
+  RawGraph graph =
+      capture(s_.get(), [&] { EXPECT_EQ(launch(empty_, s_.get(), 1, 1), CUDA_SUCCESS); });
   ::testing::Matcher<std::vector<CUgraphNodeType>> one_kernel =
       ::testing::ElementsAre(CU_GRAPH_NODE_TYPE_KERNEL);
   EXPECT_THAT(node_types(graph.get()), one_kernel);
 }
 
 TEST_F(Invalidation, EveryLaterCapturedCallReturnsInvalidated) {
-  RawModule module = load_test_kernels();
-  CUfunction empty = kernel(module, "empty");
   DeviceMemory buffer = alloc(64);
   RawEvent event = new_event();
-  RawStream s = new_stream();
   ASSERT_FALSE(HasFailure());
-  ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
-  EXPECT_EQ(api().cuStreamQuery(s.get()), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+  ASSERT_EQ(api().cuStreamBeginCapture(s_.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  EXPECT_EQ(api().cuStreamQuery(s_.get()), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
   const std::uint8_t bytes[64] = {};
-  EXPECT_EQ(api().cuMemcpyHtoDAsync(buffer.get(), bytes, sizeof bytes, s.get()),
+  EXPECT_EQ(api().cuMemcpyHtoDAsync(buffer.get(), bytes, sizeof bytes, s_.get()),
             CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
-  EXPECT_EQ(api().cuMemsetD8Async(buffer.get(), 1, 64, s.get()),
+  EXPECT_EQ(api().cuMemsetD8Async(buffer.get(), 1, 64, s_.get()),
             CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
-  EXPECT_EQ(launch(empty, s.get(), 1, 1), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
-  expect_invalidated(s.get(), empty);
+  EXPECT_EQ(launch(empty_, s_.get(), 1, 1), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+  expect_invalidated(s_.get(), empty_);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include <graphcap/driver/node_params.h>
 #include <graphcap/fake/fake_driver.h>
 
 #include "conformance_fixture.h"
@@ -55,15 +56,7 @@ class KernelNodeSetParams : public KernelsTest {
     CUdeviceptr dst = dst_.get();
     std::uint32_t n = kWords;
     void* args[] = {&dst, &value, &n};
-    CUDA_KERNEL_NODE_PARAMS params{};
-    params.func = fill_;
-    params.gridDimX = grid;
-    params.gridDimY = 1;
-    params.gridDimZ = 1;
-    params.blockDimX = kBlock;
-    params.blockDimY = 1;
-    params.blockDimZ = 1;
-    params.kernelParams = args;
+    CUDA_KERNEL_NODE_PARAMS params = kernel_node_params(fill_, LaunchDims{.grid = {grid}, .block = {kBlock}}, args);
     return api().cuGraphExecKernelNodeSetParams(exec, node, &params);
   }
 

@@ -8,6 +8,8 @@
 #include <optional>
 #include <vector>
 
+#include <graphcap/driver/launch_config.h>
+
 #include "conformance_fixture.h"
 
 namespace graphcap::testing {
@@ -52,26 +54,10 @@ class LaunchAttributes : public KernelsTest {
     CUdeviceptr dst = buffer(i + 1);
     std::uint32_t n = kN;
     void* params[] = {&src, &dst, &n, &wait};
-    CUlaunchAttribute attributes[2];
-    std::memset(attributes, 0, sizeof attributes);
-    unsigned count = 0;
-    if (programmatic) {
-      attributes[count].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-      attributes[count++].value.programmaticStreamSerializationAllowed = 1;
-    }
-    if (priority) {
-      attributes[count].id = CU_LAUNCH_ATTRIBUTE_PRIORITY;
-      attributes[count++].value.priority = *priority;
-    }
-    CUlaunchConfig config;
-    std::memset(&config, 0, sizeof config);
-    config.gridDimX = kGrid;
-    config.gridDimY = config.gridDimZ = 1;
-    config.blockDimX = kBlock;
-    config.blockDimY = config.blockDimZ = 1;
-    config.hStream = stream;
-    config.attrs = attributes;
-    config.numAttrs = count;
+    LaunchAttributeList attributes;
+    if (programmatic) attributes.programmatic();
+    if (priority) attributes.priority(*priority);
+    CUlaunchConfig config = launch_config(LaunchDims{.grid = {kGrid}, .block = {kBlock}}, stream, &attributes);
     return api().cuLaunchKernelEx(&config, pdl_add_one_, params, nullptr);
   }
 

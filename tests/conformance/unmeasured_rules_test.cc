@@ -13,7 +13,7 @@
 namespace graphcap::testing {
 namespace {
 
-using UnmeasuredRules = ConformanceTest;
+using UnmeasuredRules = KernelsTest;
 
 TEST_F(UnmeasuredRules, ZeroSizedDeviceAllocationIsInvalidValueButPinnedHostSucceeds) {
   CUdeviceptr pointer = 0;
@@ -34,12 +34,9 @@ TEST_F(UnmeasuredRules, FreeingNullSucceedsAndFreeingTwiceIsInvalidValue) {
 }
 
 TEST_F(UnmeasuredRules, LaunchShapesPastTheLimitsAreInvalidValue) {
-  RawModule module = load_test_kernels();
-  CUfunction empty = kernel(module, "empty");
-  RawStream s = new_stream();
   auto launch_shape = [&](unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                           unsigned bz, unsigned shared) {
-    return api().cuLaunchKernel(empty, gx, gy, gz, bx, by, bz, shared, s.get(), nullptr, nullptr);
+    return api().cuLaunchKernel(empty_, gx, gy, gz, bx, by, bz, shared, s_.get(), nullptr, nullptr);
   };
   EXPECT_EQ(launch_shape(0, 1, 1, 32, 1, 1, 0), CUDA_ERROR_INVALID_VALUE);
   EXPECT_EQ(launch_shape(1, 1, 1, 0, 1, 1, 0), CUDA_ERROR_INVALID_VALUE);
@@ -49,7 +46,7 @@ TEST_F(UnmeasuredRules, LaunchShapesPastTheLimitsAreInvalidValue) {
   EXPECT_EQ(launch_shape(1, 65536, 1, 1, 1, 1, 0), CUDA_ERROR_INVALID_VALUE);
   EXPECT_EQ(launch_shape(1, 1, 1, 32, 1, 1, 49152 + 1), CUDA_ERROR_INVALID_VALUE);
   EXPECT_EQ(launch_shape(1, 1, 1, 32, 1, 1, 49152), CUDA_SUCCESS);
-  EXPECT_EQ(api().cuStreamSynchronize(s.get()), CUDA_SUCCESS);
+  EXPECT_EQ(api().cuStreamSynchronize(s_.get()), CUDA_SUCCESS);
 }
 
 TEST_F(UnmeasuredRules, SameKernelNameGivesTheSameFunction) {
@@ -59,86 +56,65 @@ TEST_F(UnmeasuredRules, SameKernelNameGivesTheSameFunction) {
 }
 
 TEST_F(UnmeasuredRules, SyncOfAnInvalidatedCapturingStreamIsStillUnsupported) {
-  RawModule module = load_test_kernels();
-  CUfunction empty = kernel(module, "empty");
-  RawStream s = new_stream();
-  ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
-  EXPECT_EQ(api().cuStreamQuery(s.get()), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);  // invalidates
+  ASSERT_EQ(api().cuStreamBeginCapture(s_.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  EXPECT_EQ(api().cuStreamQuery(s_.get()), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);  // invalidates
   // Once invalidated, still 900 (not 901): the H200 said so.
-  EXPECT_EQ(api().cuStreamSynchronize(s.get()), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
-  EXPECT_EQ(api().cuStreamQuery(s.get()), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
-  expect_invalidated(s.get(), empty);
+  EXPECT_EQ(api().cuStreamSynchronize(s_.get()), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+  EXPECT_EQ(api().cuStreamQuery(s_.get()), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+  expect_invalidated(s_.get(), empty_);
 }
 
 TEST_F(UnmeasuredRules, CtxSynchronizeInvalidatesACaptureOnAnotherStream) {
-  RawModule module = load_test_kernels();
-  CUfunction empty = kernel(module, "empty");
-  RawStream s = new_stream();
-  ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  ASSERT_EQ(api().cuStreamBeginCapture(s_.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
   EXPECT_EQ(api().cuCtxSynchronize(), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
-  expect_invalidated(s.get(), empty);
+  expect_invalidated(s_.get(), empty_);
 }
 
 TEST_F(UnmeasuredRules, FreeHostDuringAGlobalCaptureIsUnsafe) {
-  RawModule module = load_test_kernels();
-  CUfunction empty = kernel(module, "empty");
   void* host = nullptr;
   ASSERT_EQ(api().cuMemAllocHost(&host, 4096), CUDA_SUCCESS);
-  RawStream s = new_stream();
-  ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  ASSERT_EQ(api().cuStreamBeginCapture(s_.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
   const CUresult freed = api().cuMemFreeHost(host);
   EXPECT_EQ(freed, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
-  expect_invalidated(s.get(), empty);
+  expect_invalidated(s_.get(), empty_);
   if (freed != CUDA_SUCCESS) {
     EXPECT_EQ(api().cuMemFreeHost(host), CUDA_SUCCESS);
   }
 }
 
 TEST_F(UnmeasuredRules, UploadIntoACapturingStreamIsUnsupportedAndInvalidates) {
-  RawModule module = load_test_kernels();
-  CUfunction empty = kernel(module, "empty");
   RawStream other = new_stream();
   RawGraph graph = capture(other.get(), [&] {
-    ASSERT_EQ(launch(empty, other.get(), 1, 1), CUDA_SUCCESS);
+    ASSERT_EQ(launch(empty_, other.get(), 1, 1), CUDA_SUCCESS);
   });
   Exec exec = instantiate(graph.get());
-  RawStream s = new_stream();
-  ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
-  EXPECT_EQ(api().cuGraphUpload(exec.get(), s.get()), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
-  expect_invalidated(s.get(), empty);
+  ASSERT_EQ(api().cuStreamBeginCapture(s_.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  EXPECT_EQ(api().cuGraphUpload(exec.get(), s_.get()), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+  expect_invalidated(s_.get(), empty_);
 }
 
 TEST_F(UnmeasuredRules, ACapturedLaunchWithABadShapeInvalidatesTheCapture) {
-  RawModule module = load_test_kernels();
-  CUfunction empty = kernel(module, "empty");
-  RawStream s = new_stream();
-  ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
-  EXPECT_EQ(api().cuLaunchKernel(empty, 0, 1, 1, 32, 1, 1, 0, s.get(), nullptr, nullptr),
+  ASSERT_EQ(api().cuStreamBeginCapture(s_.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  EXPECT_EQ(api().cuLaunchKernel(empty_, 0, 1, 1, 32, 1, 1, 0, s_.get(), nullptr, nullptr),
             CUDA_ERROR_INVALID_VALUE);
-  expect_invalidated(s.get(), empty);
+  expect_invalidated(s_.get(), empty_);
 }
 
 TEST_F(UnmeasuredRules, WaitingOnANeverRecordedEventAddsNothing) {
-  RawModule module = load_test_kernels();
-  CUfunction empty = kernel(module, "empty");
   RawEvent never = new_event();
-  RawStream s = new_stream();
-  ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
-  ASSERT_EQ(launch(empty, s.get(), 1, 1), CUDA_SUCCESS);
-  EXPECT_EQ(api().cuStreamWaitEvent(s.get(), never.get(), 0), CUDA_SUCCESS);
-  expect_still_active(s.get(), 1);
+  ASSERT_EQ(api().cuStreamBeginCapture(s_.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  ASSERT_EQ(launch(empty_, s_.get(), 1, 1), CUDA_SUCCESS);
+  EXPECT_EQ(api().cuStreamWaitEvent(s_.get(), never.get(), 0), CUDA_SUCCESS);
+  expect_still_active(s_.get(), 1);
 }
 
 TEST_F(UnmeasuredRules, TheGraphUnderConstructionCannotBeDestroyedAndInstantiatingItInvalidates) {
-  RawModule module = load_test_kernels();
-  CUfunction empty = kernel(module, "empty");
-  RawStream s = new_stream();
-  ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
-  ASSERT_EQ(launch(empty, s.get(), 1, 1), CUDA_SUCCESS);
+  ASSERT_EQ(api().cuStreamBeginCapture(s_.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  ASSERT_EQ(launch(empty_, s_.get(), 1, 1), CUDA_SUCCESS);
   CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
   cuuint64_t id = 0;
   CUgraph building = nullptr;
-  ASSERT_EQ(api().cuStreamGetCaptureInfo(s.get(), &status, &id, &building, nullptr, nullptr,
+  ASSERT_EQ(api().cuStreamGetCaptureInfo(s_.get(), &status, &id, &building, nullptr, nullptr,
                                          nullptr),
             CUDA_SUCCESS);
   ASSERT_NE(building, nullptr);
@@ -146,26 +122,23 @@ TEST_F(UnmeasuredRules, TheGraphUnderConstructionCannotBeDestroyedAndInstantiati
   EXPECT_EQ(api().cuGraphGetNodes(building, nullptr, &count), CUDA_SUCCESS);
   EXPECT_EQ(count, 1u);
   EXPECT_EQ(api().cuGraphDestroy(building), CUDA_ERROR_ILLEGAL_STATE);
-  expect_still_active(s.get(), 1);
+  expect_still_active(s_.get(), 1);
 
   // Instantiating it is an unsafe call: 900, and the capture is invalidated (the H200).
-  ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
-  ASSERT_EQ(launch(empty, s.get(), 1, 1), CUDA_SUCCESS);
-  ASSERT_EQ(api().cuStreamGetCaptureInfo(s.get(), &status, &id, &building, nullptr, nullptr,
+  ASSERT_EQ(api().cuStreamBeginCapture(s_.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  ASSERT_EQ(launch(empty_, s_.get(), 1, 1), CUDA_SUCCESS);
+  ASSERT_EQ(api().cuStreamGetCaptureInfo(s_.get(), &status, &id, &building, nullptr, nullptr,
                                          nullptr),
             CUDA_SUCCESS);
   CUgraphExec exec = nullptr;
   EXPECT_EQ(api().cuGraphInstantiateWithFlags(&exec, building, 0),
             CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
-  expect_invalidated(s.get(), empty);
+  expect_invalidated(s_.get(), empty_);
 }
 
 TEST_F(UnmeasuredRules, GetNodesFillsAtMostTheArrayAndReportsTheRealCount) {
-  RawModule module = load_test_kernels();
-  CUfunction empty = kernel(module, "empty");
-  RawStream s = new_stream();
-  RawGraph graph = capture(s.get(), [&] {
-    for (int i = 0; i < 3; ++i) ASSERT_EQ(launch(empty, s.get(), 1, 1), CUDA_SUCCESS);
+  RawGraph graph = capture(s_.get(), [&] {
+    for (int i = 0; i < 3; ++i) ASSERT_EQ(launch(empty_, s_.get(), 1, 1), CUDA_SUCCESS);
   });
   std::vector<CUgraphNode> nodes(5, reinterpret_cast<CUgraphNode>(std::uintptr_t{1}));
   std::size_t count = 2;
@@ -181,41 +154,35 @@ TEST_F(UnmeasuredRules, GetNodesFillsAtMostTheArrayAndReportsTheRealCount) {
 }
 
 TEST_F(UnmeasuredRules, DestroyingAnExecutableWithAQueuedLaunchLetsItFinish) {
-  RawModule module = load_test_kernels();
-  CUfunction fill = kernel(module, "fill");
-  RawStream s = new_stream();
   DeviceMemory memory = alloc(1024 * sizeof(std::uint32_t));
-  upload(memory.get(), std::vector<std::uint32_t>(1024, 0), s.get());
-  RawGraph graph = capture(s.get(), [&] {
-    ASSERT_EQ(launch(fill, s.get(), kGrid, kBlock, memory.get(), std::uint32_t{77},
+  upload(memory.get(), std::vector<std::uint32_t>(1024, 0), s_.get());
+  RawGraph graph = capture(s_.get(), [&] {
+    ASSERT_EQ(launch(fill_, s_.get(), kGrid, kBlock, memory.get(), std::uint32_t{77},
                      std::uint32_t{1024}),
               CUDA_SUCCESS);
   });
   Exec exec = instantiate(graph.get());
-  ASSERT_EQ(api().cuGraphLaunch(exec.get(), s.get()), CUDA_SUCCESS);
+  ASSERT_EQ(api().cuGraphLaunch(exec.get(), s_.get()), CUDA_SUCCESS);
   ASSERT_EQ(exec.reset(), CUDA_SUCCESS);
-  EXPECT_EQ(download(memory.get(), 1024, s.get()), std::vector<std::uint32_t>(1024, 77));
+  EXPECT_EQ(download(memory.get(), 1024, s_.get()), std::vector<std::uint32_t>(1024, 77));
 }
 
 TEST_F(UnmeasuredRules, PageableCopiesSnapshotOnTheWayInAndCompleteOnTheWayOut) {
-  RawModule module = load_test_kernels();
-  CUfunction fill = kernel(module, "fill");
-  RawStream s = new_stream();
   DeviceMemory memory = alloc(256 * sizeof(std::uint32_t));
   // In: the pageable source is staged when the call returns; changing it afterwards changes nothing.
   std::vector<std::uint32_t> source(256, 5);
-  ASSERT_EQ(api().cuMemcpyHtoDAsync(memory.get(), source.data(), source.size() * 4, s.get()),
+  ASSERT_EQ(api().cuMemcpyHtoDAsync(memory.get(), source.data(), source.size() * 4, s_.get()),
             CUDA_SUCCESS);
   std::fill(source.begin(), source.end(), 9u);
-  EXPECT_EQ(download(memory.get(), 256, s.get()), std::vector<std::uint32_t>(256, 5));
+  EXPECT_EQ(download(memory.get(), 256, s_.get()), std::vector<std::uint32_t>(256, 5));
   // Out: into pageable memory the copy is complete when the call returns, no sync needed.
-  ASSERT_EQ(launch(fill, s.get(), kGrid, kBlock, memory.get(), std::uint32_t{3}, std::uint32_t{256}),
+  ASSERT_EQ(launch(fill_, s_.get(), kGrid, kBlock, memory.get(), std::uint32_t{3}, std::uint32_t{256}),
             CUDA_SUCCESS);
   std::vector<std::uint32_t> out(256, 0);
-  ASSERT_EQ(api().cuMemcpyDtoHAsync(out.data(), memory.get(), out.size() * 4, s.get()),
+  ASSERT_EQ(api().cuMemcpyDtoHAsync(out.data(), memory.get(), out.size() * 4, s_.get()),
             CUDA_SUCCESS);
   EXPECT_EQ(out, std::vector<std::uint32_t>(256, 3));
-  EXPECT_EQ(api().cuStreamSynchronize(s.get()), CUDA_SUCCESS);
+  EXPECT_EQ(api().cuStreamSynchronize(s_.get()), CUDA_SUCCESS);
 }
 
 TEST_F(UnmeasuredRules, DestroyingACapturingStreamLeavesNoCaptureBehind) {

@@ -66,6 +66,16 @@ class TwoDevices : public ::testing::Test {
     ASSERT_THAT(from.record_event(*event, from.stream()), IsOk());
     ASSERT_THAT(to.wait(to.stream(), *event), IsOk());
   }
+  // Device 0 records a copy of device 1's `b1` into its `b0`, ordered after device 1's work.
+  void record_peer_copy(const Buffer& b0, const Buffer& b1, Graph& graph) {
+    order(d1(), d0());
+    ASSERT_THAT(d0().prepare_capture(d0().stream()), IsOk());
+    ASSERT_THAT(d0().begin_capture(d0().stream()), IsOk());
+    ASSERT_THAT(d0().copy(b0, b1, d0().stream()), IsOk());
+    Result<Graph> recorded = d0().end_capture(d0().stream());
+    ASSERT_THAT(recorded, IsOk());
+    graph = std::move(*recorded);
+  }
   // Peer access from d0 to d1 (what copies on d0's streams touching d1's memory need), or skip.
   bool enable_peer() {
     Result<bool> can = d0().can_access_peer(d1());
@@ -194,21 +204,17 @@ TEST_F(TwoDevices, ARecordedPeerCopyIsAMemcpyNodeThatCopiesOnReplay) {
   GRAPHCAP_REQUIRE_PEERS();
   Buffer b0 = upload(d0(), std::vector<std::uint32_t>(64, 0));
   Buffer b1 = upload(d1(), iota_u32(64, 1));
-  order(d1(), d0());
-  ASSERT_THAT(d0().prepare_capture(d0().stream()), IsOk());
-  ASSERT_THAT(d0().begin_capture(d0().stream()), IsOk());
-  ASSERT_THAT(d0().copy(b0, b1, d0().stream()), IsOk());
-  Result<Graph> graph = d0().end_capture(d0().stream());
-  ASSERT_THAT(graph, IsOk());
-  EXPECT_EQ(graph->report().node_count, 1u);
-  EXPECT_EQ(graph->report().nodes(CU_GRAPH_NODE_TYPE_MEMCPY), 1u);
+  Graph graph;
+  ASSERT_NO_FATAL_FAILURE(record_peer_copy(b0, b1, graph));
+  EXPECT_EQ(graph.report().node_count, 1u);
+  EXPECT_EQ(graph.report().nodes(CU_GRAPH_NODE_TYPE_MEMCPY), 1u);
   EXPECT_THAT(read(d0(), b0), Each(0u));  // recorded, not run
   for (std::uint32_t step = 0; step < 3; ++step) {
     // Device 1 writes its buffer after the last replay read it, and the next replay after that.
     order(d0(), d1());
     ASSERT_THAT(d1().write(b1, to_bytes(iota_u32(64, 100 * step)), d1().stream()), IsOk());
     order(d1(), d0());
-    ASSERT_THAT(graph->replay(), IsOk());
+    ASSERT_THAT(graph.replay(), IsOk());
     EXPECT_THAT(read(d0(), b0), ElementsAreArray(iota_u32(64, 100 * step)));
   }
 }
@@ -248,22 +254,18 @@ TEST_F(TwoDevices, AGraphKeepsAnotherDevicesMemoryAliveAfterThatDeviceCloses) {
   GRAPHCAP_REQUIRE_PEERS();
   Buffer b0 = upload(d0(), std::vector<std::uint32_t>(64, 0));
   Buffer b1 = upload(d1(), iota_u32(64, 1));
-  order(d1(), d0());
-  ASSERT_THAT(d0().prepare_capture(d0().stream()), IsOk());
-  ASSERT_THAT(d0().begin_capture(d0().stream()), IsOk());
-  ASSERT_THAT(d0().copy(b0, b1, d0().stream()), IsOk());
-  Result<Graph> graph = d0().end_capture(d0().stream());
-  ASSERT_THAT(graph, IsOk());
+  Graph graph;
+  ASSERT_NO_FATAL_FAILURE(record_peer_copy(b0, b1, graph));
   b1 = Buffer{};         // only the graph holds device 1's buffer now
   devices_[1].reset();   // device 1 closes
-  ASSERT_THAT(graph->replay(), IsOk());
+  ASSERT_THAT(graph.replay(), IsOk());
   EXPECT_THAT(read(d0(), b0), ElementsAreArray(iota_u32(64, 1)));
   if (fake::FakeDriver* fake = driver_->fake()) {
     EXPECT_THAT(fake->violations(), ::testing::IsEmpty());
     EXPECT_GT(fake->live_handles().device_allocations, 0u)
         << "device 1's memory is still the graph's";
   }
-  ASSERT_THAT(graph->destroy(), IsOk());
+  ASSERT_THAT(graph.destroy(), IsOk());
   if (fake::FakeDriver* fake = driver_->fake()) {
     // What device 1 kept for the graph went with it (TearDown checks every handle).
     EXPECT_EQ(fake->live_handles().contexts, 1u) << "device 0's context only";

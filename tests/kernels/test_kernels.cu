@@ -8,21 +8,12 @@
 
 #include "test_kernels.h"
 
+using graphcap::kernel::first_index;
+using graphcap::kernel::grid_stride;
 using graphcap::kernel::ptr;
 
 namespace {
 
-// The first element this thread handles, and the distance to its next one. 64-bit, so the loop
-// cannot wrap for n close to 2^32.
-GRAPHCAP_DEVICE std::uint64_t first_index() {
-  return static_cast<std::uint64_t>(graphcap::kernel::block_idx().x) *
-             graphcap::kernel::block_dim().x +
-         graphcap::kernel::thread_idx().x;
-}
-GRAPHCAP_DEVICE std::uint64_t grid_stride() {
-  return static_cast<std::uint64_t>(graphcap::kernel::grid_dim().x) *
-         graphcap::kernel::block_dim().x;
-}
 GRAPHCAP_DEVICE bool first_thread() {
   return graphcap::kernel::block_idx().x == 0 && graphcap::kernel::thread_idx().x == 0;
 }

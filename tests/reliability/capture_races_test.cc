@@ -23,25 +23,20 @@
 #include "device_fixture.h"
 #include "kernels/test_kernels.h"
 #include "matchers.h"
+#include "mock_device_fixture.h"
 
 namespace graphcap::testing {
 namespace {
 
 using ::testing::_;
-using ::testing::NiceMock;
 
 constexpr auto kGap = std::chrono::milliseconds(300);
 
-class CaptureRacesTest : public ::testing::Test {
+class CaptureRacesTest : public MockDeviceTest {
  protected:
   void SetUp() override {
-    register_test_kernels(mock_.fake());
-    Result<std::unique_ptr<Device>> device = Device::open(mock_);
-    ASSERT_THAT(device, IsOk());
-    device_ = std::move(*device);
-    Result<Module> module = device_->load_module(mock_.fake().module_image({"add_one"}));
-    ASSERT_THAT(module, IsOk());
-    add_one_ = *module->kernel("add_one");
+    ASSERT_NO_FATAL_FAILURE(open());
+    add_one_ = kernel("add_one");
     Result<Stream*> other = device_->create_stream();
     ASSERT_THAT(other, IsOk());
     other_ = *other;
@@ -51,9 +46,7 @@ class CaptureRacesTest : public ::testing::Test {
 
   void TearDown() override {
     if (rival_.joinable()) rival_.join();
-    device_.reset();
-    EXPECT_EQ(mock_.fake().live_handles().total(), 0u);
-    EXPECT_TRUE(mock_.fake().violations().empty());
+    MockDeviceTest::TearDown();
   }
 
   Result<void> add_one(const Buffer& b, Stream& s) {
@@ -100,8 +93,6 @@ class CaptureRacesTest : public ::testing::Test {
     EXPECT_THAT(to_u32(*y), ElementsAreArray(iota_u32(16, 2)));  // warm-up + one replay
   }
 
-  NiceMock<fake::MockDriver> mock_;
-  std::unique_ptr<Device> device_;
   Kernel add_one_;
   Stream* other_ = nullptr;
   Buffer x_, y_;

@@ -49,4 +49,6 @@ std::unique_ptr<TestDriver> make_test_driver() {
 // The machine's GPUs, however many: the tests check the count.
 std::unique_ptr<TestDriver> make_test_driver(int) { return make_test_driver(); }
 
+std::unique_ptr<TestDriver> make_test_driver(const fake::FakeDriverOptions&) { return make_test_driver(); }
+
 }  // namespace graphcap::testing

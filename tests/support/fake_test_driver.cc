@@ -23,7 +23,7 @@ std::vector<std::byte> image_of_test_kernels(const fake::FakeDriver& driver,
 
 class FakeTestDriver final : public TestDriver {
  public:
-  explicit FakeTestDriver(int devices = 1) : driver_(options(devices)) {
+  explicit FakeTestDriver(const fake::FakeDriverOptions& options) : driver_(options) {
     register_test_kernels(driver_);
     image_ =
         image_of_test_kernels(driver_, std::make_index_sequence<std::size(kTestKernelNames)>{});
@@ -34,22 +34,22 @@ class FakeTestDriver final : public TestDriver {
   std::span<const std::byte> kernel_image() override { return image_; }
 
  private:
-  static fake::FakeDriverOptions options(int devices) {
-    fake::FakeDriverOptions options;
-    options.device_count = devices;
-    return options;
-  }
-
   fake::FakeDriver driver_;
   std::vector<std::byte> image_;
 };
 
 }  // namespace
 
-std::unique_ptr<TestDriver> make_test_driver() { return std::make_unique<FakeTestDriver>(); }
+std::unique_ptr<TestDriver> make_test_driver() { return make_test_driver(fake::FakeDriverOptions{}); }
 
 std::unique_ptr<TestDriver> make_test_driver(int devices) {
-  return std::make_unique<FakeTestDriver>(devices);
+  fake::FakeDriverOptions options;
+  options.device_count = devices;
+  return make_test_driver(options);
+}
+
+std::unique_ptr<TestDriver> make_test_driver(const fake::FakeDriverOptions& options) {
+  return std::make_unique<FakeTestDriver>(options);
 }
 
 }  // namespace graphcap::testing

@@ -12,6 +12,7 @@
 
 namespace graphcap::fake {
 class FakeDriver;
+struct FakeDriverOptions;
 }
 
 namespace graphcap::testing {
@@ -39,5 +40,7 @@ std::unique_ptr<TestDriver> make_test_driver();
 // several devices ask cuDeviceGetCount and GTEST_SKIP below what they need (devices_or_skip in
 // multi_device.h).
 std::unique_ptr<TestDriver> make_test_driver(int devices);
+// The same with the fake made with `options` (the real driver has none to take).
+std::unique_ptr<TestDriver> make_test_driver(const fake::FakeDriverOptions& options);
 
 }  // namespace graphcap::testing

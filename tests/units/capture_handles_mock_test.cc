@@ -10,33 +10,21 @@
 #include <graphcap/graphcap.h>
 
 #include "device_fixture.h"
-#include "kernels/test_kernels.h"
 #include "matchers.h"
+#include "mock_device_fixture.h"
 
 namespace graphcap::testing {
 namespace {
 
 using ::testing::_;
-using ::testing::NiceMock;
 using ::testing::Return;
 
-class CaptureHandlesMockTest : public ::testing::Test {
+class CaptureHandlesMockTest : public MockDeviceTest {
  protected:
   void SetUp() override {
-    register_test_kernels(mock_.fake());
-    Result<std::unique_ptr<Device>> device = Device::open(mock_);
-    ASSERT_THAT(device, IsOk());
-    device_ = std::move(*device);
-    std::vector<std::byte> image = mock_.fake().module_image({"add_one"});
-    Result<Module> module = device_->load_module(image);
-    ASSERT_THAT(module, IsOk());
-    add_one_ = *module->kernel("add_one");
+    ASSERT_NO_FATAL_FAILURE(open());
+    add_one_ = kernel("add_one");
     x_ = *device_->upload(to_bytes(iota_u32(16)), device_->stream());
-  }
-
-  void TearDown() override {
-    device_.reset();
-    EXPECT_EQ(mock_.fake().live_handles().total(), 0u);
   }
 
   Result<void> launch() {
@@ -54,8 +42,6 @@ class CaptureHandlesMockTest : public ::testing::Test {
     });
   }
 
-  NiceMock<fake::MockDriver> mock_;
-  std::unique_ptr<Device> device_;
   Kernel add_one_;
   Buffer x_;
 };

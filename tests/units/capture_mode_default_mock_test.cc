@@ -12,32 +12,22 @@
 #include <graphcap/graphcap.h>
 
 #include "device_fixture.h"
-#include "kernels/test_kernels.h"
 #include "matchers.h"
+#include "mock_device_fixture.h"
 
 namespace graphcap::testing {
 namespace {
 
 using ::testing::_;
-using ::testing::NiceMock;
 
-class CaptureModeDefaultMockTest : public ::testing::Test {
+class CaptureModeDefaultMockTest : public MockDeviceTest {
  protected:
   void open(CUstreamCaptureMode mode) {
-    register_test_kernels(mock_.fake());
     DeviceOptions options;
     options.capture_mode = mode;
-    Result<std::unique_ptr<Device>> device = Device::open(mock_, options);
-    ASSERT_THAT(device, IsOk());
-    device_ = std::move(*device);
-    Result<Module> module = device_->load_module(mock_.fake().module_image({"fill"}));
-    ASSERT_THAT(module, IsOk());
-    fill_ = *module->kernel("fill");
+    ASSERT_NO_FATAL_FAILURE(MockDeviceTest::open(options));
+    fill_ = kernel("fill");
     x_ = *device_->alloc(64, device_->stream());
-  }
-  void TearDown() override {
-    device_.reset();
-    EXPECT_EQ(mock_.fake().live_handles().total(), 0u);
   }
   Result<Graph> record(const CaptureOptions& options) {
     return device_->record(
@@ -49,8 +39,6 @@ class CaptureModeDefaultMockTest : public ::testing::Test {
         options);
   }
 
-  NiceMock<fake::MockDriver> mock_;
-  std::unique_ptr<Device> device_;
   Kernel fill_;
   Buffer x_;
 };

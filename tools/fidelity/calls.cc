@@ -11,6 +11,8 @@
 
 #include <graphcap/driver/entry_traits.h>
 #include <graphcap/driver/error_names.h>
+#include <graphcap/driver/launch_config.h>
+#include <graphcap/driver/node_params.h>
 
 #include "harness.h"
 #include "kernels/test_kernels.h"
@@ -1137,29 +1139,11 @@ RUN(cuLaunchKernelEx) {
     if (grid == 0 || grid > 64 || block == 0 || block > 1024 || shared != 0) throw Skip{};
     if (programmatic || priority != "-") throw Skip{};
   }
-  CUlaunchAttribute attributes[2];
-  std::memset(attributes, 0, sizeof attributes);
-  unsigned count = 0;
-  if (programmatic) {
-    attributes[count].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-    attributes[count].value.programmaticStreamSerializationAllowed = 1;
-    ++count;
-  }
-  if (priority != "-") {
-    attributes[count].id = CU_LAUNCH_ATTRIBUTE_PRIORITY;
-    attributes[count].value.priority = std::stoi(priority);
-    ++count;
-  }
-  CUlaunchConfig config;
-  std::memset(&config, 0, sizeof config);
-  config.gridDimX = grid;
-  config.gridDimY = config.gridDimZ = 1;
-  config.blockDimX = block;
-  config.blockDimY = config.blockDimZ = 1;
-  config.sharedMemBytes = shared;
-  config.hStream = stream;
-  config.attrs = count > 0 ? attributes : nullptr;
-  config.numAttrs = count;
+  LaunchAttributeList attributes;
+  if (programmatic) attributes.programmatic();
+  if (priority != "-") attributes.priority(std::stoi(priority));
+  CUlaunchConfig config = launch_config(LaunchDims{.grid = {grid}, .block = {block}, .shared_bytes = shared}, stream,
+                                        attributes.count > 0 ? &attributes : nullptr);
   const CUresult r = ordered(a, stream_name, k.uses, k.writes, [&] {
     return a.h().driver().cuLaunchKernelEx(&config, reinterpret_cast<CUfunction>(function.value),
                                            k.params.data(), nullptr);
@@ -1501,14 +1485,11 @@ RUN(cuGraphAddNode) {
   const std::string cond_name = a.next();
   const Symbol& cond = a.h().need(cond_name, Kind::cond);
   const unsigned size = a.u();
-  CUgraphNodeParams params{};
-  params.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
-  params.conditional.handle = static_cast<CUgraphConditionalHandle>(cond.value);
-  params.conditional.type = type == "WHILE" ? CU_GRAPH_COND_TYPE_WHILE
-                            : type == "IF"  ? CU_GRAPH_COND_TYPE_IF
-                                            : CU_GRAPH_COND_TYPE_SWITCH;
-  params.conditional.size = size;
-  params.conditional.ctx = a.h().context();
+  const CUgraphConditionalNodeType kind = type == "WHILE" ? CU_GRAPH_COND_TYPE_WHILE
+                                          : type == "IF"  ? CU_GRAPH_COND_TYPE_IF
+                                                          : CU_GRAPH_COND_TYPE_SWITCH;
+  CUgraphNodeParams params =
+      conditional_node_params(static_cast<CUgraphConditionalHandle>(cond.value), kind, size, a.h().context());
   CUgraphNode node = nullptr;
   const CUresult r = a.h().driver().cuGraphAddNode(&node, graph, deps.data(), nullptr,
                                                    deps.size(), &params);

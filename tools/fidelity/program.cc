@@ -139,19 +139,6 @@ std::string without_capture_numbers(const std::string& detail) {
 
 namespace {
 
-// A detail's parts: " ; s1:A1/0", " ; b2=7x64", ...
-std::vector<std::string> parts(const std::string& detail) {
-  std::vector<std::string> out;
-  std::size_t start = 0;
-  while (start < detail.size()) {
-    std::size_t next = detail.find(" ; ", start + 1);
-    if (next == std::string::npos) next = detail.size();
-    out.push_back(detail.substr(start, next - start));
-    start = next;
-  }
-  return out;
-}
-
 // The buffer a part shows ("b2" of " ; b2=7x64" and of " ; b2~=7x64"), "" for other parts.
 std::string buffer_of(const std::string& part) {
   const std::size_t equals = part.find('=');
@@ -183,7 +170,7 @@ struct Split {
 };
 
 Split split_racy(const Observation& a, const Observation& b) {
-  const std::vector<std::string> pa = parts(a.detail), pb = parts(b.detail);
+  const std::vector<std::string> pa = detail_parts(a.detail), pb = detail_parts(b.detail);
   std::set<std::string> racy;
   for (const auto* side : {&pa, &pb}) {
     for (const std::string& part : *side) {
@@ -218,6 +205,18 @@ bool same_observation(const std::string& entry, const Observation& a, const Obse
   if (a.code == b.code) return true;
   auto settled = [](int code) { return code == CUDA_SUCCESS || code == CUDA_ERROR_NOT_READY; };
   return timing_dependent(entry) && settled(a.code) && settled(b.code);
+}
+
+std::vector<std::string> detail_parts(const std::string& detail) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start < detail.size()) {
+    std::size_t next = detail.find(" ; ", start + 1);
+    if (next == std::string::npos) next = detail.size();
+    out.push_back(detail.substr(start, next - start));
+    start = next;
+  }
+  return out;
 }
 
 }  // namespace graphcap::fidelity

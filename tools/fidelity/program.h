@@ -66,5 +66,7 @@ bool timing_dependent(const std::string& entry);
 // harness.h) are not compared, on both sides; racy_bytes_differ says whether they differ.
 bool same_observation(const std::string& entry, const Observation& a, const Observation& b);
 bool racy_bytes_differ(const Observation& a, const Observation& b);
+// An observation's detail in its parts: " ; s1:A1/0", " ; b2=7x64", ...
+std::vector<std::string> detail_parts(const std::string& detail);
 
 }  // namespace graphcap::fidelity

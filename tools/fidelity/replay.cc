@@ -45,18 +45,7 @@ std::string Difference::kind() const {
     return entry + " " + std::to_string(expected.code) + "/" + std::to_string(got.code);
   }
   // The first part of the detail that differs says what kind of observation it is.
-  auto parts = [](const std::string& detail) {
-    std::vector<std::string> out;
-    std::size_t start = 0;
-    while (start < detail.size()) {
-      std::size_t next = detail.find(" ; ", start + 1);
-      if (next == std::string::npos) next = detail.size();
-      out.push_back(detail.substr(start, next - start));
-      start = next;
-    }
-    return out;
-  };
-  const std::vector<std::string> a = parts(expected.detail), b = parts(got.detail);
+  const std::vector<std::string> a = detail_parts(expected.detail), b = detail_parts(got.detail);
   for (std::size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
     const std::string& part = i < a.size() ? a[i] : b[i];
     if (i < a.size() && i < b.size() && a[i] == b[i]) continue;

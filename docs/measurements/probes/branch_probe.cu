@@ -52,20 +52,6 @@ void reset() {
 void read() { cuMemcpyDtoH(host.data(), CUdeviceptr(dev), host.size() * sizeof(int)); }
 
 // The graph a stream is capturing into, and its current dependencies.
-struct CaptureInfo {
-  CUgraph g = nullptr;
-  std::vector<CUgraphNode> deps;
-};
-CUresult capture_info(CUstream st, CaptureInfo* ci) {
-  CUstreamCaptureStatus status;
-  cuuint64_t id;
-  const CUgraphNode* d = nullptr;
-  const CUgraphEdgeData* e = nullptr;
-  size_t n = 0;
-  CUresult r = cuStreamGetCaptureInfo(st, &status, &id, &ci->g, &d, &e, &n);
-  ci->deps.assign(d, d + n);
-  return r;
-}
 CUresult make_handle(CUstream st, unsigned def, unsigned flags, CUgraphConditionalHandle* h) {
   CaptureInfo ci;
   CUresult r = capture_info(st, &ci);
@@ -78,17 +64,32 @@ CUresult insert_cond(CUstream st, CUgraphConditionalNodeType type, unsigned size
   CaptureInfo ci;
   CUresult r = capture_info(st, &ci);
   if (r) return r;
-  CUgraphNodeParams p;
-  std::memset(&p, 0, sizeof p);
-  p.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
-  p.conditional.handle = h;
-  p.conditional.type = type;
-  p.conditional.size = size;
-  p.conditional.ctx = env.ctx;
+  CUgraphNodeParams p = conditional_params(h, type, size, env.ctx);
   r = cuGraphAddNode(node, ci.g, ci.deps.data(), nullptr, ci.deps.size(), &p);
   if (r) return r;
   bodies->assign(p.conditional.phGraph_out, p.conditional.phGraph_out + size);
   return cuStreamUpdateCaptureDependencies(st, node, nullptr, 1, CU_STREAM_SET_CAPTURE_DEPENDENCIES);
+}
+// Ends the capture on s; when it gave a graph and `ready` (what instantiating needs was captured),
+// instantiates it and replays it `times` times, each from reset device words, calling `report(t)`
+// with the words read back after replay t.
+template <class Report>
+void end_and_replay(bool ready, int times, Report&& report) {
+  CUgraph g = nullptr;
+  rec("endCapture", cuStreamEndCapture(s, &g));
+  CUgraphExec e = nullptr;
+  if (g && ready && !rec("instantiate", cuGraphInstantiate(&e, g, 0))) {
+    for (int t = 0; t < times; ++t) {
+      reset();
+      rec("launch", cuGraphLaunch(e, s));
+      rec("sync", sync_bounded(s));
+      read();
+      report(t);
+    }
+    cuGraphExecDestroy(e);
+  }
+  if (g) cuGraphDestroy(g);
+  end();
 }
 // Captures body i of `bodies` on body stream `b` (RELAXED), recording what `work(i, b)` launches.
 CUresult capture_bodies(const std::vector<CUgraph>& bodies, CUstream b,
@@ -256,13 +257,7 @@ void b05() {
     cuGraphCreate(&g, 0);
     Handle h = 0;
     rec("handleCreate", cuGraphConditionalHandleCreate(&h, g, env.ctx, size ? size - 1 : 0, CU_GRAPH_COND_ASSIGN_DEFAULT));
-    CUgraphNodeParams p;
-    std::memset(&p, 0, sizeof p);
-    p.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
-    p.conditional.handle = h;
-    p.conditional.type = CU_GRAPH_COND_TYPE_SWITCH;
-    p.conditional.size = size;
-    p.conditional.ctx = env.ctx;
+    CUgraphNodeParams p = conditional_params(h, CU_GRAPH_COND_TYPE_SWITCH, size, env.ctx);
     CUgraphNode n;
     double t0 = now_us();
     if (rec("addNode", cuGraphAddNode(&n, g, nullptr, nullptr, 0, &p)) == CUDA_SUCCESS) {
@@ -307,13 +302,7 @@ void b05() {
     cuGraphCreate(&g, 0);
     Handle h = 0;
     cuGraphConditionalHandleCreate(&h, g, env.ctx, 0, 0);
-    CUgraphNodeParams p;
-    std::memset(&p, 0, sizeof p);
-    p.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
-    p.conditional.handle = h;
-    p.conditional.type = type;
-    p.conditional.size = size;
-    p.conditional.ctx = env.ctx;
+    CUgraphNodeParams p = conditional_params(h, type, size, env.ctx);
     CUgraphNode n;
     char label[32];
     std::snprintf(label, sizeof label, "%s(size %u)", type == CU_GRAPH_COND_TYPE_IF ? "IF" : "WHILE", size);
@@ -340,19 +329,7 @@ void b06() {
     rec("insert", insert_cond(s, x.t, x.size, h, &b, &n));
     rec("bodies(empty captures)", capture_bodies(b, bs[0], [](unsigned, CUstream) {}));
     L_add(s, 1);
-    CUgraph g = nullptr;
-    rec("endCapture", cuStreamEndCapture(s, &g));
-    CUgraphExec e = nullptr;
-    if (g && rec("instantiate", cuGraphInstantiate(&e, g, 0)) == CUDA_SUCCESS) {
-      reset();
-      rec("launch", cuGraphLaunch(e, s));
-      rec("sync", sync_bounded(s));
-      read();
-      obs("before %d after %d", host[0], host[1]);
-      cuGraphExecDestroy(e);
-    }
-    if (g) cuGraphDestroy(g);
-    end();
+    end_and_replay(true, 1, [&](int) { obs("before %d after %d", host[0], host[1]); });
   }
 }
 
@@ -375,19 +352,9 @@ void b07a() {
   CUresult cd = rec("countdown(captured)", launch((const void*)countdown, 1, 1, bs[0], (cudaGraphConditionalHandle)hw, dev + 10, dev + 11));
   CUgraph x;
   rec("endBody", cuStreamEndCapture(bs[0], &x));
-  CUgraph g = nullptr;
-  rec("endCapture", cuStreamEndCapture(s, &g));
-  CUgraphExec e = nullptr;
-  if (g && cd == CUDA_SUCCESS && !rec("instantiate", cuGraphInstantiate(&e, g, 0))) {
-    reset();
-    rec("launch", cuGraphLaunch(e, s));
-    rec("sync", sync_bounded(s));
-    read();
+  end_and_replay(cd == CUDA_SUCCESS, 1, [&](int) {
     obs("WHILE iterations %d, IF body runs %d (expected 4 and 2)", host[11], host[0]);
-    cuGraphExecDestroy(e);
-  }
-  if (g) cuGraphDestroy(g);
-  end();
+  });
 }
 void b07b() {
   begin("B07b", "WHILE inside IF: IF(default 1){ store counter 3; WHILE{countdown} }");
@@ -408,21 +375,9 @@ void b07b() {
       }));
   CUgraph x;
   rec("endBody", cuStreamEndCapture(bs[0], &x));
-  CUgraph g = nullptr;
-  rec("endCapture", cuStreamEndCapture(s, &g));
-  CUgraphExec e = nullptr;
-  if (g && cd == CUDA_SUCCESS && !rec("instantiate", cuGraphInstantiate(&e, g, 0))) {
-    for (int t = 0; t < 2; ++t) {
-      reset();
-      rec("launch", cuGraphLaunch(e, s));
-      rec("sync", sync_bounded(s));
-      read();
-      obs("launch %d: WHILE iterations %d (expected 3)", t + 1, host[11]);
-    }
-    cuGraphExecDestroy(e);
-  }
-  if (g) cuGraphDestroy(g);
-  end();
+  end_and_replay(cd == CUDA_SUCCESS, 2, [&](int t) {
+    obs("launch %d: WHILE iterations %d (expected 3)", t + 1, host[11]);
+  });
 }
 void b07c() {
   begin("B07c", "SWITCH inside IF: IF(default 1){ SWITCH size 3, default 1 {add i} }");
@@ -439,19 +394,9 @@ void b07c() {
   rec("switchBodies", capture_bodies(sb, bs[1], [](unsigned i, CUstream b) { L_add(b, int(i)); }));
   CUgraph x;
   rec("endBody", cuStreamEndCapture(bs[0], &x));
-  CUgraph g = nullptr;
-  rec("endCapture", cuStreamEndCapture(s, &g));
-  CUgraphExec e = nullptr;
-  if (g && !rec("instantiate", cuGraphInstantiate(&e, g, 0))) {
-    reset();
-    rec("launch", cuGraphLaunch(e, s));
-    rec("sync", sync_bounded(s));
-    read();
+  end_and_replay(true, 1, [&](int) {
     obs("cases run [%d,%d,%d] (expected 0,1,0)", host[0], host[1], host[2]);
-    cuGraphExecDestroy(e);
-  }
-  if (g) cuGraphDestroy(g);
-  end();
+  });
 }
 void b07d() {
   begin("B07d", "SWITCH inside WHILE: counter 3; body: set SWITCH = counter-1, SWITCH size 3 {add i}, countdown");
@@ -471,19 +416,9 @@ void b07d() {
   CUresult cd = rec("countdown(captured)", launch((const void*)countdown, 1, 1, bs[0], (cudaGraphConditionalHandle)hw, dev + 10, dev + 11));
   CUgraph x;
   rec("endBody", cuStreamEndCapture(bs[0], &x));
-  CUgraph g = nullptr;
-  rec("endCapture", cuStreamEndCapture(s, &g));
-  CUgraphExec e = nullptr;
-  if (g && cd == CUDA_SUCCESS && !rec("instantiate", cuGraphInstantiate(&e, g, 0))) {
-    reset();
-    rec("launch", cuGraphLaunch(e, s));
-    rec("sync", sync_bounded(s));
-    read();
+  end_and_replay(cd == CUDA_SUCCESS, 1, [&](int) {
     obs("iterations %d, cases run [%d,%d,%d] (expected 3 and 1,1,1)", host[11], host[0], host[1], host[2]);
-    cuGraphExecDestroy(e);
-  }
-  if (g) cuGraphDestroy(g);
-  end();
+  });
 }
 // A handle created on the outer graph, used by a node inside a body (and set by a kernel outside).
 void b07e() {
@@ -502,19 +437,7 @@ void b07e() {
   if (!ib.empty()) rec("innerBody", capture_bodies(ib, bs[1], [](unsigned, CUstream b) { L_add(b, 0); }));
   CUgraph x;
   rec("endBody", cuStreamEndCapture(bs[0], &x));
-  CUgraph g = nullptr;
-  rec("endCapture", cuStreamEndCapture(s, &g));
-  CUgraphExec e = nullptr;
-  if (g && !rec("instantiate", cuGraphInstantiate(&e, g, 0))) {
-    reset();
-    rec("launch", cuGraphLaunch(e, s));
-    rec("sync", sync_bounded(s));
-    read();
-    obs("inner body ran %d", host[0]);
-    cuGraphExecDestroy(e);
-  }
-  if (g) cuGraphDestroy(g);
-  end();
+  end_and_replay(true, 1, [&](int) { obs("inner body ran %d", host[0]); });
 }
 
 // Depth ladders (graph API: each level's node in the previous level's body; the innermost body adds 1
@@ -527,13 +450,7 @@ CUresult add_level(CUgraph g, int kind_here, CUgraph* body, Handle* h, CUgraphNo
   unsigned size = kind_here == 3 ? 2 : 1;
   CUresult r = cuGraphConditionalHandleCreate(h, g, env.ctx, 1, CU_GRAPH_COND_ASSIGN_DEFAULT);
   if (r) return r;
-  CUgraphNodeParams p;
-  std::memset(&p, 0, sizeof p);
-  p.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
-  p.conditional.handle = *h;
-  p.conditional.type = t;
-  p.conditional.size = size;
-  p.conditional.ctx = env.ctx;
+  CUgraphNodeParams p = conditional_params(*h, t, size, env.ctx);
   r = cuGraphAddNode(node, g, nullptr, nullptr, 0, &p);
   if (r) return r;
   *body = p.conditional.phGraph_out[size - 1];

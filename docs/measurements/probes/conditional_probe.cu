@@ -12,6 +12,8 @@
 #include <cstring>
 #include <vector>
 
+#include "probe_common.h"
+
 namespace {
 
 const char* name(CUresult r) {
@@ -67,13 +69,7 @@ CUresult insert_while(CUstream s, unsigned def, unsigned flags, CUgraphCondition
     r = cuGraphConditionalHandleCreate(h, g, ctx, def, flags);
     if (r != CUDA_SUCCESS) return r;
   }
-  CUgraphNodeParams p;
-  std::memset(&p, 0, sizeof p);
-  p.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
-  p.conditional.handle = *h;
-  p.conditional.type = CU_GRAPH_COND_TYPE_WHILE;
-  p.conditional.size = size;
-  p.conditional.ctx = ctx;
+  CUgraphNodeParams p = probe::conditional_params(*h, CU_GRAPH_COND_TYPE_WHILE, size, ctx);
   r = cuGraphAddNode(node, g, d.data(), nullptr, d.size(), &p);
   if (r != CUDA_SUCCESS) return r;
   *body = p.conditional.phGraph_out[0];
@@ -499,13 +495,7 @@ void p12_misuse() {
   SHOW(cuGraphConditionalHandleCreate(&h, plain, nullptr, 1, 0));
   SHOW(cuGraphConditionalHandleCreate(&h, plain, ctx, 5, 1));
   std::printf("P15 WHILE with size 2; a WHILE node with an empty body, instantiated\n");
-  CUgraphNodeParams p;
-  std::memset(&p, 0, sizeof p);
-  p.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
-  p.conditional.handle = h;
-  p.conditional.type = CU_GRAPH_COND_TYPE_WHILE;
-  p.conditional.size = 2;
-  p.conditional.ctx = ctx;
+  CUgraphNodeParams p = probe::conditional_params(h, CU_GRAPH_COND_TYPE_WHILE, 2, ctx);
   CUgraphNode n2;
   SHOW(cuGraphAddNode(&n2, plain, nullptr, nullptr, 0, &p));
   p.conditional.size = 1;

@@ -88,13 +88,8 @@ CUresult build(Type t, int n, CUgraph* out) {
         CUgraphConditionalHandle h = 0;
         r = cuGraphConditionalHandleCreate(&h, g, env.ctx, 0, CU_GRAPH_COND_ASSIGN_DEFAULT);
         if (r) break;
-        CUgraphNodeParams p;
-        std::memset(&p, 0, sizeof p);
-        p.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
-        p.conditional.handle = h;
-        p.conditional.type = t == WHILE ? CU_GRAPH_COND_TYPE_WHILE : CU_GRAPH_COND_TYPE_IF;
-        p.conditional.size = 1;
-        p.conditional.ctx = env.ctx;
+        CUgraphNodeParams p =
+            conditional_params(h, t == WHILE ? CU_GRAPH_COND_TYPE_WHILE : CU_GRAPH_COND_TYPE_IF, 1, env.ctx);
         r = cuGraphAddNode(&node, g, dep, nullptr, ndep, &p);
         if (r) break;
         CUgraphNode k;

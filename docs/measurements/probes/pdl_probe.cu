@@ -110,6 +110,24 @@ void print_edges(CUgraph g, int max) {
   }
   obs("%s", out.c_str());
 }
+// Ends the capture on s, shows the graph's first `edges` edges, then replays it once and counts
+// the chain's wrong blocks.
+void end_and_replay(CUstream s, int edges) {
+  CUgraph g = nullptr;
+  rec("endCapture", cuStreamEndCapture(s, &g));
+  if (g) {
+    print_edges(g, edges);
+    CUgraphExec e = nullptr;
+    rec("instantiate", cuGraphInstantiate(&e, g, 0));
+    if (e) {
+      rec("graphLaunch", cuGraphLaunch(e, s));
+      rec("sync", cuStreamSynchronize(s));
+      obs("%d of 8 blocks wrong", wrong_blocks(2, 8));
+      cuGraphExecDestroy(e);
+    }
+    cuGraphDestroy(g);
+  }
+}
 
 void p00() { print_env("P00"); }
 
@@ -151,20 +169,7 @@ void p01() {
                                                       (const int*)(bufs + kMaxBlocks), bufs + 2 * kMaxBlocks, 1));
   rec("evRecord(s2)", cuEventRecord(ev, s2));
   rec("waitEvent(s)", cuStreamWaitEvent(s, ev, 0));
-  g = nullptr;
-  rec("endCapture", cuStreamEndCapture(s, &g));
-  if (g) {
-    print_edges(g, 4);
-    e = nullptr;
-    rec("instantiate", cuGraphInstantiate(&e, g, 0));
-    if (e) {
-      rec("graphLaunch", cuGraphLaunch(e, s));
-      rec("sync", cuStreamSynchronize(s));
-      obs("%d of 8 blocks wrong", wrong_blocks(2, 8));
-      cuGraphExecDestroy(e);
-    }
-    cuGraphDestroy(g);
-  }
+  end_and_replay(s, 4);
   end();
 
   begin("P01c", "a programmatic edge added with the graph API (cuGraphAddDependencies_v2, type 1, from_port 1)");
@@ -447,20 +452,7 @@ void p05() {
   rec("launch(s2)", launch((const void*)chain_k, 8, kThreads, s2, (const int*)(bufs + kMaxBlocks), bufs + 2 * kMaxBlocks, 0));
   rec("evRecord(join,s2)", cuEventRecord(join, s2));
   rec("waitEvent(s,join)", cuStreamWaitEvent(s, join, 0));
-  CUgraph g = nullptr;
-  rec("endCapture", cuStreamEndCapture(s, &g));
-  if (g) {
-    print_edges(g, 3);
-    CUgraphExec e = nullptr;
-    rec("instantiate", cuGraphInstantiate(&e, g, 0));
-    if (e) {
-      rec("graphLaunch", cuGraphLaunch(e, s));
-      rec("sync", cuStreamSynchronize(s));
-      obs("%d of 8 blocks wrong", wrong_blocks(2, 8));
-      cuGraphExecDestroy(e);
-    }
-    cuGraphDestroy(g);
-  }
+  end_and_replay(s, 3);
   end();
 }
 

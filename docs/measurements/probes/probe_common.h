@@ -133,6 +133,42 @@ CUresult launch_f(CUfunction f, unsigned grid, unsigned block, CUstream s, A... 
   return cuLaunchKernel(f, grid, 1, 1, block, 1, 1, 0, s, args, nullptr);
 }
 
+// Ends the capture on `st` (the call shown as `label`) and drops the graph it gave.
+inline void end_capture_dropping(CUstream st, const char* label = "endCapture") {
+  CUgraph g = nullptr;
+  rec(label, cuStreamEndCapture(st, &g));
+  if (g) cuGraphDestroy(g);
+}
+
+// What a capturing stream's capture builds: its graph and the nodes the next captured node will
+// depend on (cuStreamGetCaptureInfo).
+struct CaptureInfo {
+  CUgraph g = nullptr;
+  std::vector<CUgraphNode> deps;
+};
+inline CUresult capture_info(CUstream st, CaptureInfo* ci) {
+  CUstreamCaptureStatus status;
+  cuuint64_t id;
+  const CUgraphNode* d = nullptr;
+  const CUgraphEdgeData* e = nullptr;
+  size_t n = 0;
+  CUresult r = cuStreamGetCaptureInfo(st, &status, &id, &ci->g, &d, &e, &n);
+  ci->deps.assign(d, d + n);
+  return r;
+}
+
+// A conditional node's parameters for cuGraphAddNode: `type` with `size` bodies (a SWITCH's
+// cases; 1 otherwise), steered by `handle`, in context `ctx`. The bodies come back in
+// conditional.phGraph_out.
+inline CUgraphNodeParams conditional_params(CUgraphConditionalHandle handle, CUgraphConditionalNodeType type,
+                                            unsigned size, CUcontext ctx) {
+  CUgraphNodeParams p;
+  std::memset(&p, 0, sizeof p);
+  p.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
+  p.conditional = CUDA_CONDITIONAL_NODE_PARAMS{handle, type, size, /*phGraph_out=*/nullptr, ctx};
+  return p;
+}
+
 // Kernels as PTX text, loaded with cuModuleLoadData: reachable with the driver alone, also after a
 // context reset, and the image a "does cuModuleLoadData still work" check loads.
 inline const char* kPtx = R"(

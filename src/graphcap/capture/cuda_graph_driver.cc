@@ -8,6 +8,7 @@
 #include <graphcap/driver/driver_hooks.h>
 #include <graphcap/driver/error_names.h>
 #include <graphcap/driver/executable_memory.h>
+#include <graphcap/driver/node_params.h>
 #include <graphcap/log.h>
 
 namespace graphcap::capture {
@@ -367,12 +368,7 @@ Result<ConditionalNode> CudaGraphDriver::add_conditional(CUstream stream,
   if (CUresult result = driver_->cuCtxGetCurrent(&context); result != CUDA_SUCCESS) {
     return Error::from_driver("cuCtxGetCurrent", result);
   }
-  CUgraphNodeParams params{};
-  params.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
-  params.conditional.handle = handle;
-  params.conditional.type = type;
-  params.conditional.size = size;
-  params.conditional.ctx = context;
+  CUgraphNodeParams params = conditional_node_params(handle, type, size, context);
   const std::vector<CUgraphNode>& after = point->second;
   ConditionalNode added;
   if (CUresult result = driver_->cuGraphAddNode(&added.node, point->first, after.data(), nullptr,

@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <sstream>
 
+#include <gtest/gtest.h>
+
 namespace graphcap::testing::model {
 
 std::optional<std::uint64_t> env_number(const char* name) {
@@ -20,6 +22,25 @@ std::uint64_t sequence_count(bool on_fake, SequenceCounts counts) {
   const std::uint64_t fallback = on_fake ? counts.fake : counts.gpu;
 #endif
   return env_number("GRAPHCAP_RANDOM_SEQUENCES").value_or(fallback);
+}
+
+std::uint64_t run_sequences(std::uint64_t count, const std::function<SequenceEnd(std::uint64_t seed)>& run,
+                            const std::string& context) {
+  const std::optional<std::uint64_t> only = env_number("GRAPHCAP_SEED");
+  std::uint64_t ran = 0;
+  for (std::uint64_t i = 0; i < count; ++i) {
+    const std::uint64_t seed = only ? *only : i + 1;
+    const SequenceEnd end = run(seed);
+    ++ran;
+    if (only) std::printf("seed %llu:\n%s", static_cast<unsigned long long>(seed), end.log.c_str());
+    if (!end.divergence.empty()) {
+      ADD_FAILURE() << "seed " << seed << context << " diverged from the model: " << end.divergence
+                    << "\nrerun it with GRAPHCAP_SEED=" << seed << "; the sequence:\n" << end.log;
+      break;
+    }
+  }
+  ::testing::Test::RecordProperty("sequences", static_cast<int>(ran));
+  return ran;
 }
 
 std::vector<int> Reaches::list() const {
@@ -62,6 +83,11 @@ std::uint64_t Outcomes::seen(std::string_view prefix) const {
     if (std::string_view(what).substr(0, prefix.size()) == prefix) n += times;
   }
   return n;
+}
+
+std::uint64_t Outcomes::of(const std::string& what) const {
+  const auto found = counts_.find(what);
+  return found == counts_.end() ? 0 : found->second;
 }
 
 void Outcomes::print(std::string_view model) const {

@@ -1,7 +1,8 @@
 // What every random model of tests/reliability shares around its sequences: how many run (the
-// environment, or a default for the build), which shapes of work a sequence may reach (each
-// switchable, so a shape awaiting a fix can be left out and turned on again), the outcome counts
-// that show what the sequences reached, and a quiet log sink while they run.
+// environment, or a default for the build), the loop that runs them and reports the first
+// divergence, which shapes of work a sequence may reach (each switchable, so a shape awaiting a
+// fix can be left out and turned on again), the outcome counts that show what the sequences
+// reached, and a quiet log sink while they run.
 //
 // GRAPHCAP_SEED=<seed> reruns one sequence (printing it); GRAPHCAP_RANDOM_SEQUENCES=<n> sets how
 // many run; GRAPHCAP_MODEL_REACHES=all (or a comma-separated list of reach names) sets the shapes
@@ -9,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -39,6 +41,18 @@ struct SequenceCounts {
 // GRAPHCAP_SEED's one sequence, else GRAPHCAP_RANDOM_SEQUENCES, else the build's default.
 std::uint64_t sequence_count(bool on_fake, SequenceCounts counts);
 
+// How one sequence ended: the first divergence from the model (empty when it held) and the log of
+// its calls.
+struct SequenceEnd {
+  std::string divergence;
+  std::string log;
+};
+// Runs `count` sequences, seeds 1 to count (GRAPHCAP_SEED: that one, its log printed), each by
+// `run`. The first divergence fails the test with its seed (`context` after it), how to rerun it
+// and the sequence, and ends the loop. Returns how many ran (recorded as the test's "sequences").
+std::uint64_t run_sequences(std::uint64_t count, const std::function<SequenceEnd(std::uint64_t seed)>& run,
+                            const std::string& context = "");
+
 // A set of named shapes (bit i: reach i of `names`).
 class Reaches {
  public:
@@ -58,8 +72,9 @@ class Reaches {
 // How often each call ended each way, over every sequence of the process: a model's coverage.
 class Outcomes {
  public:
-  void count(const std::string& what) { ++counts_[what]; }
-  std::uint64_t seen(std::string_view prefix) const;
+  void count(const std::string& what, std::uint64_t times = 1) { counts_[what] += times; }
+  std::uint64_t seen(std::string_view prefix) const;  // every outcome it begins
+  std::uint64_t of(const std::string& what) const;     // that outcome alone
   void print(std::string_view model) const;
 
  private:

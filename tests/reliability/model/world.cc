@@ -1,7 +1,6 @@
 #include "model/world.h"
 
 #include <algorithm>
-#include <cstring>
 
 #include "device_fixture.h"
 #include "injected_codes.h"
@@ -9,11 +8,11 @@
 namespace graphcap::testing::model {
 
 World::World(std::uint64_t seed, std::unique_ptr<TestDriver> driver, Outcomes& outcomes)
-    : rng_(seed),
+    : Journal(outcomes),
+      rng_(seed),
       test_driver_(std::move(driver)),
       fake_(test_driver_->fake()),
       faults_(test_driver_->api(), {.settle_queries = fake_ == nullptr, .record_calls = false}),
-      outcomes_(&outcomes),
       expected_(kStreams, CaptureState::no_capture) {}
 
 World::~World() {
@@ -71,7 +70,7 @@ bool World::open() {
   return true;
 }
 
-void World::close() {
+void World::close(const fake::LiveHandles& leaked) {
   buffers_.clear();
   events_.clear();
   check_events_.clear();
@@ -80,11 +79,13 @@ void World::close() {
   device_.reset();
   if (diverged()) return;
   const fake::LiveHandles live = faults_.live_handles();
-  if (live.total() != 0) {
+  if (live != leaked) {
     diverge("the closed device left " + std::to_string(live.total()) +
-            " handle(s) through the decorator");
+            " handle(s) through the decorator, where failed releases leaked " +
+            std::to_string(leaked.total()));
   }
   if (context_ != nullptr) (void)test_driver_->api().cuCtxSetCurrent(context_);
+  (void)faults_.release_leaked();
   if (fake_ != nullptr) {
     fake::LiveHandles harness;
     harness.contexts = 1;  // the harness's own reference, released below
@@ -92,6 +93,7 @@ void World::close() {
       diverge("the fake counts " + std::to_string(fake_->live_handles().total()) +
               " live handle(s) after the close, the harness's context reference aside");
     }
+    if (fake_->reclaimed_handles() != 0) diverge("handles were reclaimed with the context");
     if (!fake_->violations().empty()) diverge("fake violation: " + fake_->violations().front());
   }
 }
@@ -109,7 +111,8 @@ int World::upload(int owner) {
   }
   buffer.handle = std::move(*made);
   buffer.owner = owner;
-  buffer.live = buffer.known = true;
+  buffer.live = true;
+  std::fill(buffer.known.begin(), buffer.known.end(), true);
   buffers_.push_back(std::move(buffer));
   return static_cast<int>(buffers_.size() - 1);
 }
@@ -139,20 +142,22 @@ std::vector<int> World::live_of(int owner) const {
 int World::known_of(int owner) {
   std::vector<int> known;
   for (int b : live_of(owner)) {
-    if (buf(b).known) known.push_back(b);
+    if (buf(b).all_known() && !buf(b).failure) known.push_back(b);
   }
   return known.empty() ? upload(owner) : known[pick(known.size())];
 }
 
-Result<void> World::fill(Stream& s, const Buffer& dst, std::uint32_t v) {
-  return device_->launch(s, fill_, dims_for(kWords), {Arg::out(dst), Arg::value(v), Arg::value(kWords)});
+Result<void> World::fill(Stream& s, const Buffer& dst, std::uint32_t v, std::uint32_t words) {
+  return fill(s, dst, Arg::value(v), words);
 }
-Result<void> World::add_one(Stream& s, const Buffer& src, const Buffer& dst) {
-  return device_->launch(s, add_one_, dims_for(kWords),
-                         {Arg::in(src), Arg::out(dst), Arg::value(kWords)});
+Result<void> World::fill(Stream& s, const Buffer& dst, const Arg& value, std::uint32_t words) {
+  return device_->launch(s, fill_, dims_for(words), {Arg::out(dst), value, Arg::value(words)});
 }
-Result<void> World::copy(Stream& s, const Buffer& src, const Buffer& dst) {
-  return device_->launch(s, copy_, dims_for(kWords), {Arg::in(src), Arg::out(dst), Arg::value(kWords)});
+Result<void> World::add_one(Stream& s, const Buffer& src, const Buffer& dst, std::uint32_t words) {
+  return device_->launch(s, add_one_, dims_for(words), {Arg::in(src), Arg::out(dst), Arg::value(words)});
+}
+Result<void> World::copy(Stream& s, const Buffer& src, const Buffer& dst, std::uint32_t words) {
+  return device_->launch(s, copy_, dims_for(words), {Arg::in(src), Arg::out(dst), Arg::value(words)});
 }
 
 Result<void> World::set_condition(Stream& s, const Arg& condition, std::uint32_t v) {
@@ -184,11 +189,6 @@ void World::recorded_allocation(const Buffer& buffer, int b) {
   recorded_.push_back(Range{buffer.native_handle(), buffer.size(), b});
 }
 
-void World::diverge(const std::string& what) {
-  if (divergence_.empty()) divergence_ = what;
-  log_ << "  DIVERGED: " << what << "\n";
-}
-
 void World::inject(const char* entry, int nth) {
   const std::optional<CUresult> code = injected_code(entry);
   if (!code) {
@@ -196,7 +196,7 @@ void World::inject(const char* entry, int nth) {
     return;
   }
   faults_.fail_call(entry, *code, nth);
-  log_ << "  [fault armed: " << entry << " call " << nth << "]\n";
+  log() << "  [fault armed: " << entry << " call " << nth << "]\n";
 }
 
 void World::check() {
@@ -253,25 +253,30 @@ void World::check_overlaps() {
   }
 }
 
-void World::check_bytes() {
-  for (CaptureState state : expected_) {
-    if (state != CaptureState::no_capture) return;  // reads are refused while a window is open
-  }
+bool World::order_checker() {
   for (int s = 0; s < kStreams; ++s) {
     Event& e = check_events_[static_cast<std::size_t>(s)];
     Result<void> recorded = device_->record_event(e, stream(s));
     Result<void> waited = recorded ? device_->wait(checker(), e) : Result<void>{};
     if (!recorded || !waited) {
       diverge("ordering the checking stream failed: " + to_string(recorded ? waited.error() : recorded.error()));
-      return;
+      return false;
     }
   }
+  return true;
+}
+
+void World::check_bytes() {
+  for (CaptureState state : expected_) {
+    if (state != CaptureState::no_capture) return;  // reads are refused while a window is open
+  }
+  if (!order_checker()) return;
   for (std::size_t b = 0; b < buffers_.size() && !diverged(); ++b) {
     const HostBuffer& buffer = buffers_[b];
     if (!buffer.live || buffer.unsure) continue;
     Result<std::vector<std::byte>> read = device_->read(buffer.handle, checker());
     const std::string name = "buffer " + std::to_string(b) + " (stream " + std::to_string(buffer.owner) + ")";
-    if (buffer.failed) {
+    if (buffer.failure) {
       if (read) diverge("check: " + name + " read back bytes where the model says it carries a failure");
       continue;
     }
@@ -279,16 +284,8 @@ void World::check_bytes() {
       diverge("check: reading " + name + " failed: " + to_string(read.error()));
       continue;
     }
-    if (!buffer.known) continue;
-    std::array<std::uint32_t, kWords> got{};
-    std::memcpy(got.data(), read->data(), std::min(read->size(), kBufferBytes));
-    for (std::uint32_t i = 0; i < kWords; ++i) {
-      if (got[i] != buffer.bytes[i]) {
-        diverge("check: " + name + " element " + std::to_string(i) + " holds " +
-                std::to_string(got[i]) + ", the model says " + std::to_string(buffer.bytes[i]));
-        break;
-      }
-    }
+    if (!buffer.all_known()) continue;
+    if (std::optional<std::string> wrong = buffer.mismatch(to_u32(*read), 0, "check: " + name)) diverge(*wrong);
   }
 }
 
@@ -300,7 +297,7 @@ void World::check_pool(const GraphPool& pool, std::size_t need, const std::strin
   const bool right = need == 0 ? stats.bytes_held == 0
                      : stats.virtual_memory ? stats.bytes_held == want
                                             : stats.bytes_held >= need;
-  outcomes_->count(std::string("pool check (") + (stats.virtual_memory ? "virtual memory" : "plain") + ")");
+  count(std::string("pool check (") + (stats.virtual_memory ? "virtual memory" : "plain") + ")");
   if (!right) {
     diverge(what + ": the " + (stats.virtual_memory ? "virtual-memory" : "plain") + " pool holds " +
             std::to_string(stats.bytes_held) + " B where its live graphs need " + std::to_string(need) +

@@ -1,8 +1,9 @@
 // The world a random model of tests/reliability runs its sequences in: a device opened through a
 // FaultInjectingDriver around the driver under test (the fake, or libcuda for the _cuda targets),
-// the test kernels, three streams and a fourth that only checks, events, the host model of every
-// live buffer (host_buffer.h), the capture state each stream must be in, and the invariants
-// checked after every step:
+// the test kernels, three streams and a fourth that only checks, events, the draws of the
+// sequence's seed, the log of its calls and its first divergence, the host model of every live
+// buffer (host_buffer.h) a model keeps here, the capture state each stream must be in, and the
+// invariants checked after every step:
 //   - every stream in the capture state the model says (graphcap's capture_state()), and the
 //     driver agreeing that a stream graphcap says is not capturing is not (cuStreamIsCapturing,
 //     through the driver under the decorator);
@@ -11,7 +12,9 @@
 //   - when no stream is recording, every live buffer's bytes equal the host model (read on the
 //     checking stream, ordered after every other by events, so the check changes no buffer's
 //     uses), and a buffer the model says carries a failure fails its read.
-// At the close: nothing left through the decorator, and on the fake no live handle, no violation.
+// A model with buffers of its own (more bookkeeping per buffer) keeps them itself and uses the
+// rest. At the close: nothing left through the decorator but what failed releases leaked, and on
+// the fake no live handle, none reclaimed with the context, no violation.
 #pragma once
 
 #include <cstdint>
@@ -19,7 +22,6 @@
 #include <memory>
 #include <optional>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -28,12 +30,14 @@
 #include <graphcap/graphcap.h>
 
 #include "model/host_buffer.h"
+#include "model/journal.h"
 #include "model/runner.h"
 #include "test_driver.h"
 
 namespace graphcap::testing::model {
 
-class World {
+// The sequence's record (log, divergence, outcomes) is its Journal.
+class World : public Journal {
  public:
   static constexpr int kStreams = 3;
   static constexpr int kEvents = 6;
@@ -45,8 +49,9 @@ class World {
 
   // Opens the device, kernels, streams and events; false (and a divergence) when it can't.
   bool open();
-  // Drops everything, closes the device and checks that nothing was left behind.
-  void close();
+  // Drops everything, closes the device and checks that nothing was left behind but `leaked` (the
+  // handles failed release calls leaked), then releases those.
+  void close(const fake::LiveHandles& leaked = {});
 
   // ---- draws -------------------------------------------------------------------------------------
   std::size_t pick(std::size_t n) { return std::uniform_int_distribution<std::size_t>(0, n - 1)(rng_); }
@@ -72,6 +77,7 @@ class World {
   Event& event(int e) { return events_[static_cast<std::size_t>(e)]; }
   bool on_fake() const { return fake_ != nullptr; }
   fake::FaultInjectingDriver& faults() { return faults_; }
+  DriverApi& driver_under_test() { return test_driver_->api(); }
   // The capture state stream `s` must be in when the step's next check runs.
   CaptureState& expected_state(int s) { return expected_[static_cast<std::size_t>(s)]; }
   void expect_all_idle();
@@ -83,14 +89,17 @@ class World {
   int adopt(Buffer buffer, int owner);
   void drop(int b);
   std::vector<int> live_of(int owner) const;
-  // A live buffer of `owner` that holds known bytes (uploaded fresh when there is none).
+  // A live buffer of `owner` that holds known bytes and no failure (uploaded fresh when there is
+  // none).
   int known_of(int owner);
 
-  // The test kernels, whole buffers: issued only; the host model is the caller's to update
-  // (eagerly at once, recorded work at its replay).
-  Result<void> fill(Stream& s, const Buffer& dst, std::uint32_t value);
-  Result<void> add_one(Stream& s, const Buffer& src, const Buffer& dst);
-  Result<void> copy(Stream& s, const Buffer& src, const Buffer& dst);
+  // The test kernels: issued only; the host model is the caller's to update (eagerly at once,
+  // recorded work at its replay).
+  // `words`: how many elements the launch covers.
+  Result<void> fill(Stream& s, const Buffer& dst, std::uint32_t value, std::uint32_t words = kWords);
+  Result<void> fill(Stream& s, const Buffer& dst, const Arg& value, std::uint32_t words = kWords);
+  Result<void> add_one(Stream& s, const Buffer& src, const Buffer& dst, std::uint32_t words = kWords);
+  Result<void> copy(Stream& s, const Buffer& src, const Buffer& dst, std::uint32_t words = kWords);
   // Sets a loop's or branch's condition on the device (Arg::condition).
   Result<void> set_condition(Stream& s, const Arg& condition, std::uint32_t value);
   Result<void> fill(int s, int b, std::uint32_t v) { return fill(stream(s), buf(b).handle, v); }
@@ -100,38 +109,14 @@ class World {
 
   // Every stream ordered after every other's work so far (events): the rules' plain way.
   void barrier();
+  // The checking stream ordered after every stream's work so far; false (and a divergence) when
+  // it can't be.
+  bool order_checker();
 
   // An allocation made inside the open recording (`b`: its model buffer, or -1): its range must
   // overlap no other live allocation's until the recording closes (recording_closed()).
   void recorded_allocation(const Buffer& buffer, int b);
   void recording_closed() { recorded_.clear(); }
-
-  // ---- outcomes ----------------------------------------------------------------------------------
-  std::ostringstream& log() { return log_; }
-  std::string log_text() const { return log_.str(); }
-  void diverge(const std::string& what);
-  bool diverged() const { return !divergence_.empty(); }
-  const std::string& divergence() const { return divergence_; }
-  // Counts the outcome and compares it with the model's (nullopt: success).
-  template <class T>
-  bool expect(const Result<T>& result, std::optional<Errc> expected, const std::string& what) {
-    const std::optional<Errc> got = result ? std::nullopt : std::optional<Errc>(result.error().code());
-    const std::string text = result ? std::string("ok") : to_string(result.error());
-    log_ << "  " << what << " -> " << text << "\n";
-    outcomes_->count(what + " -> " + (got ? to_string(*got) : std::string("ok")));
-    if (got == expected) return true;
-    diverge(what + ": expected " + (expected ? to_string(*expected) : std::string("ok")) +
-            ", got " + text);
-    return false;
-  }
-  // Any outcome is right (after an injected fault): counted and logged only.
-  template <class T>
-  bool note(const Result<T>& result, const std::string& what) {
-    log_ << "  " << what << " -> " << (result ? std::string("ok") : to_string(result.error())) << "\n";
-    outcomes_->count(what + " -> " + (result ? std::string("ok") : std::string("failed")));
-    return static_cast<bool>(result);
-  }
-  void count(const std::string& what) { outcomes_->count(what); }
 
   // ---- faults ------------------------------------------------------------------------------------
   // The `nth` next call of `entry` fails with the code the entry point can return
@@ -157,7 +142,6 @@ class World {
   std::unique_ptr<TestDriver> test_driver_;
   fake::FakeDriver* fake_;
   fake::FaultInjectingDriver faults_;
-  Outcomes* outcomes_;
   CUdevice ordinal_{};
   CUcontext context_ = nullptr;
   std::unique_ptr<Device> device_;
@@ -176,8 +160,6 @@ class World {
   };
   std::vector<Range> recorded_;
   std::uint64_t reaches_ = ~std::uint64_t{0};
-  std::ostringstream log_;
-  std::string divergence_;
 };
 
 }  // namespace graphcap::testing::model

@@ -247,7 +247,7 @@ void record_or_scope(World& world) {
     world.expected_state(o) = CaptureState::no_capture;  // a scope leaves its stream as it found it
     if (variant == scope_unwound) {
       if (!threw) world.diverge(what + ": the exception was lost");
-      world.buf(x).fail();  // claimed by the recording the scope abandoned
+      world.buf(x).fail(Errc::doomed);  // claimed by the recording the scope abandoned
     }
     world.check();
     if (other) {

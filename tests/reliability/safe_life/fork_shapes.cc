@@ -157,9 +157,10 @@ void abort_mid_fork(World& world) {
   if (world.diverged()) return;
   world.expect_all_idle();
   // What the recording wrote carries its end ("abandoned", the refusal): reads fail.
-  world.buf(x).fail();
-  world.buf(y).fail();
-  if (second) world.buf(z).fail();
+  const Errc end = how == refused_end || (how == half_joined && second) ? Errc::graph_state : Errc::doomed;
+  world.buf(x).fail(end);
+  world.buf(y).fail(end);
+  if (second) world.buf(z).fail(end);
   world.check();
   // Each stream writes and reads its own buffers again: the recording's uses are forgotten.
   for (auto [s, b] : {std::pair{s1, y}, std::pair{s2, z}, std::pair{o, x}}) {

@@ -26,15 +26,29 @@ bool Graph::has_conditional_nodes() const {
   });
 }
 
-std::vector<std::size_t> topological_order(const std::vector<NodeData>& nodes) {
-  std::vector<std::size_t> waiting(nodes.size(), 0);
-  std::vector<std::vector<std::size_t>> dependents(nodes.size());
+namespace {
+
+// Per node, how many nodes it waits for and which nodes wait for it: what Kahn's algorithm
+// starts from.
+struct Dependencies {
+  std::vector<std::size_t> waiting;
+  std::vector<std::vector<std::size_t>> dependents;
+};
+Dependencies dependencies_of(const std::vector<NodeData>& nodes) {
+  Dependencies out{std::vector<std::size_t>(nodes.size(), 0), std::vector<std::vector<std::size_t>>(nodes.size())};
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     for (std::size_t dep : nodes[i].deps) {
-      ++waiting[i];
-      dependents[dep].push_back(i);
+      ++out.waiting[i];
+      out.dependents[dep].push_back(i);
     }
   }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::size_t> topological_order(const std::vector<NodeData>& nodes) {
+  auto [waiting, dependents] = dependencies_of(nodes);
   std::priority_queue<std::size_t, std::vector<std::size_t>, std::greater<>> ready;
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     if (waiting[i] == 0) ready.push(i);
@@ -54,14 +68,7 @@ std::vector<std::size_t> topological_order(const std::vector<NodeData>& nodes) {
 
 std::vector<std::size_t> random_topological_order(const std::vector<NodeData>& nodes,
                                                   const std::function<std::uint64_t()>& random) {
-  std::vector<std::size_t> waiting(nodes.size(), 0);
-  std::vector<std::vector<std::size_t>> dependents(nodes.size());
-  for (std::size_t i = 0; i < nodes.size(); ++i) {
-    for (std::size_t dep : nodes[i].deps) {
-      ++waiting[i];
-      dependents[dep].push_back(i);
-    }
-  }
+  auto [waiting, dependents] = dependencies_of(nodes);
   std::vector<std::size_t> ready;
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     if (waiting[i] == 0) ready.push_back(i);

@@ -2,17 +2,9 @@
 
 #include <cstdio>
 
+#include <graphcap/fake/internal/overloaded.h>
+
 namespace graphcap::fake::internal {
-namespace {
-
-template <class... F>
-struct Overloaded : F... {
-  using F::operator()...;
-};
-template <class... F>
-Overloaded(F...) -> Overloaded<F...>;
-
-}  // namespace
 
 CUgraphNodeType node_type(const NodeWork& work) noexcept {
   return std::visit(Overloaded{

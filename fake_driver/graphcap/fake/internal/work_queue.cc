@@ -5,17 +5,10 @@
 
 #include <cstring>
 
+#include <graphcap/fake/internal/overloaded.h>
+
 namespace graphcap::fake {
-namespace {
-
-template <class... F>
-struct Overloaded : F... {
-  using F::operator()...;
-};
-template <class... F>
-Overloaded(F...) -> Overloaded<F...>;
-
-}  // namespace
+using internal::Overloaded;
 
 void FakeState::enqueue(Stream& stream, const char* entry_point, QueuedWork work) {
   const std::uint64_t seq = next_seq_++;

@@ -17,7 +17,7 @@
 #include <cstdint>
 #include <map>
 
-namespace graphcap::testing {
+namespace graphcap::testing::model {
 
 template <std::size_t Streams>
 struct StreamOrder {
@@ -118,4 +118,4 @@ void merge(StreamOrder<Streams>& order, int s, int other, std::uint64_t seq,
   at = std::max(at, seq);
 }
 
-}  // namespace graphcap::testing
+}  // namespace graphcap::testing::model
