@@ -141,6 +141,15 @@ struct RecordedNode {
 // Nothing to release in a node record: a node list is emptied or freed without touching its nodes.
 static_assert(std::is_trivially_destructible_v<RecordedNode>);
 
+// A body graph of a recording's conditional node (owned by the node, so by the recording's
+// graph), to name a node of it in an instantiate refusal.
+struct BodyGraph {
+  std::uint64_t frame = 0;
+  unsigned body = 0;
+  CUgraph graph = nullptr;
+  std::size_t node = 0;  // the conditional node (in the topology)
+};
+
 // A closed recording: the executable and everything it replays against, handed to the graph
 // whole.
 struct Recording {
@@ -155,6 +164,11 @@ struct Recording {
   // and a later re-recording updated into the executable is mapped onto it by position).
   CapturedGraph source;
   std::vector<CUgraphNode> source_nodes;
+  // Closed with its instantiate deferred (CloseRequest::defer_instantiate): no executable yet,
+  // `source` is the graph to instantiate and `report` its census; these are its conditional
+  // bodies' graphs, to name a node a refused instantiate names (empty once instantiated).
+  bool instantiate_deferred = false;
+  std::vector<BodyGraph> deferred_bodies;
   std::vector<RecordedNode> nodes;
   NodeStore store;  // what the node records share (label arguments, names, joins' dependencies)
 

@@ -97,7 +97,10 @@ class Window {
   // whole state, or the refusal (then the claims are marked). Refused with the recording still
   // open (graph_state, nothing changed) on a side stream, from another thread in global and
   // thread_local mode, with loops open, and while another open recording forbids instantiating.
-  Result<std::unique_ptr<Recording>> end(bool upload, const IntoGraph* into = nullptr);
+  // `defer_instantiate` (no `into`): the recording comes back accepted but not instantiated
+  // (CloseRequest::defer_instantiate).
+  Result<std::unique_ptr<Recording>> end(bool upload, const IntoGraph* into = nullptr,
+                                         bool defer_instantiate = false);
   // A recording of this stream's that a re-recording replaced (RecordingClose::retire_replaced;
   // the stream's mutex held).
   void retire(Recording& replaced) {
