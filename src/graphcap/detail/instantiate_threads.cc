@@ -48,11 +48,18 @@ class UploadStream {
 
 InstantiateThreads::InstantiateThreads(std::shared_ptr<DeviceCore> device, unsigned threads)
     : device_(std::move(device)) {
-  threads_.reserve(threads);
-  for (unsigned i = 0; i < threads; ++i) threads_.emplace_back([this] { work(); });
+  try {
+    threads_.reserve(threads);
+    for (unsigned i = 0; i < threads; ++i) threads_.emplace_back([this] { work(); });
+  } catch (...) {
+    stop();  // the threads started wait for work, not for a stop request: end them first
+    throw;
+  }
 }
 
-InstantiateThreads::~InstantiateThreads() {
+InstantiateThreads::~InstantiateThreads() { stop(); }
+
+void InstantiateThreads::stop() noexcept {
   {
     std::lock_guard lock(mutex_);
     stopping_ = true;

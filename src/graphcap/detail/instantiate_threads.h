@@ -35,6 +35,8 @@ class InstantiateThreads {
 
  private:
   void work() noexcept;
+  // Take what is left, then end the threads.
+  void stop() noexcept;
 
   std::shared_ptr<DeviceCore> device_;
   std::mutex mutex_;
