@@ -33,7 +33,9 @@
 //   // Without the option a run that fell back succeeded, and its reason stays reachable:
 //   if (const Error* why = cache.last_refusal()) ADD_FAILURE() << to_string(*why);
 // invalidate(key) makes the key's next run re-record into the same executable (cuGraphExecUpdate
-// when the topology allows: Device::end_capture(s, into)).
+// when the topology allows: Device::end_capture(s, into)). record_all brings a key set up, on
+// several threads if asked: this thread records every key while workers instantiate
+// (docs/recording.md, "A bucket set at start-up").
 //
 // Every graph of a cache is recorded into one GraphPool on the cache's stream (unless
 // options.share_pool is false), so their intermediates share memory; graphs are evicted least
@@ -224,15 +226,12 @@ class GraphCache {
     }
     return footprint();
   }
-  // The same, on options.threads host threads at once (RecordAllOptions says how). Each key is
-  // run as run() would, in the order given, and ends the same: the same graphs, pool share and
-  // footprint (driver bytes the model's), the same refusals, fallbacks and stats, the step
-  // executed once per key. A key whose instantiate is refused falls back alone (or, with
-  // fail_on_refusal, is the error) and the other keys stay recorded; keys recorded after it before
-  // its refusal was known stay recorded too. The error returned is the first in key order; no
-  // key after the one that failed at once (its step's error, a fail_on_refusal refusal at the
-  // close) is run. A cache with max_graphs or byte_budget runs one key at a time whatever
-  // `threads` says: its evictions decide, between recordings, what the next one reuses.
+  // The same on options.threads host threads (RecordAllOptions), ending as one key at a time
+  // would: the same graphs, pool share, footprint (driver bytes the model's), refusals and stats,
+  // the step run once per key. A key whose instantiate is refused falls back alone (with
+  // fail_on_refusal: the error); recording stops at the first error seen, the one returned is the
+  // first in key order, and keys recorded already stay recorded. With max_graphs or byte_budget,
+  // one key at a time whatever `threads` says: evictions decide what the next recording reuses.
   template <class Keys, class Record>
   Result<GraphCacheFootprint> record_all(const Keys& keys, Record&& record,
                                          RecordAllOptions options) {
@@ -497,25 +496,21 @@ class GraphCache {
     return {};
   }
 
-  // ---- record_all on several threads -------------------------------------------------------
-  // A key recorded by record_all whose instantiate is still to finish.
+  // ---- record_all on several threads: a key recorded, its instantiate still to finish ----
   struct Pending {
     Entry* entry;
     PendingGraph graph;
   };
-  // One key of record_all: a key with a graph (or given up) runs as run() does (a hit, a
-  // re-recording into its graph, an eager fallback); a new one is recorded and closed with its
-  // instantiate left to `workers`.
+  // One key: with a graph (or given up) as run() (a hit, a re-recording into it, a fallback);
+  // else recorded and closed with its instantiate left to `workers`.
   template <class Record>
   Result<void> startup_run(const Key& key, Record& record, InstantiateWorkers& workers,
                            std::deque<Pending>& pending) {
     auto step = [&] { return record(key); };
     const std::size_t hash = Hash{}(key);
     Entry* entry = find(key, hash);
-    if (entry != nullptr && entry->pending) {
-      // The key came twice: its first run's graph is finished before its second run replays it.
-      while (entry->pending) GRAPHCAP_TRY(finish_front(pending));
-    }
+    // A key given twice: its first run's graph is finished before the second replays it.
+    while (entry != nullptr && entry->pending) GRAPHCAP_TRY(finish_front(pending));
     if (entry != nullptr && (entry->graph || entry->gave_up)) return run(key, step);
     if (entry == nullptr) entry = insert(key, hash);
     entry->last_use = ++clock_;
@@ -547,8 +542,8 @@ class GraphCache {
     recorded(entry);
     return {};
   }
-  // Finish the pending keys in order (only those instantiated already, when `ready_only`): every
-  // one is finished; the first error is returned.
+  // Finish the pending keys in order (only those instantiated already, when `ready_only`); the
+  // first error is returned.
   Result<void> finish_pending(std::deque<Pending>& pending, bool ready_only) {
     std::optional<Error> first;
     while (!pending.empty() && (!ready_only || pending.front().graph.ready())) {
