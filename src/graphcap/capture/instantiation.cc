@@ -9,8 +9,8 @@
 
 namespace graphcap::capture {
 
-Result<void> instantiate_into(GraphDriver& graphs, CapturedGraph& captured, GraphReport report,
-                              std::vector<CUgraphNode> nodes,
+Result<void> instantiate_into(GraphDriver& graphs, CapturedGraph& captured, GraphReport& report,
+                              std::vector<CUgraphNode>& nodes,
                               const std::vector<BodyGraph>& bodies, bool measure_memory,
                               Recording& recording) {
   InstantiateFailure failure;
@@ -33,13 +33,13 @@ Result<void> instantiate_into(GraphDriver& graphs, CapturedGraph& captured, Grap
   return {};
 }
 
-Result<void> instantiate_deferred(GraphDriver& graphs, Recording& recording) {
-  recording.instantiate_deferred = false;
+Result<void> instantiate_deferred(GraphDriver& graphs, Recording& recording,
+                                  const std::vector<BodyGraph>& bodies) {
+  if (recording.executable) return {};
   CapturedGraph captured = std::move(recording.source);
-  const std::vector<BodyGraph> bodies = std::move(recording.deferred_bodies);
-  recording.deferred_bodies.clear();
-  return instantiate_into(graphs, captured, std::move(recording.report),
-                          std::move(recording.source_nodes), bodies, false, recording);
+  GraphReport report = std::move(recording.report);
+  std::vector<CUgraphNode> nodes = std::move(recording.source_nodes);
+  return instantiate_into(graphs, captured, report, nodes, bodies, false, recording);
 }
 
 std::string name_failed_node(GraphDriver& graphs, CapturedGraph& captured,

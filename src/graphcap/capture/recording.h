@@ -164,11 +164,6 @@ struct Recording {
   // and a later re-recording updated into the executable is mapped onto it by position).
   CapturedGraph source;
   std::vector<CUgraphNode> source_nodes;
-  // Closed with its instantiate deferred (CloseRequest::defer_instantiate): no executable yet,
-  // `source` is the graph to instantiate and `report` its census; these are its conditional
-  // bodies' graphs, to name a node a refused instantiate names (empty once instantiated).
-  bool instantiate_deferred = false;
-  std::vector<BodyGraph> deferred_bodies;
   std::vector<RecordedNode> nodes;
   NodeStore store;  // what the node records share (label arguments, names, joins' dependencies)
 

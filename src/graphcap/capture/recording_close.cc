@@ -117,9 +117,8 @@ ClosedRecording RecordingClose::close(CloseRequest request) {
       open.graphs_->dump_dot(*captured, open.driver_dot_dir_ + "/graphcap-recording-" +
                                             std::to_string(book.id_locked()) + ".dot");
     }
-    if (Result<void> made = make_executable(*captured, recorded, request.into,
-                                            request.defer_instantiate, recording);
-        !made) [[unlikely]] {
+    if (Result<void> made = make_executable(*captured, recorded, request.into, recording); !made)
+        [[unlikely]] {
       refusal = made.error();
     }
   }
@@ -261,8 +260,7 @@ Error RecordingClose::close_refusal(const CloseRequest& request,
 }
 
 Result<void> RecordingClose::make_executable(CapturedGraph& captured, const GraphReport& recorded,
-                                             const IntoGraph* into, bool defer,
-                                             Recording& recording) {
+                                             const IntoGraph* into, Recording& recording) {
   const OpenRecording& open = *recording_;
   // Param nodes are named by position among the graph's nodes: the new graph's, and, after an
   // update, the nodes of the graph `into` was instantiated from at the same positions.
@@ -354,18 +352,16 @@ Result<void> RecordingClose::make_executable(CapturedGraph& captured, const Grap
     report.update_error_node_type = update_report.update_error_node_type;
     report.update_time = update_report.update_time;
   }
-  if (defer && into == nullptr) {
-    // Accepted but for the instantiate, which runs later (instantiate_deferred): what it needs
-    // goes with the recording, since the next recording of this stream reuses the frames.
-    recording.instantiate_deferred = true;
+  if (open.defer_instantiate_ && into == nullptr) {
+    // Accepted but for the instantiate, which runs later (instantiate_deferred): the graph and
+    // its census go with the recording.
     recording.report = std::move(report);
     recording.source = std::move(captured);
     recording.source_nodes = std::move(nodes);
-    recording.deferred_bodies = open.frames_.body_graphs();
     return {};
   }
-  return instantiate_into(*open.graphs_, captured, std::move(report), std::move(nodes),
-                          open.frames_.body_graphs(), true, recording);
+  return instantiate_into(*open.graphs_, captured, report, nodes, open.frames_.body_graphs(), true,
+                          recording);
 }
 
 void RecordingClose::log_close(const GraphReport& recorded,

@@ -48,17 +48,12 @@ struct ClosedRecording {
 
 // How a recording is closed. `abandon`: refuse it with this error (abort_capture, a closing
 // device); `other_thread`: ended from another thread (the driver then answers WRONG_THREAD).
-// `defer_instantiate` (a new graph, not `into`): every refusal but the instantiate's is decided
-// and the graph's state made (pins, pool share, census), but the executable is left to
-// instantiate_deferred (capture/instantiation.h), which may run on another thread while this
-// stream records again; nothing is uploaded.
 struct CloseRequest {
   bool upload = false;
   const IntoGraph* into = nullptr;
   bool other_thread = false;
   std::optional<Error> abandon;
   std::uint64_t sequence = 0;  // the origin stream's operation number at the close
-  bool defer_instantiate = false;
 };
 
 class RecordingClose {
@@ -85,10 +80,10 @@ class RecordingClose {
   // capture ends; after it, end_bodies ends the valid ones and abandons the others.
   std::vector<bool> bodies_active(const std::vector<CUstream>& bodies) const;
   void end_bodies(const std::vector<CUstream>& bodies, const std::vector<bool>& active);
-  // Inspect, then update `into` (when given and possible) or instantiate (unless `defer`:
-  // then the recording keeps what instantiate_deferred needs).
+  // Inspect, then update `into` (when given and possible) or instantiate (unless the recording
+  // defers it: OpenRecording::defer_instantiate; then it keeps what instantiate_deferred needs).
   Result<void> make_executable(CapturedGraph& captured, const GraphReport& recorded,
-                               const IntoGraph* into, bool defer, Recording& recording);
+                               const IntoGraph* into, Recording& recording);
   void log_close(const GraphReport& recorded, const std::optional<Error>& refusal) const;
 
   OpenRecording* recording_;

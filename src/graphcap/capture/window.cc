@@ -97,8 +97,7 @@ Result<void> Window::begin() {
   return {};
 }
 
-Result<std::unique_ptr<Recording>> Window::end(bool upload, const IntoGraph* into,
-                                               bool defer_instantiate) {
+Result<std::unique_ptr<Recording>> Window::end(bool upload, const IntoGraph* into) {
   if (CaptureState now = state(); now != CaptureState::capture) {
     return out_of_order("end_capture", now,
                         now == CaptureState::prepare ? "begin_capture first"
@@ -122,8 +121,8 @@ Result<std::unique_ptr<Recording>> Window::end(bool upload, const IntoGraph* int
   // First, before anything can fail: a stream must never be left in capture state.
   set_state(CaptureState::no_capture);
   disarm();
-  ClosedRecording closed = recording_.close(
-      {upload, into, false, std::nullopt, drops_->last_enqueued(), defer_instantiate});
+  ClosedRecording closed =
+      recording_.close({upload, into, false, std::nullopt, drops_->last_enqueued()});
   allowed.end();
   // Unpinning may take other streams' mutexes: only outside the unsafe-call scope.
   if (closed.refusal) {

@@ -31,8 +31,9 @@ class RelaxedCaptureMode {
 }  // namespace
 
 PendingGraphState::PendingGraphState(std::shared_ptr<StreamCore> stream,
-                                     std::unique_ptr<capture::Recording> recording) noexcept
-    : stream_(std::move(stream)), recording_(std::move(recording)) {}
+                                     std::unique_ptr<capture::Recording> recording,
+                                     std::vector<capture::BodyGraph> bodies) noexcept
+    : stream_(std::move(stream)), recording_(std::move(recording)), bodies_(std::move(bodies)) {}
 
 // What was never finished nor abandoned goes with it: its pins back through the drop queue.
 PendingGraphState::~PendingGraphState() = default;
@@ -74,7 +75,7 @@ void PendingGraphState::instantiate(CUstream upload) noexcept {
                      .context("end_capture: instantiating beside the recording thread");
       return;
     }
-    if (Result<void> made = capture::instantiate_deferred(device.graph_driver(), *recording_);
+    if (Result<void> made = capture::instantiate_deferred(device.graph_driver(), *recording_, bodies_);
         !made) {
       failure_ = made.error();
       return;

@@ -14,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <vector>
 
 #include <graphcap/capture/recording.h>
 #include <graphcap/driver/cuda_types.h>
@@ -27,8 +28,11 @@ class GraphState;
 
 class PendingGraphState {
  public:
+  // `bodies`: the recording's conditional bodies' graphs, to name a node a refused instantiate
+  // names (StreamCore::end_capture_deferred).
   PendingGraphState(std::shared_ptr<StreamCore> stream,
-                    std::unique_ptr<capture::Recording> recording) noexcept;
+                    std::unique_ptr<capture::Recording> recording,
+                    std::vector<capture::BodyGraph> bodies) noexcept;
   PendingGraphState(const PendingGraphState&) = delete;
   PendingGraphState& operator=(const PendingGraphState&) = delete;
   ~PendingGraphState();
@@ -59,6 +63,7 @@ class PendingGraphState {
 
   std::shared_ptr<StreamCore> stream_;
   std::unique_ptr<capture::Recording> recording_;
+  std::vector<capture::BodyGraph> bodies_;
   std::optional<Error> failure_;  // the instantiate's (or its thread's binding's) error
   bool upload_tried_ = false;     // a worker uploaded it (or tried: a failure was a warning)
   mutable std::mutex mutex_;

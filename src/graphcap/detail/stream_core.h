@@ -200,8 +200,10 @@ class StreamCore final : public memory::SliceOwner,
   // The operation failed or was skipped: its writes carry `error` (unless the recording it enters
   // does not claim), and the recording is doomed by it.
   void failed(capture::Operation& op, capture::OpenRecording* recording, const Error& error);
-  // The window's close of the recording (lock taken here), a new graph's or a deferred one's.
-  Result<std::unique_ptr<capture::Recording>> close_recording(bool defer_instantiate);
+  // The window's close of the recording (lock taken here) into a new graph; with
+  // `deferred_bodies`, its instantiate deferred, and its conditional bodies' graphs put there.
+  Result<std::unique_ptr<capture::Recording>> close_recording(
+      std::vector<capture::BodyGraph>* deferred_bodies);
   // Waits refused inside recordings (invalidating ones), or a fork checked before the driver.
   Result<void> check_wait(const EventState& event, bool peer, capture::OpenRecording* recording);
   DriverApi& device_driver() const noexcept;
