@@ -75,7 +75,8 @@ void PendingGraphState::instantiate(CUstream upload) noexcept {
                      .context("end_capture: instantiating beside the recording thread");
       return;
     }
-    if (Result<void> made = capture::instantiate_deferred(device.graph_driver(), *recording_, bodies_);
+    if (Result<void> made =
+            capture::instantiate_deferred(device.graph_driver(), *recording_, bodies_);
         !made) {
       failure_ = made.error();
       return;
