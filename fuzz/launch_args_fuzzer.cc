@@ -64,8 +64,9 @@ void touch(fake::KernelContext& k) {
 struct World {
   World() {
     set_log_sink([](LogLevel, std::string_view) {});
-    // Each kernel's signature is checked by Device::launch (issue 16) before the fake, which reads
-    // exactly the declared parameters, sees the launch.
+    // Device::launch checks the arguments against each kernel's signature (a missing, extra or
+    // wrong-sized argument is an error) before the fake, which reads exactly the declared
+    // parameters, sees the launch.
     driver.register_typed_kernel<CUdeviceptr, std::uint32_t>("touch", touch);
     driver.register_kernel("sized", {8, 4}, touch);
     driver.register_typed_kernel<>("nothing", [](fake::KernelContext&) {});

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include <graphcap/detail/buffer_order.h>
 #include <graphcap/detail/device_core.h>
 #include <graphcap/detail/module_state.h>
 #include <graphcap/detail/stream_core.h>
@@ -82,40 +83,11 @@ Result<void> check_order(const Buffer& buffer, const StreamCore& owner, StreamCo
     return Error(Errc::graph_state,
                  std::string(what) + " can't be used: " + (failure ? failure->message() : ""));
   }
-  if (state.writer() == &stream && (!writes || !state.has_readers())) {
-    if (&owner == &stream) return {};  // the hot path: a stream using its own buffer
-  } else {
-    const memory::BufferState::Usage usage = state.usage();
-    auto refuse = [&](const memory::SliceOwner* other, std::uint64_t sequence, const char* how) {
-      auto& other_stream = static_cast<const StreamCore&>(*other);
-      const bool same_device = &other_stream.device() == &stream.device();
-      const std::string other_name =
-          same_device ? other_stream.name() : other_stream.device().name() + " " + other_stream.name();
-      const std::string this_name =
-          same_device ? stream.name() : stream.device().name() + " " + stream.name();
-      return Error(Errc::invalid_argument,
-                   std::string(what) + " was last " + how + " on " +
-                       (same_device ? "another stream of this device ("
-                                    : "a stream of " + other_stream.device().name() + " (") +
-                       other_name + ", its operation " + std::to_string(sequence) +
-                       ") and nothing orders this stream (" + this_name +
-                       ") after that; order it first: Device::record_event(event, " + other_name +
-                       ") after that use, then Device::wait(" + this_name + ", event)");
-    };
-    if (usage.writer != &stream) {
-      const std::uint64_t needed = writes ? usage.use_sequence : usage.write_sequence;
-      if (!stream.ordered_after(usage.writer, needed)) {
-        return refuse(usage.writer, needed, writes ? "used" : "written");
-      }
-    }
-    if (writes) {
-      for (const memory::BufferState::Use& reader : usage.readers) {
-        if (reader.stream != &stream && !stream.ordered_after(reader.stream, reader.sequence)) {
-          return refuse(reader.stream, reader.sequence, "read");
-        }
-      }
-    }
+  if (&owner == &stream && state.writer() == &stream && (!writes || !state.has_readers()) &&
+      !state.replays().concern(stream, owner)) [[likely]] {
+    return {};  // the hot path: a stream using its own buffer, which it used last
   }
+  GRAPHCAP_TRY(detail::check_buffer_order(state, stream, what, writes));
   if (&owner != &stream && owner.recording() && !stream.recording()) {
     return Error(Errc::invalid_argument,
                  std::string(what) + " belongs to a stream that is recording now; an eager use "
@@ -188,7 +160,7 @@ Result<void> Device::sync(Stream& s) {
   StreamCore& stream = HandleAccess::core(s);
   Result<void> waited = stream.synchronize("sync");
   if (!waited && waited.error().code() == Errc::graph_state) return waited;  // refused: nothing ran
-  if (std::optional<Error> queued = stream.take_error()) {
+  if (std::optional<Error> queued = stream.errors().take()) {
     if (waited) return queued->context("sync");
     // Both failed: the queued error came first; the wait's failure must not be lost either.
     return Error(queued->code(),

@@ -138,7 +138,7 @@ Result<std::vector<std::byte>> Device::read(const Buffer& src, std::size_t offse
   GRAPHCAP_ASSIGN_OR_RETURN(std::shared_ptr<memory::Allocation> staging,
                             stream.copy_to_host(HandleAccess::state(src), offset, count));
   GRAPHCAP_TRY(stream.synchronize("read"));
-  if (std::optional<Error> queued = stream.take_error()) return queued->context("read");
+  if (std::optional<Error> queued = stream.errors().take()) return queued->context("read");
   if (std::optional<Error> failure = src.failure()) return *failure;
   const auto* data = static_cast<const std::byte*>(staging->slice().host_ptr());
   return std::vector<std::byte>(data, data + count);

@@ -26,7 +26,8 @@ namespace {
 // next sync too), and the recording's outputs carry it.
 Error replay_failed(detail::GraphState& state, Error error) {
   state.buffers().fail_writes(error);  // what they hold now no replay produced
-  state.stream().queue_error(error);
+  state.stream().errors().push(error);
+  state.note_failures();  // (a write that carried a failure already tells no graph again)
   return error;
 }
 
@@ -36,7 +37,8 @@ Error replay_failed(detail::GraphState& state, Error error) {
   return replay_failed(state, Error::from_driver("cuGraphLaunch", result).context("replay"));
 }
 
-// Off the hot path: the gate is not clear, or this thread is not bound to the device yet.
+// Off the hot path: the stream's gate or the graph's replay word is not clear, or this thread is
+// not bound to the device yet.
 Result<void> replay_slow(detail::GraphState* state) {
   if (state == nullptr) {
     return Error(Errc::graph_state,
@@ -52,8 +54,10 @@ Result<void> replay_slow(detail::GraphState* state) {
                  "replay: its stream is recording; launching a graph into a capturing stream "
                  "would invalidate the recording");
   }
-  // Some buffer of the stream carries a failure: a replay reading one would compute from bytes
-  // no operation produced. Skip it, and let its outputs say why.
+  // Cleared before it looks: a buffer failing meanwhile sets it again.
+  hot.flags.fetch_and(~memory::ReplayChecks::kCarriesFailure, std::memory_order_acq_rel);
+  // A buffer the graph reads carries a failure: the replay would compute from bytes no operation
+  // produced. Skip it, and let its outputs say why.
   if (std::optional<Error> failure = state->buffers().first_failed_read()) {
     return replay_failed(
         *state, Error(Errc::failed_buffer,
@@ -61,26 +65,42 @@ Result<void> replay_slow(detail::GraphState* state) {
                       "skipped: " + failure->message(),
                       failure->driver_code()));
   }
-  if (Result<void> bound = state->stream().device().bind_thread(); !bound) return bound;
+  // Another stream used one of its buffers since (or a graph of another stream shares one): this
+  // replay must come after those uses, as an eager use on its stream would.
+  if ((hot.flags.load(std::memory_order_acquire) &
+       (memory::ReplayChecks::kUsedElsewhere | memory::ReplayChecks::kShared)) != 0) {
+    if (Result<void> ordered = state->check_replay_order(); !ordered) {
+      state->note_failures();
+      return std::move(ordered).error().context("replay");
+    }
+  }
+  if (Result<void> bound = state->stream().device().bind_thread(); !bound) {
+    state->note_failures();
+    return bound;
+  }
+  hot.mark_replay();
   if (const CUresult result = hot.driver->cuGraphLaunch(hot.exec, hot.stream);
       result != CUDA_SUCCESS) {
     return launch_failed(*state, result);
   }
   // Enqueued: what the graph produces whole replaces whatever those buffers carried.
   state->buffers().clear_produced();
+  state->note_failures();
   return {};
 }
 
 }  // namespace
 
 Result<void> Graph::replay() {
-  // The hot path: one cache line of the graph, the stream's gate word, the thread's bound device.
+  // The hot path: one cache line of the graph, the stream's gate word and operation counter, the
+  // thread's bound device; it writes its position, which its buffers read as the replay's use.
   if (state_ == nullptr) [[unlikely]] return replay_slow(nullptr);
   const detail::ReplayBlock& hot = state_->hot();
-  if (hot.released.load(std::memory_order_acquire) || !hot.gate->open() ||
+  if (hot.flags.load(std::memory_order_acquire) != 0 || !hot.gate->open() ||
       detail::t_bound_device != hot.device_id) [[unlikely]] {
     return replay_slow(state_.get());
   }
+  hot.mark_replay();
   if (const CUresult result = hot.driver->cuGraphLaunch(hot.exec, hot.stream);
       result != CUDA_SUCCESS) [[unlikely]] {
     return launch_failed(*state_, result);

@@ -29,8 +29,8 @@
 //     out-of-order calls and reads/syncs/replays while recording, doomed, unjoined side work, ...);
 //   - per buffer: its bytes (which elements are known), the failure it carries (Buffer::failure()
 //     must agree after every call) and the ordering bookkeeping of random_multistream_test.cc;
-//   - per graph: what each replay does (the gate: a stream with a failed buffer of its own checks
-//     the graph's inputs and skips with failed_buffer; without, the replay runs unchecked), the
+//   - per graph: what each replay does (one that reads a buffer carrying a failure, whichever
+//     stream owns it, is skipped with failed_buffer; one that runs clears what it writes), the
 //     value each node that took a param holds (Graph::set), and whether a re-recording can update
 //     the executable (same nodes, types and edges; per-replay params addressable);
 //   - graph pools: only memory allocated inside a pool's window and used by its graph joins the
@@ -49,8 +49,7 @@
 // Allocations while a recording is open may be served from the pools' cache or refused
 // (out_of_memory, dooming a recording of that stream): the model accepts either, as the one-graph
 // model does. A graph is replayed only when no recording is open and its stream is ordered after
-// the eager uses of its buffers, and is followed by a sync (a replay is not a tracked use: without
-// that, another stream's work could race it on a GPU).
+// the eager uses of its buffers, and is followed by a sync (which orders every stream after it).
 //
 // Injected faults: in some sequences, now and then one driver call of a step fails (fail_call of
 // an entry point that step makes, with a code the entry point can return: tests/support/
@@ -1507,17 +1506,9 @@ class Sequence {
   }
 
   // ---- graphs ----------------------------------------------------------------------------------
-  // Whether graph `g`'s stream has a failed live buffer of its own: then its replays check inputs.
-  bool gate_closed(int s) const {
-    return std::any_of(buffers_.begin(), buffers_.end(), [&](const ModelBuffer& b) {
-      return b.live && b.owner == s && b.failure.has_value();
-    });
-  }
-  std::optional<Errc> replay_expectation(const ModelGraph& graph, bool live, bool& checks) const {
-    checks = false;
+  // A replay reading a live buffer that carries a failure is skipped, whichever stream owns it.
+  std::optional<Errc> replay_expectation(const ModelGraph& graph, bool live) const {
     if (!live || in_recording(graph.stream)) return Errc::graph_state;
-    if (!gate_closed(graph.stream)) return std::nullopt;  // the hot path: unchecked
-    checks = true;
     for (int b : graph.reads) {
       const ModelBuffer& buffer = buffers_[static_cast<std::size_t>(b)];
       if (buffer.live && buffer.failure) return Errc::failed_buffer;
@@ -1525,7 +1516,7 @@ class Sequence {
     return std::nullopt;
   }
   // What a replay did to the model: ran (its ops, in recording order) or did not.
-  void replay_effect(const ModelGraph& graph, const Result<void>& replayed, bool checked) {
+  void replay_effect(const ModelGraph& graph, const Result<void>& replayed) {
     if (!replayed) {
       const Errc code = replayed.error().code();
       if (code == Errc::graph_state) return;
@@ -1541,9 +1532,7 @@ class Sequence {
     }
     outcomes()["replay: ops applied"] += graph.ops.size();
     for (const Op& op : graph.ops) apply(op);
-    if (checked || degraded_) {
-      for (int b : graph.writes) clear_failure(b);  // produced whole by an enqueued replay
-    }
+    for (int b : graph.writes) clear_failure(b);  // produced whole by an enqueued replay
   }
 
   void do_replay(int g) {
@@ -1564,10 +1553,9 @@ class Sequence {
     arm({"cuGraphLaunch"});
     Result<void> replayed = graph.handle.replay();
     settle();
-    bool checks = false;
-    const std::optional<Errc> expected = replay_expectation(graph, graph.live, checks);
+    const std::optional<Errc> expected = replay_expectation(graph, graph.live);
     expect(replayed, expected, expected == Errc::graph_state ? "replay refused" : "replay");
-    replay_effect(graph, replayed, checks);
+    replay_effect(graph, replayed);
     check_all();
     if (!refused) (void)do_sync(graph.stream);
   }
@@ -2074,9 +2062,8 @@ class Sequence {
     cache_calls_ = 0;
     cache_prepared_ = false;
     cache_rerun_ = false;
-    bool checks = false;
     std::optional<Errc> replay_expected;
-    if (path == hit) replay_expected = replay_expectation(key.graph, true, checks);
+    if (path == hit) replay_expected = replay_expectation(key.graph, true);
     ++in_cache_run_;
     arm({"cuStreamBeginCapture", "cuStreamEndCapture", "cuGraphInstantiateWithFlags",
          "cuGraphUpload", "cuGraphExecUpdate", "cuGraphLaunch", "cuGraphGetNodes", "cuLaunchKernel",
@@ -2108,7 +2095,7 @@ class Sequence {
       what += ": hit";
       expected = replay_expected;
       if (ran) ++want.hits;
-      replay_effect(key.graph, ran, checks);
+      replay_effect(key.graph, ran);
     } else if (path == eager) {
       what += ": given up, eager";
       ++want.fallbacks;

@@ -29,9 +29,9 @@
 // Every call's result must be the model's (success or the exact Errc), and every read must return
 // exactly the known bytes. Allocations and host writes are not issued while a recording is open
 // (whether the pools' cache serves them is not modelled: random_lifecycle_test.cc covers that),
-// and a graph is replayed only when none of its buffers carries a failure (the replay gate counts
-// only the failed buffers its own stream owns: docs/capture-lifecycle.md, "Known limits"), and is
-// followed by a sync of its stream (a replay is not a tracked use).
+// and a graph is replayed only when none of its buffers carries a failure (random_many_graphs_test.cc
+// models that); a replay is a use of the graph's buffers on stream 0 like an eager one (refused
+// when not ordered, stamped when it runs), with nothing handed back.
 //
 // After each sequence every window is closed, every live buffer is read back on its owner (after
 // ordering the owner after every stream), everything is dropped and the device closed: no handle
@@ -675,6 +675,10 @@ class Sequence {
     buf(b).handle = Buffer{};
   }
 
+  // A replay is a use of the graph's buffers on stream 0, as its operations would be eagerly:
+  // refused (invalid_argument, nothing enqueued) when stream 0 is not ordered after another
+  // stream's use since; else stamped at a position of its own (nothing hands it back: another
+  // stream orders itself after it with an event or a sync).
   void do_replay(int g) {
     ModelGraph& graph = graphs_[static_cast<std::size_t>(g)];
     for (int b : graph.buffers) {
@@ -682,12 +686,27 @@ class Sequence {
     }
     log_ << "replay(graph " << g << ")";
     std::optional<Errc> expected;
-    if (!graph.live || in_recording(0)) expected = Errc::graph_state;
-    expect(graph.handle.replay(), expected, "replay");
+    std::set<int> reads, writes;
+    for (const Op& op : graph.ops) {
+      if (op.src >= 0) reads.insert(op.src);
+      writes.insert(op.dst);
+    }
+    if (!graph.live || in_recording(0)) {
+      expected = Errc::graph_state;
+    } else {
+      for (int b : graph.buffers) {
+        if (buf(b).live && !may_use(0, b, writes.count(b) != 0)) expected = Errc::invalid_argument;
+      }
+    }
+    expect(graph.handle.replay(), expected,
+           expected == Errc::invalid_argument ? "replay not ordered" : "replay");
     if (expected) return;
     for (const Op& op : graph.ops) apply(op);
     for (const Op& op : graph.ops) buf(op.dst).failure.reset();
-    if (!recording_open()) do_sync(0);
+    const std::uint64_t seq = ++streams_[0].seq;
+    for (int b : graph.buffers) {
+      if (buf(b).live) stamp(0, b, writes.count(b) != 0, seq);
+    }
   }
 
   void do_destroy(int g) {
@@ -754,18 +773,8 @@ class Sequence {
     if (!driver_.violations().empty()) diverge("fake violation: " + driver_.violations().front());
   }
 
-  // The fake's race check is off here, and only here, while a defect it found is open: a graph's
-  // replay is not checked to be ordered after another stream's later use of a buffer the graph
-  // writes (seed 39: a host sync orders stream 1's fill of buffer 3 after graph 0's replay on
-  // stream 0, and the next replay of graph 0 is then unordered with that fill). With the check
-  // on, this model stops at that replay's sync; the model's own order rules pass.
-  static fake::FakeDriverOptions driver_options() {
-    fake::FakeDriverOptions options;
-    options.detect_races = false;
-    return options;
-  }
   std::mt19937_64 rng_;
-  fake::FakeDriver driver_{driver_options()};
+  fake::FakeDriver driver_;  // its race check on: no two operations no order separates may race
   std::unique_ptr<Device> device_;
   Kernel add_one_, fill_, copy_;
   ModelStream streams_[kStreams];

@@ -30,7 +30,6 @@ class QueueOwner final : public SliceOwner {
                std::shared_ptr<SliceHome> home) noexcept override {
     queue_->drop(slice, last_use, std::move(home));
   }
-  void count_failed_buffer(int) noexcept override {}
 
  private:
   DropQueue* queue_;

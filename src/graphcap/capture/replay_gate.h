@@ -1,7 +1,7 @@
 // ReplayGate: the one word of a stream that Graph::replay reads before it launches: zero when a
-// replay may go to the driver with no further check. Kept on its own cache line and written only
-// by lifecycle transitions and by buffers starting or stopping to carry a failure, so the replay
-// hot path touches the graph's own line, this one, and nothing else.
+// replay may go to the driver with no further check of the stream (what concerns one graph alone,
+// such as its buffers carrying a failure, is in the graph's own replay word). Kept on its own
+// cache line and written only by lifecycle transitions.
 #pragma once
 
 #include <atomic>
@@ -12,7 +12,6 @@ class ReplayGate {
  public:
   static constexpr unsigned kClosed = 1;         // the device closed
   static constexpr unsigned kRecording = 2;      // a capture records on the stream
-  static constexpr unsigned kFailedBuffers = 4;  // some buffer of the stream carries a failure
 
   bool open() const noexcept { return bits_.load(std::memory_order_acquire) == 0; }
   unsigned bits() const noexcept { return bits_.load(std::memory_order_acquire); }

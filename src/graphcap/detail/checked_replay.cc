@@ -208,6 +208,13 @@ Result<void> GraphState::replay_checked() {
     recording.buffers.fail_writes(error);
     return error;
   }
+  // As a replay: after other streams' uses of its buffers (checked only when there were some).
+  if ((hot_.flags.load(std::memory_order_acquire) &
+       (memory::ReplayChecks::kUsedElsewhere | memory::ReplayChecks::kShared)) != 0) {
+    if (Result<void> ordered = check_replay_order(); !ordered) {
+      return std::move(ordered).error().context("replay_checked");
+    }
+  }
   if (Result<void> bound = stream_->device().bind_thread(); !bound) {
     return bound.error().context("replay_checked");
   }
@@ -225,6 +232,7 @@ Result<void> GraphState::replay_checked() {
   }
   DriverApi& driver = *hot_.driver;
   const std::size_t count = recording.nodes.size();
+  hot_.mark_replay();  // its buffers' uses, as a replay's
   // Recording order is a topological order of the nodes: each depends on nodes recorded before.
   for (std::size_t i = 0; i < count; ++i) {
     const OperationLabel label = recording.label(i);

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include <graphcap/detail/buffer_order.h>
 #include <graphcap/detail/device_core.h>
 #include <graphcap/detail/stream_core.h>
 #include <graphcap/log.h>
@@ -20,7 +21,123 @@ GraphState::GraphState(std::shared_ptr<StreamCore> stream,
   hot_.stream = stream_->handle();
   hot_.gate = &stream_->gate();
   hot_.device_id = stream_->device().id();
+  hot_.position = &stream_->drops().position();
   tell_other_devices();
+  try {
+    current_ = buffers_of(*recording_);
+  } catch (...) {
+    hot_.flags.fetch_or(memory::ReplayChecks::kShared, std::memory_order_acq_rel);
+  }
+  watch_buffers();
+}
+
+GraphState::~GraphState() { forget_buffers(); }
+
+namespace {
+
+// The same buffers in the same roles and order (a re-recording of the same step): compared by
+// identity, without taking a reference to any.
+bool same_buffers(const capture::BufferRoles& a, const capture::BufferRoles& b) noexcept {
+  auto same = [](const std::vector<std::weak_ptr<memory::BufferState>>& x,
+                 const std::vector<std::weak_ptr<memory::BufferState>>& y) {
+    return std::equal(x.begin(), x.end(), y.begin(), y.end(), [](const auto& p, const auto& q) {
+      return !p.owner_before(q) && !q.owner_before(p);
+    });
+  };
+  return same(a.reads, b.reads) && same(a.writes, b.writes) && same(a.produces, b.produces);
+}
+
+}  // namespace
+
+std::vector<GraphState::Watched> GraphState::buffers_of(const capture::Recording& recording) {
+  std::vector<Watched> all;
+  const capture::BufferRoles& roles = recording.buffers;
+  all.reserve(roles.writes.size() + roles.produces.size() + roles.reads.size());
+  auto note = [&](const std::vector<std::weak_ptr<memory::BufferState>>& role, bool writes) {
+    for (const auto& weak : role) {
+      if (std::shared_ptr<memory::BufferState> buffer = weak.lock()) {
+        all.push_back({weak, buffer.get(), writes});
+      }
+    }
+  };
+  note(roles.writes, true);
+  note(roles.produces, true);
+  note(roles.reads, false);
+  // Once each, by address; written when any role writes it.
+  std::sort(all.begin(), all.end(), [](const Watched& a, const Watched& b) {
+    return a.raw != b.raw ? a.raw < b.raw : a.writes > b.writes;
+  });
+  all.erase(std::unique(all.begin(), all.end(),
+                        [](const Watched& a, const Watched& b) { return a.raw == b.raw; }),
+            all.end());
+  return all;
+}
+
+void GraphState::watch_buffers() noexcept {
+  std::erase_if(told_, [](const auto& buffer) { return buffer.expired(); });
+  try {
+    for (const Watched& watched : current_) {
+      std::shared_ptr<memory::BufferState> buffer = watched.buffer.lock();
+      if (!buffer) continue;
+      buffer->replays().add({this, stream_.get(), &hot_.replayed_at, 0, &hot_.flags, watched.writes},
+                            buffer->owner());
+      told_.push_back(watched.buffer);
+      // (After add: a failure from now on sets the bit itself.)
+      if (buffer->failed()) {
+        hot_.flags.fetch_or(memory::ReplayChecks::kCarriesFailure, std::memory_order_acq_rel);
+      }
+    }
+  } catch (...) {
+    // Out of memory: without its uses the graph's replays can't be checked against other
+    // streams; check every replay's order instead (the buffers it told keep its uses).
+    hot_.flags.fetch_or(memory::ReplayChecks::kShared, std::memory_order_acq_rel);
+  }
+}
+
+void GraphState::freeze_buffers() noexcept {
+  for (const Watched& watched : current_) {
+    if (std::shared_ptr<memory::BufferState> buffer = watched.buffer.lock()) {
+      buffer->replays().freeze(this);
+    }
+  }
+}
+
+void GraphState::forget_buffers() noexcept {
+  for (const auto& weak : told_) {
+    if (std::shared_ptr<memory::BufferState> buffer = weak.lock()) buffer->replays().forget(this);
+  }
+  told_.clear();
+  current_.clear();
+}
+
+void GraphState::note_failures() noexcept {
+  for (const Watched& watched : current_) {
+    std::shared_ptr<memory::BufferState> buffer = watched.buffer.lock();
+    if (buffer && buffer->failed()) {
+      hot_.flags.fetch_or(memory::ReplayChecks::kCarriesFailure, std::memory_order_acq_rel);
+      return;
+    }
+  }
+}
+
+Result<void> GraphState::check_replay_order() {
+  // Cleared first: a use elsewhere while this checks sets it again for the next replay.
+  hot_.flags.fetch_and(~memory::ReplayChecks::kUsedElsewhere, std::memory_order_acq_rel);
+  for (const Watched& watched : current_) {
+    std::shared_ptr<memory::BufferState> buffer = watched.buffer.lock();
+    if (!buffer) continue;  // gone: nothing else can use it
+    const char* what = watched.writes ? "a buffer the graph writes" : "a buffer the graph reads";
+    if (Result<void> ordered = check_buffer_order(*buffer, *stream_, what, watched.writes);
+        !ordered) {
+      hot_.flags.fetch_or(memory::ReplayChecks::kUsedElsewhere, std::memory_order_acq_rel);
+      Error error = std::move(ordered).error();
+      if (std::shared_ptr<const std::string> label = buffer->label()) {
+        error = Error(error.code(), "(" + *label + ") " + error.message(), error.driver_code());
+      }
+      return error;
+    }
+  }
+  return {};
 }
 
 void GraphState::tell_other_devices() const {
@@ -68,9 +185,26 @@ std::unique_ptr<capture::Recording> GraphState::adopt(
     recording->source = std::move(old.source);
     recording->source_nodes = std::move(old.source_nodes);
   }
+  // The buffers it replays with from now on. A re-recording of the same step over the same
+  // buffers changes nothing; otherwise replays of the old executable may still be queued, so the
+  // old buffers keep its last position.
+  const bool changed = !same_buffers(old.buffers, recording->buffers);
+  std::vector<Watched> now;
+  if (changed) {
+    try {
+      now = buffers_of(*recording);
+    } catch (...) {
+      hot_.flags.fetch_or(memory::ReplayChecks::kShared, std::memory_order_acq_rel);
+    }
+  }
   recording_.swap(recording);  // `recording` is the replaced one now
   hot_.exec = recording_->executable.get();
   tell_other_devices();
+  if (changed) {
+    freeze_buffers();
+    current_ = std::move(now);
+    watch_buffers();
+  }
   return recording;
 }
 
@@ -192,11 +326,11 @@ bool GraphState::try_release() noexcept {
     // Waiting and destroying the executable are unsafe calls: not while a recording forbids them.
     capture::CaptureTracker::UnsafeCall call = stream_->device().tracker().enter_unsafe_call();
     if (!call) return false;
-    hot_.released.store(true, std::memory_order_release);
+    hot_.flags.fetch_or(ReplayBlock::kReleased, std::memory_order_acq_rel);
     // A replay may still be running: wait for it before the memory it uses can be reused.
     if (CUresult result = driver.cuStreamSynchronize(stream_->handle()); result != CUDA_SUCCESS) {
       // The stream already faulted: destroy anyway, and let the next sync report it.
-      stream_->queue_error(
+      stream_->errors().push(
           Error::from_driver("cuStreamSynchronize", result).context("destroying a graph"));
       sequence = 0;
     }
@@ -208,8 +342,10 @@ bool GraphState::try_release() noexcept {
     std::lock_guard stream_lock(stream_->mutex());
     stream_->drops().passed(sequence);
   }
-  // Unpin: back through the drop queue, already behind the stream. The modules stay loaded until
-  // this state goes (the device may be closing, and unloads them after its graphs).
+  // Its replays are over: no buffer keeps them as uses any more. Unpin: back through the drop
+  // queue, already behind the stream. The modules stay loaded until this state goes (the device
+  // may be closing, and unloads them after its graphs).
+  forget_buffers();
   recording_->pins.clear();
   recording_->source = capture::CapturedGraph{};
   return true;
@@ -217,15 +353,19 @@ bool GraphState::try_release() noexcept {
 
 void GraphState::release() noexcept {
   std::lock_guard lock(mutex_);
-  if (hot_.released.exchange(true)) return;
+  if ((hot_.flags.fetch_or(ReplayBlock::kReleased, std::memory_order_acq_rel) &
+       ReplayBlock::kReleased) != 0) {
+    return;
+  }
   DriverApi& driver = stream_->device().driver();
   if (CUresult result = driver.cuStreamSynchronize(stream_->handle()); result != CUDA_SUCCESS) {
-    stream_->queue_error(
+    stream_->errors().push(
         Error::from_driver("cuStreamSynchronize", result).context("destroying a graph"));
   }
   if (Result<void> destroyed = recording_->executable.destroy(); !destroyed) {
     log(LogLevel::warn, destroyed.error().context("destroying a graph").message());
   }
+  forget_buffers();
   recording_->pins.clear();
   recording_->source = capture::CapturedGraph{};
 }

@@ -134,38 +134,6 @@ void StreamCore::keep_range(const std::shared_ptr<memory::VirtualRange>& range) 
   ranges_.push_back(range);
 }
 
-void StreamCore::count_failed_buffer(int delta) noexcept {
-  std::lock_guard lock(failed_mutex_);
-  failed_buffers_ += delta;
-  if (failed_buffers_ > 0) {
-    gate_.set(capture::ReplayGate::kFailedBuffers);
-  } else {
-    gate_.clear(capture::ReplayGate::kFailedBuffers);
-  }
-}
-
-void StreamCore::queue_error(const Error& error) {
-  std::lock_guard lock(errors_mutex_);
-  errors_.push_back(error);
-  has_errors_.store(true, std::memory_order_release);
-}
-
-std::optional<Error> StreamCore::take_error() {
-  if (!has_queued_error()) return std::nullopt;
-  std::lock_guard lock(errors_mutex_);
-  if (errors_.empty()) return std::nullopt;
-  Error first = errors_.front();
-  if (errors_.size() > 1) {
-    first = Error(first.code(),
-                  first.message() + " (and " + std::to_string(errors_.size() - 1) +
-                      " later error(s) on this stream)",
-                  first.driver_code());
-  }
-  errors_.clear();
-  has_errors_.store(false, std::memory_order_release);
-  return first;
-}
-
 Result<void> StreamCore::synchronize(const char* operation) {
   if (window_.recording()) {
     return Error(Errc::graph_state,
@@ -207,7 +175,7 @@ void StreamCore::close() noexcept {
   try {
     // An asynchronous failure nobody synced for (e.g. of a graph destroyed just before): the
     // stream goes, so this is the last place it can be reported.
-    if (std::optional<Error> queued = take_error()) {
+    if (std::optional<Error> queued = errors().take()) {
       log(LogLevel::warn, queued->context("closing a stream with an unreported error").message());
     }
   } catch (...) {
@@ -284,41 +252,19 @@ namespace graphcap::detail {
 DriverApi& StreamCore::device_driver() const noexcept { return device_->driver(); }
 
 OrderPoint StreamCore::order_point() {
-  const std::uint64_t recording = window_.recording_id();
   OrderPoint point;
   point.stream = this;
-  point.sequence = drops_.last_enqueued();
-  std::lock_guard lock(order_mutex_);
-  point.after = order_now_locked(recording);
+  // A fresh position: a graph replayed since the last operation (placed just after it, see
+  // ReplayBlock) comes before this point, one replayed from now on after it.
+  point.sequence = drops_.next_use();
+  point.after = order_.now(window_.recording_id());
   return point;
-}
-
-void StreamCore::order_after(const OrderPoint& point) {
-  if (point.stream == nullptr || point.stream == this) return;
-  std::lock_guard lock(order_mutex_);
-  ordered_after_.merge(point.stream, point.sequence);
-  ordered_after_.merge(point.after);
-}
-
-void StreamCore::order_after_in(std::uint64_t recording, const OrderPoint& point) {
-  if (point.stream == nullptr || point.stream == this) return;
-  std::lock_guard lock(order_mutex_);
-  if (recorded_order_of_ != recording) {
-    recorded_order_of_ = recording;
-    ordered_in_recording_ = ordered_after_;  // what it was ordered after eagerly holds too
-  }
-  ordered_in_recording_.merge(point.stream, point.sequence);
-  ordered_in_recording_.merge(point.after);
 }
 
 bool StreamCore::ordered_after(const memory::SliceOwner* stream, std::uint64_t sequence) {
   if (stream == this || sequence == 0) return true;
-  const std::uint64_t recording = window_.recording_id();
-  {
-    std::lock_guard lock(order_mutex_);
-    if (order_now_locked(recording).covers(stream, sequence)) return true;
-  }
-  return device_->completed_order().covers(stream, sequence);
+  return order_.covers(window_.recording_id(), stream, sequence) ||
+         device_->completed_order().covers(stream, sequence);
 }
 
 void StreamCore::lost_order(capture::Operation& op, const Error& why) noexcept {
@@ -378,7 +324,7 @@ void StreamCore::return_borrowed(capture::Operation& op) noexcept {
       for (const capture::BufferUse& other : op.uses) {
         if (&(*other.buffer)->owner() == &owner) (*other.buffer)->memory()->used_at(at);
       }
-      owner.order_after(point);
+      if (point.stream != &owner) owner.order().after(point);
     }
   } catch (...) {
     log(LogLevel::error, "handing a buffer back to its stream failed unexpectedly");

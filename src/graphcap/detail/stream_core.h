@@ -22,6 +22,7 @@
 #include <graphcap/capture/recording.h>
 #include <graphcap/capture/replay_gate.h>
 #include <graphcap/capture/window.h>
+#include <graphcap/detail/error_queue.h>
 #include <graphcap/detail/stream_order.h>
 #include <graphcap/driver/driver_api.h>
 #include <graphcap/error.h>
@@ -147,12 +148,10 @@ class StreamCore final : public memory::SliceOwner,
   Result<std::shared_ptr<memory::Allocation>> copy_to_host(
       const std::shared_ptr<memory::BufferState>& src, std::size_t offset, std::size_t count);
 
-  // memory::SliceOwner: a slice's last handle went away (any thread); a buffer of this stream
-  // started (+1) or stopped (-1) carrying a failure.
+  // memory::SliceOwner: a slice's last handle went away (any thread).
   void drop(const memory::Slice& slice, std::uint64_t last_use) noexcept override;
   void drop_to(const memory::Slice& slice, std::uint64_t last_use,
                std::shared_ptr<memory::SliceHome> home) noexcept override;
-  void count_failed_buffer(int delta) noexcept override;
   // Release what the stream is now seen to have passed (non-blocking): after a recording
   // elsewhere closes, drops it kept from querying their fences go back.
   void flush_drops() noexcept;
@@ -162,9 +161,7 @@ class StreamCore final : public memory::SliceOwner,
   void keep_range(const std::shared_ptr<memory::VirtualRange>& range);
 
   // Asynchronous failures (of replays, of waits in destructors) surface on the next sync or read.
-  void queue_error(const Error& error);
-  std::optional<Error> take_error();
-  bool has_queued_error() const noexcept { return has_errors_.load(std::memory_order_acquire); }
+  ErrorQueue& errors() noexcept { return errors_; }
 
   // Wait for everything enqueued so far; then every drop behind it is released. Refused while a
   // recording forbids waits (see capture::CaptureTracker).
@@ -181,12 +178,9 @@ class StreamCore final : public memory::SliceOwner,
   // stream's next work is ordered after (inside a recording, the recording's order too), so
   // order passes whole through every event (mutex() held).
   OrderPoint order_point();
-  // This stream waited for an event marking `point`: what follows here comes after it.
-  void order_after(const OrderPoint& point);
-  // The same for a wait recorded into recording `recording` (a fork or a join): it orders this
-  // stream's recorded operations for that recording only, never its eager work after it (the
-  // graph's nodes are ordered, not the streams).
-  void order_after_in(std::uint64_t recording, const OrderPoint& point);
+  // What this stream's work is ordered after by the events it waited for (StreamOrder: an eager
+  // wait orders its eager work, a wait recorded into a recording that recording's nodes only).
+  StreamOrder& order() noexcept { return order_; }
   // Whether work enqueued here from now on comes after operation `sequence` of `stream`: by the
   // events this stream waited for (in the recording it records into, if any), or because the
   // host saw that operation finish (a completed sync of its stream, or of one ordered after it).
@@ -221,22 +215,9 @@ class StreamCore final : public memory::SliceOwner,
   memory::SlicePool staging_pool_;
   memory::DropQueue drops_;
   capture::Window window_;
-  std::mutex failed_mutex_;
-  int failed_buffers_ = 0;
-  std::mutex errors_mutex_;
-  std::vector<Error> errors_;
-  std::atomic<bool> has_errors_{false};
+  ErrorQueue errors_;
   std::atomic<bool> closed_{false};
-  // What this stream's work is ordered after: eager work's, and a recording's recorded work's
-  // (which starts from the eager order, and holds only inside recording recorded_order_of_).
-  const OrderList& order_now_locked(std::uint64_t recording) const noexcept {
-    return recording != 0 && recorded_order_of_ == recording ? ordered_in_recording_
-                                                              : ordered_after_;
-  }
-  mutable std::mutex order_mutex_;
-  OrderList ordered_after_;
-  std::uint64_t recorded_order_of_ = 0;
-  OrderList ordered_in_recording_;
+  StreamOrder order_;
   std::vector<CUstream> loop_streams_;  // by loop depth
   std::vector<std::uintptr_t> kept_at_close_;  // device slices other devices' graphs pin
   void flush_drops_locked();

@@ -108,17 +108,17 @@ Result<void> StreamCore::wait_event(const EventState& event, bool peer) {
   if (recording != nullptr) {
     // Recorded: the graph's nodes are ordered, not the streams' eager work.
     recording->forks().waited(index_, record.nodes);
-    order_after_in(record.recording, record.point);
+    order_.after_in(record.recording, record.point);
     return {};
   }
   if (record.recording != 0) {
     // The driver pulled the stream into the recording: from now on it records into it (the
     // order is the graph's, not eager work's).
     GRAPHCAP_TRY(window_.join(*record.origin, record.recording, record.nodes));
-    order_after_in(record.recording, record.point);
+    order_.after_in(record.recording, record.point);
     return {};
   }
-  order_after(record.point);  // eager: what follows here comes after the record
+  order_.after(record.point);  // eager: what follows here comes after the record
   return {};
 }
 

@@ -25,6 +25,33 @@ bool OrderList::covers(const memory::SliceOwner* stream, std::uint64_t sequence)
   return false;
 }
 
+OrderList StreamOrder::now(std::uint64_t recording) const {
+  std::lock_guard lock(mutex_);
+  return now_locked(recording);
+}
+
+void StreamOrder::after(const OrderPoint& point) {
+  std::lock_guard lock(mutex_);
+  eager_.merge(point.stream, point.sequence);
+  eager_.merge(point.after);
+}
+
+void StreamOrder::after_in(std::uint64_t recording, const OrderPoint& point) {
+  std::lock_guard lock(mutex_);
+  if (recorded_of_ != recording) {
+    recorded_of_ = recording;
+    in_recording_ = eager_;  // what it was ordered after eagerly holds too
+  }
+  in_recording_.merge(point.stream, point.sequence);
+  in_recording_.merge(point.after);
+}
+
+bool StreamOrder::covers(std::uint64_t recording, const memory::SliceOwner* stream,
+                         std::uint64_t sequence) const {
+  std::lock_guard lock(mutex_);
+  return now_locked(recording).covers(stream, sequence);
+}
+
 void CompletedOrder::completed(const OrderPoint& point) {
   if (point.stream == nullptr) return;
   std::lock_guard lock(mutex_);

@@ -35,6 +35,32 @@ struct OrderPoint {
   OrderList after;
 };
 
+// What one stream's next work is ordered after (thread-safe): its eager work's order, merged from
+// each event it waited for, and a recording's, which starts from the eager order and holds only
+// inside that recording (a recorded wait orders the graph's nodes, never the stream's eager work).
+class StreamOrder {
+ public:
+  // What work entering recording `recording` (0: eager work) is ordered after, now.
+  OrderList now(std::uint64_t recording) const;
+  // Waited (eagerly) for an event marking `point` of another stream.
+  void after(const OrderPoint& point);
+  // The same for a wait recorded into recording `recording` (a fork or a join).
+  void after_in(std::uint64_t recording, const OrderPoint& point);
+  // Whether work entering `recording` comes after operation `sequence` of `stream` by the events
+  // waited for.
+  bool covers(std::uint64_t recording, const memory::SliceOwner* stream,
+              std::uint64_t sequence) const;
+
+ private:
+  const OrderList& now_locked(std::uint64_t recording) const noexcept {
+    return recording != 0 && recorded_of_ == recording ? in_recording_ : eager_;
+  }
+  mutable std::mutex mutex_;
+  OrderList eager_;
+  std::uint64_t recorded_of_ = 0;  // the recording in_recording_ is of
+  OrderList in_recording_;
+};
+
 // What the host has seen finish: a host synchronisation that returned success completes the
 // point it waited for, and everything ordered before it (thread-safe).
 class CompletedOrder {

@@ -4,10 +4,6 @@
 
 namespace graphcap::memory {
 
-BufferState::~BufferState() {
-  if (failed()) owner().count_failed_buffer(-1);
-}
-
 void BufferState::set_label(std::string label) {
   auto shared = label.empty() ? nullptr : std::make_shared<const std::string>(std::move(label));
   std::lock_guard lock(mutex_);
@@ -19,7 +15,7 @@ void BufferState::fail(const Error& error) {
   std::lock_guard lock(mutex_);
   if (for_good_) return;  // the reason it can't hold data stays the one it carries
   failure_ = error;
-  if (!failed_.exchange(true, std::memory_order_acq_rel)) owner().count_failed_buffer(+1);
+  if (!failed_.exchange(true, std::memory_order_acq_rel)) replays_.failed();
 }
 
 void BufferState::fail_for_good(const Error& error) {
@@ -27,7 +23,7 @@ void BufferState::fail_for_good(const Error& error) {
   failure_ = error;
   for_good_ = true;
   for_good_flag_.store(true, std::memory_order_release);
-  if (!failed_.exchange(true, std::memory_order_acq_rel)) owner().count_failed_buffer(+1);
+  if (!failed_.exchange(true, std::memory_order_acq_rel)) replays_.failed();
 }
 
 void BufferState::clear_failure() {
@@ -35,7 +31,7 @@ void BufferState::clear_failure() {
   std::lock_guard lock(mutex_);
   if (for_good_) return;
   failure_.reset();
-  if (failed_.exchange(false, std::memory_order_acq_rel)) owner().count_failed_buffer(-1);
+  failed_.store(false, std::memory_order_release);
 }
 
 BufferState::Usage BufferState::usage() const {
@@ -81,6 +77,11 @@ bool is_one_of(const std::vector<const SliceOwner*>& streams, const SliceOwner* 
 
 void BufferState::used_by(const SliceOwner& stream, std::uint64_t sequence, bool writes,
                           std::uint64_t recording) {
+  // A graph of another stream whose replays conflict with this use checks its order before its
+  // next replay (a recorded use is checked when its own graph replays).
+  if (recording == 0 && replays_.concern(stream, owner())) [[unlikely]] {
+    replays_.used_by(stream, writes);
+  }
   if (recording != 0 || saved_count_.load(std::memory_order_acquire) != 0) [[unlikely]] {
     // Inside a recording whose view is the one saved, only the live usage changes.
     const bool only_its_own = recording != 0 &&

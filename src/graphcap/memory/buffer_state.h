@@ -13,6 +13,7 @@
 
 #include <graphcap/error.h>
 #include <graphcap/memory/allocation.h>
+#include <graphcap/memory/replay_uses.h>
 
 namespace graphcap::memory {
 
@@ -22,7 +23,7 @@ class BufferState {
       : memory_(std::move(memory)), size_(size) {}
   BufferState(const BufferState&) = delete;
   BufferState& operator=(const BufferState&) = delete;
-  ~BufferState();
+  ~BufferState() = default;
 
   const std::shared_ptr<Allocation>& memory() const noexcept { return memory_; }
   std::size_t size() const noexcept { return size_; }
@@ -44,8 +45,8 @@ class BufferState {
     std::lock_guard lock(mutex_);
     return failure_;
   }
-  // Carry `error` instead of data. The owner counts its failed buffers, so replays on its stream
-  // check their inputs only while some buffer there carries a failure.
+  // Carry `error` instead of data. The graphs that replay with it are told (ReplayUses), so their
+  // replays check their inputs only while one of their buffers carries a failure.
   void fail(const Error& error);
   // The same for good: nothing clears it (the buffer's memory can't hold data any more).
   void fail_for_good(const Error& error);
@@ -89,6 +90,10 @@ class BufferState {
   void recording_closed(std::uint64_t recording, bool made_graph,
                         const std::vector<const SliceOwner*>& sides, const SliceOwner& origin,
                         std::uint64_t sequence);
+  // The graphs that replay with this buffer: their replays are uses too, kept there (a replay
+  // stamps nothing here). An eager use by another stream tells them (used_by).
+  ReplayUses& replays() noexcept { return replays_; }
+  const ReplayUses& replays() const noexcept { return replays_; }
 
  private:
   std::shared_ptr<Allocation> memory_;
@@ -115,6 +120,7 @@ class BufferState {
   void used_by_saving(const SliceOwner& stream, std::uint64_t sequence, bool writes,
                       std::uint64_t recording);
   void stamp(const SliceOwner& stream, std::uint64_t sequence, bool writes);
+  ReplayUses replays_;
   std::shared_ptr<const std::string> label_;  // guarded by mutex_
   std::atomic<bool> labelled_{false};
 };

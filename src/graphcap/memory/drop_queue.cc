@@ -62,7 +62,7 @@ Result<void> DropQueue::record_fence() {
     recycle(event);
     return Error::from_driver("cuEventRecord", result).context("fencing the drop queue");
   }
-  fences_.push_back({event, enqueued_});
+  fences_.push_back({event, last_enqueued()});
   return {};
 }
 

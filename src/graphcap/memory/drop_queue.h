@@ -39,9 +39,16 @@ class DropQueue {
   DropQueue(const DropQueue&) = delete;
   DropQueue& operator=(const DropQueue&) = delete;
 
-  // The sequence number of an operation about to be enqueued on the stream.
-  std::uint64_t next_use() noexcept { return ++enqueued_; }
-  std::uint64_t last_enqueued() const noexcept { return enqueued_; }
+  // The sequence number of an operation about to be enqueued on the stream (one writer: the
+  // stream's mutex is held; replays read it without it, see position()).
+  std::uint64_t next_use() noexcept {
+    const std::uint64_t next = enqueued_.load(std::memory_order_relaxed) + 1;
+    enqueued_.store(next, std::memory_order_release);
+    return next;
+  }
+  std::uint64_t last_enqueued() const noexcept { return enqueued_.load(std::memory_order_relaxed); }
+  // The same counter, for a graph's replay, which takes no lock: it places itself just after it.
+  const std::atomic<std::uint64_t>& position() const noexcept { return enqueued_; }
 
   // A slice's last handle went away; `last_use` is the sequence number of its last operation.
   // It goes back to `home` when given (a graph pool's range), else to its pool.
@@ -88,7 +95,7 @@ class DropQueue {
   SlicePool* device_;
   SlicePool* host_;
   std::atomic<bool>* waiting_;
-  std::uint64_t enqueued_ = 0;
+  std::atomic<std::uint64_t> enqueued_{0};
   std::uint64_t completed_ = 0;
   std::vector<Dropped> pending_;
   std::deque<Fence> fences_;

@@ -1,6 +1,5 @@
 // SliceOwner: the stream a slice belongs to, as the memory layer sees it: where an Allocation's
-// slice goes when its last handle goes (the stream's drop queue), and who counts the failures its
-// buffers carry (replays on the stream check their inputs only while some buffer there fails).
+// slice goes when its last handle goes (the stream's drop queue).
 // detail::StreamCore is the one implementation.
 #pragma once
 
@@ -23,8 +22,6 @@ class SliceOwner {
     (void)last_use;
     home->release(slice);
   }
-  // A buffer of this owner started (+1) or stopped (-1) carrying a failure.
-  virtual void count_failed_buffer(int delta) noexcept = 0;
 
  protected:
   ~SliceOwner() = default;
