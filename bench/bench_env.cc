@@ -46,6 +46,7 @@ Result<std::unique_ptr<BenchEnv>> BenchEnv::open(DriverKind kind, DeviceOptions 
 #endif
   }
   env->observer_ = std::make_unique<ObservingDriver>(*inner);
+  env->image_ = image;
 
   Result<std::unique_ptr<Device>> device = Device::open(*env->observer_, device_options);
   if (!device) return device.error().context("opening the benchmark device");
@@ -90,6 +91,9 @@ BenchEnv::~BenchEnv() {
   sink_ = Kernel();
   countdown_ = Kernel();
   module_ = Module();
+  unobserved_empty_ = Kernel();
+  unobserved_module_ = Module();
+  unobserved_.reset();
   peer_.reset();
   device_.reset();
   observer_.reset();
@@ -119,6 +123,20 @@ Result<Device*> BenchEnv::peer_device() {
   if (!device) return device.error().context("opening device 1");
   peer_ = std::move(*device);
   return peer_.get();
+}
+
+Result<Device*> BenchEnv::unobserved_device() {
+  if (unobserved_) return unobserved_.get();
+  Result<std::unique_ptr<Device>> device = Device::open(observer_->inner(), DeviceOptions{});
+  if (!device) return device.error().context("opening device 0 beneath the observer");
+  Result<Module> module = (*device)->load_module(image_);
+  if (!module) return module.error().context("loading the benchmark kernels beneath the observer");
+  Result<Kernel> empty = module->kernel(kEmptyKernel);
+  if (!empty) return empty.error().context("finding the benchmark kernel 'empty'");
+  unobserved_ = std::move(*device);
+  unobserved_module_ = std::move(*module);
+  unobserved_empty_ = std::move(*empty);
+  return unobserved_.get();
 }
 
 Result<void> BenchEnv::launch_empty() {

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -89,6 +90,12 @@ class BenchEnv {
   // driver has one device (the fake bench driver has 2).
   Result<Device*> peer_device();
 
+  // Device 0 opened again on the driver beneath the observer (whose counters are one thread's),
+  // with `empty` of its own: for the families whose graphcap side starts threads (Startup).
+  // Opened on first use; use it alone (the two devices' recordings don't see each other's).
+  Result<Device*> unobserved_device();
+  const Kernel& unobserved_empty() const noexcept { return unobserved_empty_; }
+
   // Everything queued on the stream has run; a queued error surfaces here.
   Result<void> sync() { return device_->sync(stream()); }
 
@@ -101,7 +108,11 @@ class BenchEnv {
   std::unique_ptr<ObservingDriver> observer_;
   std::unique_ptr<Device> device_;
   std::unique_ptr<Device> peer_;
+  std::unique_ptr<Device> unobserved_;
+  Module unobserved_module_;
+  Kernel unobserved_empty_;
   std::vector<std::byte> fake_image_;
+  std::span<const std::byte> image_;  // the kernels' image, as loaded
   Module module_;
   Kernel empty_;
   Kernel values_;

@@ -13,8 +13,10 @@
 #   are 8 files with env.txt and fidelity.txt); GRAPHCAP_FIDELITY_CALLS (MIN:MAX) and GRAPHCAP_FIDELITY_DEADLINE (seconds, default 300)
 #   are one per seed, space-separated (one deadline for all if only one is given);
 #   GRAPHCAP_FIDELITY_SHRINK: programs shrunk per kind of difference (default 1).
-#   startup: the fidelity step, then graphcap-bench's Startup family and PyTorch's startup
-#   (bench/startup_torch.py), alone on the GPU. GRAPHCAP_SKIP_PEERS=1: no PyTorch/CuPy step;
+#   startup: the fidelity step (GRAPHCAP_SKIP_FIDELITY=1: none, nor its build), then graphcap-bench's
+#   Startup family and PyTorch's startup (bench/startup_torch.py), alone on the GPU;
+#   GRAPHCAP_STARTUP_TESTS=1: then the GraphCache and record_all tests over libcuda too
+#   (startup-tests.txt; their build is the long part). GRAPHCAP_SKIP_PEERS=1: no PyTorch/CuPy step;
 #   GRAPHCAP_PACK_LOGS=1: every log in one logs.tgz (for the device tool's 8 files).
 set -uo pipefail
 what="${1:-all}"
@@ -39,7 +41,11 @@ targets=(graphcap_tests_cuda graphcap_free_memory_tests_cuda graphcap_fault_swee
          quickstart patterns decode_loop serving_loop cublas_external checked_replay)
 [[ "$what" == all-fake ]] && targets=(all)
 [[ "$what" == fidelity ]] && targets=(graphcap-fidelity graphcap_test_kernels_fatbin)
-[[ "$what" == startup ]] && targets=(graphcap-fidelity graphcap_test_kernels_fatbin graphcap-bench)
+if [[ "$what" == startup ]]; then
+  targets=(graphcap-bench)
+  [[ "${GRAPHCAP_SKIP_FIDELITY:-0}" == 1 ]] || targets+=(graphcap-fidelity graphcap_test_kernels_fatbin)
+  [[ "${GRAPHCAP_STARTUP_TESTS:-0}" == 1 ]] && targets+=(graphcap_tests_cuda)
+fi
 if ! { cmake --preset gpu && cmake --build --preset gpu --target "${targets[@]}"; } > "$out/build.log" 2>&1; then
   echo "BUILD FAILED"; grep -E "error|Error" "$out/build.log" | head -40; tail -20 "$out/build.log"
   exit 1
@@ -48,7 +54,8 @@ stamp "build ok"
 [[ "$what" == fidelity || "$what" == startup ]] && mv "$out/build.log" /tmp/  # at most 8 files come back
 
 rc=0
-if [[ "$what" != bench && -x build/gpu/tools/fidelity/graphcap-fidelity ]]; then
+if [[ "$what" != bench && "${GRAPHCAP_SKIP_FIDELITY:-0}" != 1 &&
+      -x build/gpu/tools/fidelity/graphcap-fidelity ]]; then
   # The test kernels as the fidelity tool loads them (the same source the tests run). One process
   # with the GPU to itself: several contexts on one GPU wait for each other's time slices at every
   # synchronisation (docs/conformance.md), so it runs before the tests, not beside them.
@@ -94,6 +101,12 @@ if [[ "$what" == startup ]]; then
   python3 bench/startup_torch.py > "$out/startup-torch.md" 2>&1 || rc=1
   stamp "torch startup done"
   cat "$out/startup-torch.md"
+  if [[ "${GRAPHCAP_STARTUP_TESTS:-0}" == 1 ]]; then
+    build/gpu/tests/graphcap_tests_cuda --gtest_filter='RecordAll*:GraphCache*' \
+      > "$out/startup-tests.txt" 2>&1 || rc=1
+    stamp "record_all tests done"
+    grep -E "^\[  (PASSED|FAILED) |FAILED  \]" "$out/startup-tests.txt"
+  fi
   exit $rc
 fi
 

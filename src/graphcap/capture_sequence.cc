@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include <graphcap/detail/pending_graph_state.h>
 #include <graphcap/detail/stream_core.h>
 #include <graphcap/device.h>
 #include <graphcap/handle_access.h>
@@ -44,6 +45,15 @@ Result<Graph> CaptureSequence::end() {
   // A refusal before anything closed keeps the recording open, and owned.
   kept_ = HandleAccess::core(*stream_).kept_allocation_at_close();
   return graph;
+}
+
+Result<PendingGraph> CaptureSequence::end_deferred() {
+  Result<std::shared_ptr<detail::PendingGraphState>> pending =
+      HandleAccess::core(*stream_).end_capture_deferred();
+  owned_ = owns();
+  kept_ = HandleAccess::core(*stream_).kept_allocation_at_close();
+  if (!pending) return pending.error();
+  return HandleAccess::pending(std::move(*pending));
 }
 
 Result<void> CaptureSequence::end(Graph& into) {

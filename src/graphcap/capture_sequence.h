@@ -17,6 +17,7 @@
 #include <graphcap/capture_options.h>
 #include <graphcap/error.h>
 #include <graphcap/graph.h>
+#include <graphcap/pending_graph.h>
 #include <graphcap/result.h>
 #include <graphcap/stream.h>
 
@@ -59,6 +60,10 @@ class CaptureSequence {
   // recording still open: it stays owned (end again, or let it be aborted).
   Result<Graph> end();
   Result<void> end(Graph& into);
+  // Close the recording as end() does, but leave the instantiate to later (PendingGraph,
+  // pending_graph.h): every other refusal is decided here, and the stream may record again at
+  // once. Refused with the recording still open: it stays owned, as for end().
+  Result<PendingGraph> end_deferred();
   // The recorded run of the step failed with `failure`: close the recording (a doomed one is
   // refused before anything is instantiated) and return why: the doom when the recording was
   // doomed (Errc::doomed, the failed operation's message inside, naming `failure` when it says

@@ -33,7 +33,9 @@
 //   // Without the option a run that fell back succeeded, and its reason stays reachable:
 //   if (const Error* why = cache.last_refusal()) ADD_FAILURE() << to_string(*why);
 // invalidate(key) makes the key's next run re-record into the same executable (cuGraphExecUpdate
-// when the topology allows: Device::end_capture(s, into)).
+// when the topology allows: Device::end_capture(s, into)). record_all brings a key set up, on
+// several threads if asked: this thread records every key while workers instantiate
+// (docs/recording.md, "A bucket set at start-up").
 //
 // Every graph of a cache is recorded into one GraphPool on the cache's stream (unless
 // options.share_pool is false), so their intermediates share memory; graphs are evicted least
@@ -73,6 +75,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -87,8 +90,10 @@
 #include <graphcap/graph.h>
 #include <graphcap/graph_pool.h>
 #include <graphcap/log.h>
+#include <graphcap/pending_graph.h>
 #include <graphcap/result.h>
 #include <graphcap/stream.h>
+#include <graphcap/try.h>
 
 namespace graphcap {
 
@@ -120,6 +125,16 @@ struct GraphCacheStats {
 };
 
 // The device memory a cache's graphs account for now (GraphCache::footprint).
+// How GraphCache::record_all brings a key set up.
+struct RecordAllOptions {
+  // Host threads at work at once, the calling one included. It runs every key on the cache's
+  // stream (prepare, the warm-up, the recorded run, the close with its refusals, as run() does),
+  // and threads - 1 workers instantiate and upload, each on a stream of its own, the graphs it
+  // closed, while it records the next keys (PendingGraph, InstantiateWorkers). 1: one key at a
+  // time, each instantiated before the next is run (run()'s order).
+  unsigned threads = 1;
+};
+
 struct GraphCacheFootprint {
   std::size_t graphs = 0;
   bool pool_on_virtual_memory = false;  // the shared pool's layout (GraphPoolStats)
@@ -211,6 +226,42 @@ class GraphCache {
     }
     return footprint();
   }
+  // The same on options.threads host threads (RecordAllOptions), ending as one key at a time
+  // would: the same graphs, pool share, footprint (driver bytes the model's), refusals and stats,
+  // the step run once per key. A key whose instantiate is refused falls back alone (with
+  // fail_on_refusal: the error); recording stops at the first error seen, the one returned is the
+  // first in key order, and keys recorded already stay recorded. With max_graphs or byte_budget,
+  // one key at a time whatever `threads` says: evictions decide what the next recording reuses.
+  template <class Keys, class Record>
+  Result<GraphCacheFootprint> record_all(const Keys& keys, Record&& record,
+                                         RecordAllOptions options) {
+    if (options.threads <= 1 || options_.max_graphs != 0 || options_.byte_budget != 0) {
+      return record_all(keys, record);
+    }
+    InstantiateWorkers workers(*device_, options.threads - 1);
+    std::deque<Pending> pending;  // recorded, in key order, their instantiate not yet finished
+    std::optional<Error> failed;
+    try {
+      for (const auto& key : keys) {
+        if (Result<void> ran = startup_run(key, record, workers, pending); !ran) {
+          failed = ran.error();
+          break;
+        }
+        // What a worker has instantiated already becomes its key's graph.
+        if (Result<void> done = finish_pending(pending, true); !done) {
+          failed = done.error();
+          break;
+        }
+      }
+    } catch (...) {
+      (void)finish_pending(pending, false);  // the keys recorded before it stay recorded
+      throw;
+    }
+    // Their keys came first: their error (fail_on_refusal) is the first in key order.
+    if (Result<void> done = finish_pending(pending, false); !done) return done.error();
+    if (failed) return *failed;
+    return footprint();
+  }
   // Why the cache's last refused recording was refused (the run fell back to the warm-up's
   // result, so run() returned success; with fail_on_refusal, run()'s error): the error
   // end_capture or begin_capture returned, or the recorded step's (the doom, Errc::doomed, when
@@ -286,6 +337,7 @@ class GraphCache {
     unsigned refusals = 0;       // refused recordings in a row
     bool stale = false;          // invalidate(): re-record into graph
     bool gave_up = false;        // refused give_up_after times in a row: eager from now on
+    bool pending = false;        // record_all closed it; its instantiate is not finished yet
   };
   // A slot of the table: empty (no entry), or a key's entry and its hash.
   struct Slot {
@@ -351,11 +403,12 @@ class GraphCache {
   }
 
   // Record the key's entry on the one capture sequence (capture_sequence.h): the warm-up is this
-  // run's execution of the step. Whatever leaves it (a return, a refusal that leaves the
-  // recording open, an exception from the step), the cache's window is closed: its stream is
-  // never left capturing.
-  template <class Record>
-  Result<void> record_entry(Entry& entry, Record& record) {
+  // run's execution of the step, and `close` (callable as Result<void>(CaptureSequence&)) ends
+  // the recording. Whatever leaves it (a return, a refusal that leaves the recording open, an
+  // exception from the step), the cache's window is closed: its stream is never left capturing.
+  // True: closed (the caller makes it the key's graph); false: the run fell back.
+  template <class Record, class Close>
+  Result<bool> record_entry(Entry& entry, Record& record, Close&& close) {
     CaptureOptions options;
     options.mode = options_.mode;
     options.claim_on_refusal = false;  // a refusal leaves the warm-up's results, which are valid
@@ -368,26 +421,34 @@ class GraphCache {
       options.pool = &*pool_;
     }
     CaptureSequence sequence(*device_, *stream_);
-    Result<void> recorded =
-        sequence.run(options, record, [&]() -> Result<void> { return close(sequence, entry); });
+    Result<void> recorded = sequence.run(options, record, [&] { return close(sequence); });
     switch (sequence.failed_at()) {
       case CapturePhase::none:
-        break;
+        return true;
       case CapturePhase::prepare:
         return recorded.error().context("GraphCache");  // nothing ran
       case CapturePhase::warm_up:
-        return recorded;  // the step itself failed, eagerly: as it would have without a cache
+        return recorded.error();  // the step itself failed, eagerly: as without a cache
       default:
-        return refused(entry, recorded.error(), sequence.kept_recorded_allocation(), record);
+        break;
     }
-    entry.stale = false;
-    entry.refusals = 0;
-    // The graph's own bytes: its pool's shared memory is counted once for the whole cache.
-    const GraphMemory& memory = entry.graph.report().memory;
-    entry_bytes_ -= entry.bytes;
-    entry.bytes = memory.own_bytes + memory.driver_bytes;
-    entry_bytes_ += entry.bytes;
-    evict(entry);
+    GRAPHCAP_TRY(refused(entry, recorded.error()));
+    if (sequence.kept_recorded_allocation()) {
+      // The recorded run kept a buffer it allocated alive past the close (a result the step
+      // allocates each call): whatever refused it, only the recording was to write that buffer,
+      // so the step runs once more, eagerly, and what it produced last holds data.
+      ++stats_.reruns;
+      GRAPHCAP_TRY(record());
+    }
+    return false;
+  }
+  template <class Record>
+  Result<void> record_entry(Entry& entry, Record& record) {
+    GRAPHCAP_ASSIGN_OR_RETURN(const bool closed,
+                              record_entry(entry, record, [&](CaptureSequence& sequence) {
+                                return close(sequence, entry);
+                              }));
+    if (closed) recorded(entry);
     return {};
   }
 
@@ -405,14 +466,22 @@ class GraphCache {
     return {};
   }
 
+  // The entry holds its recorded graph now.
+  void recorded(Entry& entry) noexcept {
+    entry.stale = false;
+    entry.refusals = 0;
+    // The graph's own bytes: its pool's shared memory is counted once for the whole cache.
+    const GraphMemory& memory = entry.graph.report().memory;
+    entry_bytes_ -= entry.bytes;
+    entry.bytes = memory.own_bytes + memory.driver_bytes;
+    entry_bytes_ += entry.bytes;
+    evict(entry);
+  }
+
   // A refused recording: the warm-up already ran the step, so the run succeeded eagerly (unless
-  // options_.fail_on_refusal: then the refusal is the run's error). A recorded run that kept a
-  // buffer it allocated alive past the close (a result the step allocates each call), whatever
-  // refused it, left the step's last results in a buffer only the recording was to write: the
-  // step runs once more, eagerly, so what it produced last holds data. Any other refusal leaves
-  // the warm-up's results, which stand.
-  template <class Record>
-  Result<void> refused(Entry& entry, const Error& why, bool kept_allocation, Record& record) {
+  // options_.fail_on_refusal: then the refusal is the run's error). Its results stand (the
+  // caller reruns the step when the recorded run kept a buffer it allocated).
+  Result<void> refused(Entry& entry, const Error& why) {
     ++stats_.refusals;
     last_refusal_ = why.context("GraphCache: the recording was refused");
     if (options_.fail_on_refusal) return *last_refusal_;
@@ -424,10 +493,63 @@ class GraphCache {
                               " times in a row; it runs eagerly from now on (invalidate(key) "
                               "tries again). The last refusal: " + why.message());
     }
-    if (kept_allocation) {
-      ++stats_.reruns;
-      return record();
+    return {};
+  }
+
+  // ---- record_all on several threads: a key recorded, its instantiate still to finish ----
+  struct Pending {
+    Entry* entry;
+    PendingGraph graph;
+  };
+  // One key: with a graph (or given up) as run() (a hit, a re-recording into it, a fallback);
+  // else recorded and closed with its instantiate left to `workers`.
+  template <class Record>
+  Result<void> startup_run(const Key& key, Record& record, InstantiateWorkers& workers,
+                           std::deque<Pending>& pending) {
+    auto step = [&] { return record(key); };
+    const std::size_t hash = Hash{}(key);
+    Entry* entry = find(key, hash);
+    // A key given twice: its first run's graph is finished before the second replays it.
+    while (entry != nullptr && entry->pending) GRAPHCAP_TRY(finish_front(pending));
+    if (entry != nullptr && (entry->graph || entry->gave_up)) return run(key, step);
+    if (entry == nullptr) entry = insert(key, hash);
+    entry->last_use = ++clock_;
+    PendingGraph closed;
+    GRAPHCAP_ASSIGN_OR_RETURN(const bool recorded,
+                              record_entry(*entry, step, [&](CaptureSequence& sequence) {
+                                Result<PendingGraph> ended = sequence.end_deferred();
+                                if (!ended) return Result<void>(ended.error());
+                                closed = std::move(*ended);
+                                return Result<void>();
+                              }));
+    if (recorded) {
+      workers.submit(closed);
+      entry->pending = true;
+      pending.push_back(Pending{entry, std::move(closed)});
     }
+    return {};
+  }
+  // The first pending key's graph (waiting for its instantiate), or its refusal.
+  Result<void> finish_front(std::deque<Pending>& pending) {
+    Pending front = std::move(pending.front());
+    pending.pop_front();
+    Entry& entry = *front.entry;
+    entry.pending = false;
+    Result<Graph> graph = front.graph.finish();
+    if (!graph) return refused(entry, graph.error());
+    entry.graph = std::move(*graph);
+    ++stats_.captures;
+    recorded(entry);
+    return {};
+  }
+  // Finish the pending keys in order (only those instantiated already, when `ready_only`); the
+  // first error is returned.
+  Result<void> finish_pending(std::deque<Pending>& pending, bool ready_only) {
+    std::optional<Error> first;
+    while (!pending.empty() && (!ready_only || pending.front().graph.ready())) {
+      if (Result<void> done = finish_front(pending); !done && !first) first = done.error();
+    }
+    if (first) return *first;
     return {};
   }
 

@@ -34,6 +34,7 @@
 #include <graphcap/memory_stats.h>
 #include <graphcap/module.h>
 #include <graphcap/param.h>
+#include <graphcap/pending_graph.h>
 #include <graphcap/result.h>
 #include <graphcap/stream.h>
 #include <graphcap/try.h>

@@ -14,6 +14,7 @@
 #include <graphcap/graph_pool.h>
 #include <graphcap/loop.h>
 #include <graphcap/module.h>
+#include <graphcap/pending_graph.h>
 #include <graphcap/stream.h>
 
 namespace graphcap {
@@ -49,6 +50,9 @@ struct HandleAccess {
   }
   static const std::shared_ptr<detail::GraphState>& state(const Graph& graph) noexcept {
     return graph.state_;
+  }
+  static PendingGraph pending(std::shared_ptr<detail::PendingGraphState> state) noexcept {
+    return PendingGraph(std::move(state));
   }
   static const std::shared_ptr<detail::GraphPoolState>& state(const GraphPool& pool) noexcept {
     return pool.state_;

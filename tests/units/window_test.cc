@@ -62,7 +62,7 @@ class MockGraphDriver : public GraphDriver {
   MOCK_METHOD(Result<GraphReport>, inspect, (const CapturedGraph&, const GraphReport&),
               (override));
   MOCK_METHOD(Result<Executable>, instantiate_inspected,
-              (const CapturedGraph&, GraphReport&, InstantiateFailure*), (override));
+              (const CapturedGraph&, GraphReport&, InstantiateFailure*, bool), (override));
   MOCK_METHOD(bool, update, (const Executable&, const CapturedGraph&, GraphReport&), (override));
   MOCK_METHOD(Result<std::vector<CUgraphNode>>, nodes, (const CapturedGraph&), (override));
   MOCK_METHOD(Result<std::vector<CUgraphNode>>, body_nodes, (CUgraph), (override));

@@ -102,13 +102,7 @@ class ConditionalFrames {
   std::vector<CUstream> close_locked();
   // A body whose invalidated capture the close left open.
   void abandon(CUstream body) { abandoned_bodies_.push_back(body); }
-  // A body graph of the recording, to name a node of it in an instantiate refusal.
-  struct BodyGraph {
-    std::uint64_t frame = 0;
-    unsigned body = 0;
-    CUgraph graph = nullptr;
-    std::size_t node = 0;  // the conditional node (in the topology)
-  };
+  // The recording's body graphs, to name a node of one in an instantiate refusal.
   const std::vector<BodyGraph>& body_graphs() const noexcept { return body_graphs_; }
   // Body streams whose invalidated capture was left open (ending it crashes the H200's driver):
   // never to be used again, destroyed by their owner.

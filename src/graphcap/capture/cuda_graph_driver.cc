@@ -145,7 +145,8 @@ Result<GraphReport> CudaGraphDriver::inspect(const CapturedGraph& graph,
 
 Result<Executable> CudaGraphDriver::instantiate_inspected(const CapturedGraph& graph,
                                                           GraphReport& report,
-                                                          InstantiateFailure* failure) {
+                                                          InstantiateFailure* failure,
+                                                          bool measure_memory) {
   // Through cuGraphInstantiateWithParams for its report of what failed (measured: it names the
   // node, also one inside a conditional body). Not with CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD: that
   // saved 0.8-3% (9-19 us at 100-1000 kernels, docs/cuda-driver-facts.md,
@@ -160,7 +161,7 @@ Result<Executable> CudaGraphDriver::instantiate_inspected(const CapturedGraph& g
   // of the driver's 2 MiB chunks, which the drop can't tell from its neighbours' (the model's
   // figure stands for it).
   const std::size_t model = model_driver_bytes(report);
-  const bool measure = measure_driver_memory_ && model >= kDriverMemoryChunk;
+  const bool measure = measure_memory && measure_driver_memory_ && model >= kDriverMemoryChunk;
   const std::optional<std::size_t> free_before =
       measure ? free_memory(*driver_, "before instantiating") : std::nullopt;
   const auto start = Clock::now();
@@ -207,7 +208,7 @@ Result<Instantiated> CudaGraphDriver::instantiate(const CapturedGraph& graph,
   if (!inspected) return inspected.error();
   Instantiated out;
   out.report = *inspected;
-  Result<Executable> executable = instantiate_inspected(graph, out.report, nullptr);
+  Result<Executable> executable = instantiate_inspected(graph, out.report, nullptr, true);
   if (!executable) return executable.error();
   out.executable = std::move(*executable);
   return out;

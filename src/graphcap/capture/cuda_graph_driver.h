@@ -18,7 +18,8 @@ class CudaGraphDriver final : public GraphDriver {
   Result<Instantiated> instantiate(const CapturedGraph& graph, const GraphReport& recorded) override;
   Result<GraphReport> inspect(const CapturedGraph& graph, const GraphReport& recorded) override;
   Result<Executable> instantiate_inspected(const CapturedGraph& graph, GraphReport& report,
-                                           InstantiateFailure* failure) override;
+                                           InstantiateFailure* failure,
+                                           bool measure_memory) override;
   bool update(const Executable& into, const CapturedGraph& graph, GraphReport& report) override;
   Result<CUgraphNode> last_node(CUstream stream) override;
   Result<std::vector<CUgraphNode>> nodes(const CapturedGraph& graph) override;

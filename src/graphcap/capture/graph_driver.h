@@ -62,10 +62,13 @@ class GraphDriver {
   // inspect() accepted (cuGraphInstantiateWithParams, with node priorities when
   // report.node_priorities), adding its timing to `report`. A refusal's error names the driver's
   // result and the type of the node it named; `failure`, when given, receives them (the node
-  // too, for the caller to name it in its own terms).
+  // too, for the caller to name it in its own terms). `measure_memory` false: no cuMemGetInfo
+  // around it whatever the device measures (other instantiates run at once: their drops of free
+  // memory can't be told apart); the driver bytes are the model's.
   virtual Result<GraphReport> inspect(const CapturedGraph& graph, const GraphReport& recorded) = 0;
   virtual Result<Executable> instantiate_inspected(const CapturedGraph& graph, GraphReport& report,
-                                                   InstantiateFailure* failure) = 0;
+                                                   InstantiateFailure* failure,
+                                                   bool measure_memory) = 0;
 
   // Apply an inspected graph to an existing executable in place (cuGraphExecUpdate). True when
   // the executable took it; false when the driver refused (report's update fields say why: the

@@ -62,6 +62,12 @@ class OpenRecording {
   // Close the recording (RecordingClose): the driver's capture (and its bodies') always, then
   // the graph or the refusal; the options are forgotten.
   ClosedRecording close(CloseRequest request);
+  // While set, a close that would instantiate a new graph (not `into`) leaves the executable to
+  // instantiate_deferred (capture/instantiation.h), which may run on another thread while this
+  // stream records again: every other refusal is decided and the graph's state made (pins, pool
+  // share, census), and nothing is uploaded. Set around one end (Window::end_deferred); a flag
+  // here rather than in CloseRequest, so the update close passes nothing more.
+  void defer_instantiate(bool defer) noexcept { defer_instantiate_ = defer; }
 
   // ---- Its owners --------------------------------------------------------------------------
   RecordingBook& book() noexcept { return book_; }
@@ -118,6 +124,7 @@ class OpenRecording {
   bool claim_on_refusal_ = true;
   std::unique_ptr<PoolWindow> pool_;
   bool kept_at_close_ = false;  // set by RecordingClose
+  bool defer_instantiate_ = false;
   CaptureTracker::Registration registration_;
   std::chrono::steady_clock::time_point begun_;
   std::string driver_dot_dir_;  // GRAPHCAP_DRIVER_DOT_DIR as the recording began (empty: unset)

@@ -141,6 +141,15 @@ struct RecordedNode {
 // Nothing to release in a node record: a node list is emptied or freed without touching its nodes.
 static_assert(std::is_trivially_destructible_v<RecordedNode>);
 
+// A body graph of a recording's conditional node (owned by the node, so by the recording's
+// graph), to name a node of it in an instantiate refusal.
+struct BodyGraph {
+  std::uint64_t frame = 0;
+  unsigned body = 0;
+  CUgraph graph = nullptr;
+  std::size_t node = 0;  // the conditional node (in the topology)
+};
+
 // A closed recording: the executable and everything it replays against, handed to the graph
 // whole.
 struct Recording {

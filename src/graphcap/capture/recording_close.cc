@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include <graphcap/capture/instantiation.h>
 #include <graphcap/capture/invalidation.h>
 #include <graphcap/capture/open_recording.h>
 #include <graphcap/capture/window.h>
@@ -207,57 +208,6 @@ void RecordingClose::end_bodies(const std::vector<CUstream>& bodies,
   }
 }
 
-std::string RecordingClose::name_failed_node(CapturedGraph& captured,
-                                             const Recording& recording,
-                                             const InstantiateFailure& failure) const {
-  const OpenRecording& open = *recording_;
-  // The driver's node is found among the graph's nodes or a body's; graphcap's recorded node at
-  // the same position in the same graph is named when the counts agree (external work may have
-  // added nodes graphcap did not record).
-  auto recorded_in = [&](std::uint64_t frame, unsigned body) {
-    std::vector<std::size_t> in;
-    for (std::size_t i = 0; i < recording.nodes.size(); ++i) {
-      if (recording.nodes[i].loop == frame && recording.nodes[i].branch_body == body) {
-        in.push_back(i);
-      }
-    }
-    return in;
-  };
-  auto name = [&](const std::vector<CUgraphNode>& nodes, std::uint64_t frame, unsigned body,
-                  const std::string& where) -> std::optional<std::string> {
-    const auto at = std::find(nodes.begin(), nodes.end(), failure.node);
-    if (at == nodes.end()) return std::nullopt;
-    const std::size_t position = static_cast<std::size_t>(at - nodes.begin());
-    std::string text = "node " + std::to_string(position) + " (" + node_type_name(failure.type) +
-                       ") of " + where;
-    const std::vector<std::size_t> recorded = recorded_in(frame, body);
-    if (recorded.size() == nodes.size()) {
-      const RecordedNode& node = recording.nodes[recorded[position]];
-      text += ", graphcap's node " + std::to_string(recorded[position]) + ": " +
-              (node.label.empty() ? std::string(node_type_name(node.type))
-                                  : recording.label(recorded[position]).first_line());
-    } else {
-      text += " (that graph holds nodes graphcap did not record: external work)";
-    }
-    return text;
-  };
-  if (Result<std::vector<CUgraphNode>> top = open.graphs_->nodes(captured)) {
-    if (std::optional<std::string> named = name(*top, 0, 0, "the graph")) return *named;
-  }
-  for (const ConditionalFrames::BodyGraph& body : open.frames_.body_graphs()) {
-    Result<std::vector<CUgraphNode>> nodes = open.graphs_->body_nodes(body.graph);
-    if (!nodes) continue;
-    if (std::optional<std::string> named =
-            name(*nodes, body.frame, body.body,
-                 "body " + std::to_string(body.body) + " of graphcap's node " +
-                     std::to_string(body.node) + " (" +
-                     recording.label(body.node).first_line() + ")")) {
-      return *named;
-    }
-  }
-  return std::string("a node graphcap could not find in the graph or its bodies");
-}
-
 void RecordingClose::retire_replaced(RecordingBook& book, Recording& replaced,
                                      memory::DropQueue& drops) {
   book.recycle(replaced);
@@ -402,22 +352,16 @@ Result<void> RecordingClose::make_executable(CapturedGraph& captured, const Grap
     report.update_error_node_type = update_report.update_error_node_type;
     report.update_time = update_report.update_time;
   }
-  InstantiateFailure failure;
-  Result<Executable> fresh = open.graphs_->instantiate_inspected(captured, report, &failure);
-  if (!fresh) {
-    if (failure.node == nullptr) return fresh.error();
-    const Error& error = fresh.error();
-    return Error(error.code(), error.message() + ": " +
-                                   name_failed_node(captured, recording, failure),
-                 error.driver_code());
-  }
-  recording.executable = std::move(*fresh);
-  recording.report = std::move(report);
-  if (!recording.param_nodes.empty()) {
-    recording.source = std::move(captured);  // set-params names nodes of it
+  if (open.defer_instantiate_ && into == nullptr) {
+    // Accepted but for the instantiate, which runs later (instantiate_deferred): the graph and
+    // its census go with the recording.
+    recording.report = std::move(report);
+    recording.source = std::move(captured);
     recording.source_nodes = std::move(nodes);
+    return {};
   }
-  return {};
+  return instantiate_into(*open.graphs_, captured, report, nodes, open.frames_.body_graphs(), true,
+                          recording);
 }
 
 void RecordingClose::log_close(const GraphReport& recorded,

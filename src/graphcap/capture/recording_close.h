@@ -80,10 +80,8 @@ class RecordingClose {
   // capture ends; after it, end_bodies ends the valid ones and abandons the others.
   std::vector<bool> bodies_active(const std::vector<CUstream>& bodies) const;
   void end_bodies(const std::vector<CUstream>& bodies, const std::vector<bool>& active);
-  // Names the node the driver named in a refused instantiate, in graphcap's terms.
-  std::string name_failed_node(CapturedGraph& captured, const Recording& recording,
-                               const InstantiateFailure& failure) const;
-  // Inspect, then update `into` (when given and possible) or instantiate.
+  // Inspect, then update `into` (when given and possible) or instantiate (unless the recording
+  // defers it: OpenRecording::defer_instantiate; then it keeps what instantiate_deferred needs).
   Result<void> make_executable(CapturedGraph& captured, const GraphReport& recorded,
                                const IntoGraph* into, Recording& recording);
   void log_close(const GraphReport& recorded, const std::optional<Error>& refusal) const;

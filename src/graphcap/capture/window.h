@@ -98,6 +98,15 @@ class Window {
   // open (graph_state, nothing changed) on a side stream, from another thread in global and
   // thread_local mode, with loops open, and while another open recording forbids instantiating.
   Result<std::unique_ptr<Recording>> end(bool upload, const IntoGraph* into = nullptr);
+  // The same for a new graph, its instantiate left to later (OpenRecording::defer_instantiate):
+  // an accepted recording comes back without an executable; the frames' body_graphs() are its
+  // bodies' until the next recording opens.
+  Result<std::unique_ptr<Recording>> end_deferred() {
+    recording_.defer_instantiate(true);
+    Result<std::unique_ptr<Recording>> ended = end(false);
+    recording_.defer_instantiate(false);  // refused up front too: the next end is a plain one
+    return ended;
+  }
   // A recording of this stream's that a re-recording replaced (RecordingClose::retire_replaced;
   // the stream's mutex held).
   void retire(Recording& replaced) {

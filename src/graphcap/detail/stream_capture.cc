@@ -6,6 +6,7 @@
 
 #include <graphcap/detail/device_core.h>
 #include <graphcap/detail/graph_state.h>
+#include <graphcap/detail/pending_graph_state.h>
 #include <graphcap/detail/stream_core.h>
 #include <graphcap/try.h>
 
@@ -23,20 +24,36 @@ Result<void> StreamCore::begin_capture() {
   return window_.begin();
 }
 
-Result<std::shared_ptr<GraphState>> StreamCore::end_capture() {
+Result<std::unique_ptr<capture::Recording>> StreamCore::close_recording(
+    std::vector<capture::BodyGraph>* deferred_bodies) {
   GRAPHCAP_TRY(device_->bind_thread());
   Result<std::unique_ptr<capture::Recording>> closed = [&] {
     std::lock_guard lock(mutex_);
     Result<std::unique_ptr<capture::Recording>> recording =
-        window_.end(device_->options().upload_on_capture);
+        deferred_bodies == nullptr ? window_.end(device_->options().upload_on_capture)
+                                   : window_.end_deferred();
+    if (recording && deferred_bodies != nullptr) {
+      *deferred_bodies = window_.own_recording().frames().body_graphs();
+    }
     forget_abandoned_loop_streams();
     return recording;
   }();
   device_->collect_deferred();
-  if (!closed) return closed.error();
-  auto state = std::make_shared<GraphState>(shared_from_this(), std::move(*closed));
+  return closed;
+}
+
+Result<std::shared_ptr<GraphState>> StreamCore::end_capture() {
+  GRAPHCAP_ASSIGN_OR_RETURN(std::unique_ptr<capture::Recording> closed, close_recording(nullptr));
+  auto state = std::make_shared<GraphState>(shared_from_this(), std::move(closed));
   device_->add_graph(state);
   return state;
+}
+
+Result<std::shared_ptr<PendingGraphState>> StreamCore::end_capture_deferred() {
+  std::vector<capture::BodyGraph> bodies;
+  GRAPHCAP_ASSIGN_OR_RETURN(std::unique_ptr<capture::Recording> closed, close_recording(&bodies));
+  return std::make_shared<PendingGraphState>(shared_from_this(), std::move(closed),
+                                             std::move(bodies));
 }
 
 Result<void> StreamCore::end_capture(GraphState& into) {

@@ -37,6 +37,7 @@ namespace graphcap::detail {
 class DeviceCore;
 class EventState;
 class GraphState;
+class PendingGraphState;
 
 class StreamCore final : public memory::SliceOwner,
                          public std::enable_shared_from_this<StreamCore> {
@@ -122,6 +123,9 @@ class StreamCore final : public memory::SliceOwner,
   Result<void> begin_capture();
   // end_capture: the graph's state (registered with the device), or the refusal.
   Result<std::shared_ptr<GraphState>> end_capture();
+  // end_capture with the instantiate left to later (PendingGraphState): every other refusal is
+  // decided here, and the stream may record again at once.
+  Result<std::shared_ptr<PendingGraphState>> end_capture_deferred();
   // end_capture into `into` (a graph of this stream): `into` adopts the new recording; the one
   // it replaced is released once the stream has passed the replays that used it.
   Result<void> end_capture(GraphState& into);
@@ -190,6 +194,10 @@ class StreamCore final : public memory::SliceOwner,
   // The operation failed or was skipped: its writes carry `error` (unless the recording it enters
   // does not claim), and the recording is doomed by it.
   void failed(capture::Operation& op, capture::OpenRecording* recording, const Error& error);
+  // The window's close of the recording (lock taken here) into a new graph; with
+  // `deferred_bodies`, its instantiate deferred, and its conditional bodies' graphs put there.
+  Result<std::unique_ptr<capture::Recording>> close_recording(
+      std::vector<capture::BodyGraph>* deferred_bodies);
   // Waits refused inside recordings (invalidating ones), or a fork checked before the driver.
   Result<void> check_wait(const EventState& event, bool peer, capture::OpenRecording* recording);
   DriverApi& device_driver() const noexcept;
