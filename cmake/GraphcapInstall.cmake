@@ -10,7 +10,7 @@ include(CMakePackageConfigHelpers)
 set(GRAPHCAP_PUBLIC_HEADERS
     arg.h buffer.h capture_options.h capture_scope.h capture_sequence.h condition.h device.h
     device_limits.h device_options.h launch_options.h
-    error.h event.h graph.h graph_cache.h graph_pool.h graphcap.h log.h loop.h memory_stats.h
+    error.h event.h graph.h graph_cache.h graph_cache_options.h graph_pool.h graphcap.h log.h loop.h memory_stats.h
     module.h param.h pending_graph.h result.h stream.h try.h
     capture/capture_state.h capture/graph_report.h
     memory/pool_stats.h
