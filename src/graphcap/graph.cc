@@ -133,7 +133,7 @@ Result<void> Graph::destroy() {
     device.defer(std::move(state));
     return bound.error().context("destroying a graph");
   }
-  if (!state->try_release()) {
+  if (!state->try_release(/*host_sync=*/true)) {
     device.defer(std::move(state));  // a recording forbids the wait now: released when it ends
     return {};
   }

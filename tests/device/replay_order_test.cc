@@ -178,6 +178,19 @@ TEST_F(ReplayOrderTest, AReRecordedGraphsOldBuffersKeepItsLastReplay) {
   EXPECT_THAT(read_u32(x, *side_), Each(7u));
 }
 
+// Destroying a graph waits for its stream (its replays may still run there): once the host has
+// seen that finish, every stream is ordered after what the stream had enqueued, as after a sync.
+TEST_F(ReplayOrderTest, DestroyingAGraphOrdersEveryStreamAfterItsStreamsEarlierWork) {
+  Buffer x = upload_u32(zeros());
+  Buffer y = upload_u32(zeros());
+  Graph g = capture([&] { EXPECT_THAT(fill(y, 7, 64), IsOk()); });
+  ASSERT_THAT(fill(x, 5, 64), IsOk());
+  ASSERT_THAT(g.replay(), IsOk());
+  ASSERT_THAT(g.destroy(), IsOk());
+  EXPECT_THAT(read_u32(x, *side_), Each(5u));
+  EXPECT_THAT(read_u32(y, *side_), Each(7u));
+}
+
 // Destroying a graph waits for its replays: they are no longer uses.
 TEST_F(ReplayOrderTest, ADestroyedGraphsReplaysAreNoLongerUses) {
   Buffer x = upload_u32(zeros());

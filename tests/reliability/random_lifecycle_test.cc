@@ -401,6 +401,16 @@ class Model : public model::Sequence<ModelBuffer, ModelGraph> {
     if (!any_recording()) synced(s);
   }
 
+  // Graph::destroy waits for the graph's stream: a host sync of it, as Device::sync is. While a
+  // recording is open it defers the release (waiting would invalidate it), which orders nothing.
+  void do_destroy(int g) {
+    const ModelGraph& graph = graphs[static_cast<std::size_t>(g)];
+    const bool waits = graph.live && !any_recording();
+    const int s = graph.stream;
+    destroy(g);
+    if (waits) synced(s);
+  }
+
   void do_replay(int g) {
     ModelGraph& graph = graphs[static_cast<std::size_t>(g)];
     log() << "replay(graph " << g << ")\n";
@@ -467,7 +477,7 @@ class Model : public model::Sequence<ModelBuffer, ModelGraph> {
     } else if (roll < 96) {
       if (!graphs.empty()) do_replay(static_cast<int>(world.pick(graphs.size())));
     } else {
-      if (!graphs.empty()) destroy(static_cast<int>(world.pick(graphs.size())));
+      if (!graphs.empty()) do_destroy(static_cast<int>(world.pick(graphs.size())));
     }
   }
 

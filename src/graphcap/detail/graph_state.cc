@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -313,13 +314,20 @@ Result<void> GraphState::set_param(const void* param, const void* bytes, std::si
   return {};
 }
 
-bool GraphState::try_release() noexcept {
+bool GraphState::try_release(bool host_sync) noexcept {
   std::lock_guard lock(mutex_);
   if (released()) return true;
   std::uint64_t sequence = 0;
+  // What a host sync covers: everything enqueued on the stream so far (without the point, out of
+  // memory, it orders nothing, which only refuses more).
+  std::optional<OrderPoint> point;
   {
     std::lock_guard stream_lock(stream_->mutex());
     sequence = stream_->drops().last_enqueued();
+    try {
+      if (host_sync) point = stream_->order_point();
+    } catch (...) {
+    }
   }
   DriverApi& driver = stream_->device().driver();
   {
@@ -333,6 +341,7 @@ bool GraphState::try_release() noexcept {
       stream_->errors().push(
           Error::from_driver("cuStreamSynchronize", result).context("destroying a graph"));
       sequence = 0;
+      point.reset();
     }
     if (Result<void> destroyed = recording_->executable.destroy(); !destroyed) {
       log(LogLevel::warn, destroyed.error().context("destroying a graph").message());
@@ -341,6 +350,12 @@ bool GraphState::try_release() noexcept {
   if (sequence != 0) {
     std::lock_guard stream_lock(stream_->mutex());
     stream_->drops().passed(sequence);
+  }
+  if (point) {
+    try {
+      stream_->device().completed_order().completed(*point);
+    } catch (...) {
+    }
   }
   // Its replays are over: no buffer keeps them as uses any more. Unpin: back through the drop
   // queue, already behind the stream. The modules stay loaded until this state goes (the device

@@ -101,8 +101,11 @@ class GraphState {
 
   // Wait for in-flight replays (a failed wait is queued on the stream), destroy the executable,
   // unpin. False, doing nothing, when a recording forbids the wait now (defer it then).
-  // Idempotent.
-  bool try_release() noexcept;
+  // Idempotent. With `host_sync` (Graph::destroy waiting while its caller waits) the wait is a
+  // host synchronisation of the graph's stream, as Device::sync is: every stream is ordered after
+  // what that stream had enqueued. A deferred release waits at a moment the caller can't see, so
+  // it orders nothing.
+  bool try_release(bool host_sync = false) noexcept;
   // The same, unconditionally (the device is closing).
   void release() noexcept;
 
