@@ -50,6 +50,10 @@ DriverApi& Device::driver() const noexcept { return core_->driver(); }
 int Device::ordinal() const noexcept { return core_->options().ordinal; }
 const DeviceLimits& Device::limits() const noexcept { return core_->limits(); }
 
+std::size_t Device::streams_left_to_driver() const noexcept {
+  return core_->streams_left_to_driver();
+}
+
 MemoryStats Device::memory_stats(Stream& s) const {
   StreamCore& core = HandleAccess::core(s);
   std::lock_guard lock(core.mutex());

@@ -307,6 +307,10 @@ class Device {
   int ordinal() const noexcept;
   const DeviceLimits& limits() const noexcept;
   MemoryStats memory_stats(Stream& s) const;
+  // Streams graphcap left undestroyed: a conditional body's stream whose capture a failure inside
+  // the body invalidated (the recording is refused; destroying that stream crashes the driver, so
+  // each stays with the driver for the process's life). A leak check counts them as expected.
+  std::size_t streams_left_to_driver() const noexcept;
 
  private:
   explicit Device(std::shared_ptr<detail::DeviceCore> core);

@@ -87,6 +87,8 @@ class DeviceFixture : public ::testing::Test {
   Kernel empty_, add_one_, fill_, axpy_, copy_;
   // Set false by a test that leaves handles on purpose (e.g. a driver call it made itself).
   bool expect_clean_teardown_ = true;
+  // Streams the device left to the driver (Device::streams_left_to_driver), read as it closes.
+  std::size_t streams_left_ = 0;
 };
 
 // A fixture (DeviceFixture or one derived from it) with a second stream of the device, side_

@@ -74,15 +74,20 @@ class Tracker {
   // Forgets everything and releases it through `driver`, dependents first (the kinds in reverse:
   // mappings, physical memory, address ranges, allocations, executables, graphs, modules, events,
   // streams, then context references), each with the release entry_points.def names for its kind.
+  // A stream whose capture into a conditional body was begun and never ended is forgotten, not
+  // destroyed: destroying one whose capture was invalidated crashed the driver (SIGSEGV).
   std::size_t release_all(DriverApi& driver) {
     std::array<std::map<std::uintptr_t, Held>, kKinds> taken;
+    std::map<std::uintptr_t, std::uintptr_t> into;
     {
       std::lock_guard<std::mutex> guard(mutex_);
       taken.swap(handles_);
+      into.swap(into_);
     }
     std::size_t released = 0;
     for (std::size_t kind = kKinds - 1; kind >= 1; --kind) {
       for (const auto& [key, held] : taken[kind]) {
+        if (static_cast<HandleKind>(kind) == HandleKind::streams && into.count(key) != 0) continue;
         for (std::size_t i = 0; i < held.count; ++i) {
           release(driver, static_cast<HandleKind>(kind), key, held.extent);
           ++released;

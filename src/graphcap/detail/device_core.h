@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -102,6 +103,13 @@ class DeviceCore : public std::enable_shared_from_this<DeviceCore> {
   // stream is ordered after it (docs/capture-lifecycle.md, "Buffers on several streams").
   CompletedOrder& completed_order() noexcept { return completed_order_; }
 
+  // A stream graphcap can't destroy (a conditional body's, its capture invalidated: destroying it
+  // crashes the driver) is left to the driver for the process's life; counted here.
+  void leave_stream_to_driver() noexcept { streams_left_.fetch_add(1, std::memory_order_relaxed); }
+  std::size_t streams_left_to_driver() const noexcept {
+    return streams_left_.load(std::memory_order_relaxed);
+  }
+
   // Release everything, each handle once. Idempotent.
   void close() noexcept;
 
@@ -132,6 +140,7 @@ class DeviceCore : public std::enable_shared_from_this<DeviceCore> {
   std::atomic<bool> open_{true};
   std::atomic<bool> unchecked_kernel_seen_{false};
   std::atomic<bool> drops_waiting_{false};
+  std::atomic<std::size_t> streams_left_{0};
   std::atomic<bool> has_deferred_{false};  // deferred_graphs_ or deferred_unloads_ may hold some
   bool context_retained_ = false;
 

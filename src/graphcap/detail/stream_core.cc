@@ -212,16 +212,16 @@ void StreamCore::keep_at_close(const memory::Slice& slice) {
 
 void StreamCore::forget_abandoned_loop_streams() {
   for (CUstream abandoned : window_.own_recording().frames().take_abandoned_bodies()) {
-    // Its invalidated capture can't be ended (ConditionalFrames::end_bodies). Destroying its
-    // stream crashed the H200 for a GLOBAL body; graphcap's bodies are RELAXED, for which that
-    // is not measured yet (docs/capture-lifecycle.md).
+    // Its invalidated capture can't be ended (ConditionalFrames::end_bodies), and the stream can't
+    // be destroyed either: cuStreamDestroy of it crashed the driver (SIGSEGV) even after the
+    // enclosing capture ended and the device was synchronised (H100, driver 580.159.04,
+    // docs/cuda-driver-facts.md). So it is left to the driver, never used again: one stream
+    // handle a failed body, for the process's life.
     loop_streams_.erase(std::remove(loop_streams_.begin(), loop_streams_.end(), abandoned),
                         loop_streams_.end());
-    if (CUresult result = device_->driver().cuStreamDestroy(abandoned); result != CUDA_SUCCESS) {
-      log(LogLevel::warn, Error::from_driver("cuStreamDestroy", result)
-                              .context("destroying an invalidated loop body's stream")
-                              .message());
-    }
+    device_->leave_stream_to_driver();
+    log(LogLevel::warn, "a conditional body's stream whose capture was invalidated is left "
+                        "undestroyed (destroying it crashes the driver)");
   }
 }
 

@@ -68,6 +68,14 @@ CUresult FakeState::cuStreamDestroy(CUstream handle) {
   // a graph it captured into is destroyed with it (measured, 2026-12-04: 6 generated programs
   // answered 1, or had no nodes to name, for that graph afterwards).
   if (Capture* capture = capture_of(stream)) {
+    if (capture->into_body && capture->status != CU_STREAM_CAPTURE_STATUS_ACTIVE) {
+      // Measured (driver 580.159.04, docs/measurements/probes/conditional_probe.cu): destroying a
+      // stream whose capture into a conditional body was invalidated crashed the process
+      // (SIGSEGV), a GLOBAL body's on the H200 and a RELAXED one's on the H100, even after the
+      // enclosing capture ended and the stream was synchronised.
+      violation("cuStreamDestroy of a stream whose capture into a conditional body was "
+                "invalidated: the driver crashed (SIGSEGV); leave such a stream undestroyed");
+    }
     if (capture->origin == stream.id) {
       refuse(*capture, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
       end_failed_capture(*capture);
