@@ -40,6 +40,7 @@
 // may be left and the fake must have seen no memory-safety violation. GRAPHCAP_SEED=<seed> reruns
 // one sequence (printing it); GRAPHCAP_RANDOM_SEQUENCES=<n> sets how many run (default 3000; 600
 // under AddressSanitizer or ThreadSanitizer).
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstdio>
@@ -112,6 +113,13 @@ struct ModelGraph {
   std::set<int> buffers;
   bool live = true;
   Graph handle;
+  // Its replays, as users of its buffers (as memory::ReplayUses keeps them, apart from the
+  // buffers' eager uses): the last one's position on stream 0, until the graph is released.
+  std::uint64_t replayed_at = 0;
+  bool released = false;
+  bool writes(int b) const {
+    return std::any_of(ops.begin(), ops.end(), [&](const Op& op) { return op.dst == b; });
+  }
 };
 
 model::Outcomes& outcomes() {
@@ -150,9 +158,18 @@ class Model : public model::Sequence<ModelBuffer, ModelGraph> {
     return any_buffer();
   }
 
+  // Ordered after the buffer's eager uses, and after the last replay of every graph (not yet
+  // released) that uses it: a write after each, a read after those that write it.
   bool may_use(int s, int b, bool writes) const {
     const ModelBuffer& buffer = buffers[static_cast<std::size_t>(b)];
-    return streams_.may_use(s, buffer, buffer.owner, writes);
+    if (!streams_.may_use(s, buffer, buffer.owner, writes)) return false;
+    for (const ModelGraph& graph : graphs) {
+      if (graph.released || graph.replayed_at == 0 || graph.buffers.count(b) == 0) continue;
+      model::BufferUsage replay;
+      model::stamp(replay, 0, graph.writes(b), graph.replayed_at);
+      if (!streams_.may_use(s, replay, buffer.owner, writes)) return false;
+    }
+    return true;
   }
   void stamp(int s, int b, bool writes, std::uint64_t seq) { streams_.stamp(s, b, buf(b), writes, seq); }
 
@@ -318,6 +335,9 @@ class Model : public model::Sequence<ModelBuffer, ModelGraph> {
     streams_.close_recording(refusal.has_value(), recording_.buffers,
                              [&](int b) -> model::BufferUsage* { return &buf(b); });
     recording_ = ModelRecording{};
+    for (ModelGraph& graph : graphs) {
+      if (!graph.live) graph.released = true;  // a release deferred by the recording
+    }
   }
 
   void do_end(int s) {
@@ -405,8 +425,8 @@ class Model : public model::Sequence<ModelBuffer, ModelGraph> {
 
   // A replay is a use of the graph's buffers on stream 0, as its operations would be eagerly:
   // refused (invalid_argument, nothing enqueued) when stream 0 is not ordered after another
-  // stream's use since; else stamped at a position of its own (nothing hands it back: another
-  // stream orders itself after it with an event or a sync).
+  // stream's use since; else its position is the graph's, a use of its buffers until the graph
+  // is released (another stream orders itself after it with an event or a sync).
   void do_replay(int g) {
     ModelGraph& graph = graphs[static_cast<std::size_t>(g)];
     for (int b : graph.buffers) {
@@ -428,10 +448,7 @@ class Model : public model::Sequence<ModelBuffer, ModelGraph> {
     if (expected) return;
     for (const Op& op : graph.ops) apply(op);
     for (const Op& op : graph.ops) buf(op.dst).produced();
-    const std::uint64_t seq = ++streams_[0].seq;
-    for (int b : graph.buffers) {
-      if (buf(b).live) stamp(0, b, writes.count(b) != 0, seq);
-    }
+    graph.replayed_at = ++streams_[0].seq;
   }
 
   void random_step() {
@@ -480,10 +497,14 @@ class Model : public model::Sequence<ModelBuffer, ModelGraph> {
   // Graph::destroy waits for the graph's stream (stream 0), a host sync that orders every stream
   // after what stream 0 had enqueued, as Device::sync does; while a recording is open it defers
   // the release (a wait now would invalidate the recording), which then orders nothing.
+  // Released now, the graph's replays stop being uses (they finished); a deferred release does
+  // that when the recording closes.
   void do_destroy(int g) {
     const bool releases = graphs[static_cast<std::size_t>(g)].live && !recording_open();
     destroy(g);
-    if (releases) streams_.completed(0);
+    if (!releases) return;
+    streams_.completed(0);
+    graphs[static_cast<std::size_t>(g)].released = true;
   }
 
   // Close the window, order every stream after every other, read back everything.
