@@ -194,11 +194,13 @@ void RecordingClose::end_bodies(const std::vector<CUstream>& bodies,
   for (std::size_t i = 0; i < bodies.size(); ++i) {
     if (!active[i]) {
       // An invalidated body's capture is never ended: on the H200 the process crashed (SIGSEGV)
-      // in whichever of the two cuStreamEndCapture calls came second. Its stream is abandoned
-      // (never used or destroyed again); the next loop gets a new one.
+      // in whichever of the two cuStreamEndCapture calls came second, and a destroy of its stream
+      // crashed too. Its stream is abandoned (never used or destroyed again: left to the driver,
+      // StreamCore::forget_abandoned_loop_streams); the next loop gets a new one.
       open.frames_.abandon(bodies[i]);
       log(LogLevel::warn, recording + ": a conditional body's capture was invalidated; its "
-                          "stream is abandoned, not ended (ending it crashes the driver)");
+                          "stream is left to the driver, neither ended nor destroyed (either "
+                          "crashes the driver)");
       continue;
     }
     if (Result<void> ended = open.graphs_->end_body(bodies[i]);

@@ -347,15 +347,11 @@ bool GraphState::try_release(bool host_sync) noexcept {
       log(LogLevel::warn, destroyed.error().context("destroying a graph").message());
     }
   }
-  if (sequence != 0) {
+  if (point) {
+    stream_->host_saw_finish(*point);
+  } else if (sequence != 0) {
     std::lock_guard stream_lock(stream_->mutex());
     stream_->drops().passed(sequence);
-  }
-  if (point) {
-    try {
-      stream_->device().completed_order().completed(*point);
-    } catch (...) {
-    }
   }
   // Its replays are over: no buffer keeps them as uses any more. Unpin: back through the drop
   // queue, already behind the stream. The modules stay loaded until this state goes (the device

@@ -159,14 +159,20 @@ Result<void> StreamCore::synchronize(const char* operation) {
           .context(operation);
     }
   }
+  host_saw_finish(point);
+  device_->collect_deferred();
+  return {};
+}
+
+void StreamCore::host_saw_finish(const OrderPoint& point) noexcept {
   {
     std::lock_guard lock(mutex_);
     drops_.passed(point.sequence);
   }
-  // The host saw it finish: every stream is ordered after it, as in CUDA.
-  device_->completed_order().completed(point);
-  device_->collect_deferred();
-  return {};
+  try {
+    device_->completed_order().completed(point);
+  } catch (...) {
+  }
 }
 
 void StreamCore::close() noexcept {
@@ -220,8 +226,6 @@ void StreamCore::forget_abandoned_loop_streams() {
     loop_streams_.erase(std::remove(loop_streams_.begin(), loop_streams_.end(), abandoned),
                         loop_streams_.end());
     device_->leave_stream_to_driver();
-    log(LogLevel::warn, "a conditional body's stream whose capture was invalidated is left "
-                        "undestroyed (destroying it crashes the driver)");
   }
 }
 

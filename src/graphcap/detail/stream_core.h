@@ -166,6 +166,10 @@ class StreamCore final : public memory::SliceOwner,
   // Wait for everything enqueued so far; then every drop behind it is released. Refused while a
   // recording forbids waits (see capture::CaptureTracker).
   Result<void> synchronize(const char* operation);
+  // A host wait for this stream returned success, covering everything up to `point` (taken with
+  // order_point() before the wait): the drops behind it are released and every stream is ordered
+  // after it, as in CUDA. Out of memory for the order, it orders nothing (which only refuses more).
+  void host_saw_finish(const OrderPoint& point) noexcept;
 
   // The device is closing: close any recording, wait, free every slice and the stream.
   void close() noexcept;
