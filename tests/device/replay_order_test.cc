@@ -90,6 +90,34 @@ TEST_F(ReplayOrderTest, AReplayMustComeAfterAnotherStreamsUseOfItsBuffersSince) 
   ASSERT_THAT(g.replay(), IsOk());  // ordered once: later replays take the hot path again
 }
 
+// The same with x's last handle dropped after stream 1's write: the graph still replays with x's
+// memory, so stream 1's write must still be waited for (the use outlives the handle).
+TEST_F(ReplayOrderTest, AUseElsewhereBeforeTheBuffersLastHandleWentStillOrdersTheNextReplay) {
+  Buffer x = upload_u32(zeros(), *side_);
+  Buffer y = upload_u32(zeros());
+  Event uploaded = new_event();
+  ASSERT_THAT(device_->record_event(uploaded, *side_), IsOk());
+  ASSERT_THAT(device_->wait(stream(), uploaded), IsOk());
+  Graph g = capture([&] { EXPECT_THAT(add_one(x, y, 64), IsOk()); });
+  ASSERT_THAT(g.replay(), IsOk());
+  Event done = new_event();
+  ASSERT_THAT(device_->record_event(done, stream()), IsOk());
+  ASSERT_THAT(device_->wait(*side_, done), IsOk());
+  ASSERT_THAT(device_->fill(x, std::uint32_t{4}, *side_), IsOk());
+  Event written = new_event();
+  ASSERT_THAT(device_->record_event(written, *side_), IsOk());
+  x = Buffer{};
+  EXPECT_THAT(g.replay(),
+              StatusIs(Errc::invalid_argument, CUDA_SUCCESS,
+                       AllOf(HasSubstr("replay: a buffer the graph reads was last written on "
+                                       "another stream of this device (stream 1"),
+                             HasSubstr("nothing orders this stream (stream 0)"))));
+  EXPECT_THAT(read_u32(y), Each(1u));  // the refused replay enqueued nothing
+  ASSERT_THAT(device_->wait(stream(), written), IsOk());
+  ASSERT_THAT(g.replay(), IsOk());
+  EXPECT_THAT(read_u32(y), Each(5u));
+}
+
 // A buffer of the graph's own stream written elsewhere is handed back to it (its stream waits
 // for that use), so the next replay is ordered after it already.
 TEST_F(ReplayOrderTest, AUseElsewhereOfABufferOfTheGraphsStreamIsHandedBackBeforeTheReplay) {

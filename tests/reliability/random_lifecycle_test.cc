@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -82,6 +83,10 @@ struct ModelGraph {
   std::vector<Op> ops;
   bool live = true;
   Graph handle;
+  // The buffers it holds until released (those alive at its close): their failures outlive
+  // their handles.
+  std::set<int> held;
+  bool released = false;  // destroyed, and no open recording deferred its release
 };
 
 struct ModelStream {
@@ -225,6 +230,22 @@ class Model : public model::Sequence<ModelBuffer, ModelGraph> {
     st.recorded.clear();
   }
 
+  // Whether buffer b's state (its failure) is still kept: its handle or a graph not yet released
+  // holds it.
+  bool alive(int b) const {
+    if (buffers[static_cast<std::size_t>(b)].live) return true;
+    return std::any_of(graphs.begin(), graphs.end(), [&](const ModelGraph& graph) {
+      return !graph.released && graph.held.count(b) != 0;
+    });
+  }
+  // A host wait or a recording's end with none open: the releases a recording deferred happen.
+  void release_deferred() {
+    if (any_recording()) return;
+    for (ModelGraph& graph : graphs) {
+      if (!graph.live) graph.released = true;
+    }
+  }
+
   void do_end(int s) {
     log() << "end_capture(stream " << s << ")\n";
     ModelStream& st = streams_[s];
@@ -238,13 +259,20 @@ class Model : public model::Sequence<ModelBuffer, ModelGraph> {
     world.expect(graph, expected, "end_capture");
     if (st.state != CaptureState::capture) return;
     st.state = CaptureState::no_capture;
+    release_deferred();
     if (expected) {
       refuse_claims(s);
       return;
     }
     if (!graph) return;
     log() << "  graph " << graphs.size() << " replays " << st.recorded.size() << " op(s)\n";
-    graphs.push_back(ModelGraph{s, std::move(st.recorded), true, std::move(*graph)});
+    ModelGraph made{s, std::move(st.recorded), true, std::move(*graph), {}, false};
+    for (const Op& op : made.ops) {
+      for (int b : {op.src, op.dst}) {
+        if (b >= 0 && alive(b)) made.held.insert(b);
+      }
+    }
+    graphs.push_back(std::move(made));
     st.recorded.clear();
     st.claims.clear();
     close_uses(s, true);
@@ -258,6 +286,7 @@ class Model : public model::Sequence<ModelBuffer, ModelGraph> {
                   "abort_capture");
     streams_[s].state = CaptureState::no_capture;
     if (was == CaptureState::capture) refuse_claims(s);
+    release_deferred();
   }
 
   void do_alloc(int s) {
@@ -381,6 +410,7 @@ class Model : public model::Sequence<ModelBuffer, ModelGraph> {
     world.expect(read, expected, "read");
     if (on_stream == buffer.owner && !any_recording() && !buffer.failure) {
       synced(on_stream);  // enqueued, then waited for its stream (a queued error comes after)
+      release_deferred();
     }
     if (!read || expected) return;
     world.count("read: elements compared with the model", buffer.known_count(offset, count));
@@ -398,7 +428,10 @@ class Model : public model::Sequence<ModelBuffer, ModelGraph> {
       expected = std::exchange(streams_[s].queued, std::nullopt);  // surfaces once
     }
     world.expect(device().sync(stream(s)), expected, "sync");
-    if (!any_recording()) synced(s);
+    if (!any_recording()) {
+      synced(s);
+      release_deferred();
+    }
   }
 
   // Graph::destroy waits for the graph's stream: a host sync of it, as Device::sync is. While a
@@ -408,7 +441,10 @@ class Model : public model::Sequence<ModelBuffer, ModelGraph> {
     const bool waits = graph.live && !any_recording();
     const int s = graph.stream;
     destroy(g);
-    if (waits) synced(s);
+    if (waits) {
+      synced(s);
+      release_deferred();
+    }
   }
 
   void do_replay(int g) {
@@ -417,9 +453,9 @@ class Model : public model::Sequence<ModelBuffer, ModelGraph> {
     std::optional<Errc> expected;
     if (!graph.live || streams_[graph.stream].state == CaptureState::capture) expected = Errc::graph_state;
     // A replay reading a buffer that carries a failure is skipped, and what it writes carries
-    // failed_buffer (a dropped buffer is no longer checked: the graph holds it weakly).
+    // failed_buffer (a dropped buffer too, while a graph holds it).
     const bool input_failed = !expected && std::any_of(graph.ops.begin(), graph.ops.end(), [&](const Op& op) {
-      return op.src >= 0 && buf(op.src).live && buf(op.src).failure;
+      return op.src >= 0 && alive(op.src) && buf(op.src).failure;
     });
     if (input_failed) expected = Errc::failed_buffer;
     world.expect(graph.handle.replay(), expected, "replay");
@@ -427,7 +463,7 @@ class Model : public model::Sequence<ModelBuffer, ModelGraph> {
       // The skipped replay's error is queued on its stream too (graph.h).
       if (!streams_[graph.stream].queued) streams_[graph.stream].queued = Errc::failed_buffer;
       for (const Op& op : graph.ops) {
-        if (buf(op.dst).live) buf(op.dst).fail(Errc::failed_buffer);
+        if (alive(op.dst)) buf(op.dst).fail(Errc::failed_buffer);
       }
       return;
     }

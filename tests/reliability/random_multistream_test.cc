@@ -117,6 +117,9 @@ struct ModelGraph {
   // buffers' eager uses): the last one's position on stream 0, until the graph is released.
   std::uint64_t replayed_at = 0;
   bool released = false;
+  // The buffers it holds until released (those alive at its close: a handle or another graph
+  // held them): their uses outlive their handles, so its replays are checked against them.
+  std::set<int> held;
   bool writes(int b) const {
     return std::any_of(ops.begin(), ops.end(), [&](const Op& op) { return op.dst == b; });
   }
@@ -366,7 +369,11 @@ class Model : public model::Sequence<ModelBuffer, ModelGraph> {
     }
     if (!graph) return;
     log() << "  graph " << graphs.size() << " replays " << recording_.ops.size() << " op(s)\n";
-    graphs.push_back(ModelGraph{recording_.ops, recording_.buffers, true, std::move(*graph)});
+    ModelGraph made{recording_.ops, recording_.buffers, true, std::move(*graph), 0, false, {}};
+    for (int b : recording_.buffers) {
+      if (alive(b)) made.held.insert(b);
+    }
+    graphs.push_back(std::move(made));
     close_recording(std::nullopt);
   }
 
@@ -427,10 +434,19 @@ class Model : public model::Sequence<ModelBuffer, ModelGraph> {
   // refused (invalid_argument, nothing enqueued) when stream 0 is not ordered after another
   // stream's use since; else its position is the graph's, a use of its buffers until the graph
   // is released (another stream orders itself after it with an event or a sync).
+  // Whether buffer b's state (its uses, its failure) is still kept: a handle or a graph not yet
+  // released holds it.
+  bool alive(int b) const {
+    if (buffers[static_cast<std::size_t>(b)].live) return true;
+    return std::any_of(graphs.begin(), graphs.end(), [&](const ModelGraph& graph) {
+      return !graph.released && graph.held.count(b) != 0;
+    });
+  }
+
   void do_replay(int g) {
     ModelGraph& graph = graphs[static_cast<std::size_t>(g)];
     for (int b : graph.buffers) {
-      if (buf(b).live && buf(b).failure) return;  // not modelled (see the top)
+      if (alive(b) && buf(b).failure) return;  // not modelled (see the top)
     }
     log() << "replay(graph " << g << ")\n";
     std::set<int> writes;
@@ -440,7 +456,9 @@ class Model : public model::Sequence<ModelBuffer, ModelGraph> {
       expected = Errc::graph_state;
     } else {
       for (int b : graph.buffers) {
-        if (buf(b).live && !may_use(0, b, writes.count(b) != 0)) expected = Errc::invalid_argument;
+        if (graph.held.count(b) != 0 && !may_use(0, b, writes.count(b) != 0)) {
+          expected = Errc::invalid_argument;
+        }
       }
     }
     world.expect(graph.handle.replay(), expected,

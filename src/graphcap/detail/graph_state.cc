@@ -57,7 +57,7 @@ std::vector<GraphState::Watched> GraphState::buffers_of(const capture::Recording
   auto note = [&](const std::vector<std::weak_ptr<memory::BufferState>>& role, bool writes) {
     for (const auto& weak : role) {
       if (std::shared_ptr<memory::BufferState> buffer = weak.lock()) {
-        all.push_back({weak, buffer.get(), writes});
+        all.push_back({std::move(buffer), writes});
       }
     }
   };
@@ -66,10 +66,10 @@ std::vector<GraphState::Watched> GraphState::buffers_of(const capture::Recording
   note(roles.reads, false);
   // Once each, by address; written when any role writes it.
   std::sort(all.begin(), all.end(), [](const Watched& a, const Watched& b) {
-    return a.raw != b.raw ? a.raw < b.raw : a.writes > b.writes;
+    return a.buffer != b.buffer ? a.buffer < b.buffer : a.writes > b.writes;
   });
   all.erase(std::unique(all.begin(), all.end(),
-                        [](const Watched& a, const Watched& b) { return a.raw == b.raw; }),
+                        [](const Watched& a, const Watched& b) { return a.buffer == b.buffer; }),
             all.end());
   return all;
 }
@@ -78,8 +78,7 @@ void GraphState::watch_buffers() noexcept {
   std::erase_if(told_, [](const auto& buffer) { return buffer.expired(); });
   try {
     for (const Watched& watched : current_) {
-      std::shared_ptr<memory::BufferState> buffer = watched.buffer.lock();
-      if (!buffer) continue;
+      const std::shared_ptr<memory::BufferState>& buffer = watched.buffer;
       buffer->replays().add({this, stream_.get(), &hot_.replayed_at, 0, &hot_.flags, watched.writes},
                             buffer->owner());
       told_.push_back(watched.buffer);
@@ -96,11 +95,7 @@ void GraphState::watch_buffers() noexcept {
 }
 
 void GraphState::freeze_buffers() noexcept {
-  for (const Watched& watched : current_) {
-    if (std::shared_ptr<memory::BufferState> buffer = watched.buffer.lock()) {
-      buffer->replays().freeze(this);
-    }
-  }
+  for (const Watched& watched : current_) watched.buffer->replays().freeze(this);
 }
 
 void GraphState::forget_buffers() noexcept {
@@ -113,8 +108,7 @@ void GraphState::forget_buffers() noexcept {
 
 void GraphState::note_failures() noexcept {
   for (const Watched& watched : current_) {
-    std::shared_ptr<memory::BufferState> buffer = watched.buffer.lock();
-    if (buffer && buffer->failed()) {
+    if (watched.buffer->failed()) {
       hot_.flags.fetch_or(memory::ReplayChecks::kCarriesFailure, std::memory_order_acq_rel);
       return;
     }
@@ -125,14 +119,13 @@ Result<void> GraphState::check_replay_order() {
   // Cleared first: a use elsewhere while this checks sets it again for the next replay.
   hot_.flags.fetch_and(~memory::ReplayChecks::kUsedElsewhere, std::memory_order_acq_rel);
   for (const Watched& watched : current_) {
-    std::shared_ptr<memory::BufferState> buffer = watched.buffer.lock();
-    if (!buffer) continue;  // gone: nothing else can use it
+    const memory::BufferState& buffer = *watched.buffer;
     const char* what = watched.writes ? "a buffer the graph writes" : "a buffer the graph reads";
-    if (Result<void> ordered = check_buffer_order(*buffer, *stream_, what, watched.writes);
+    if (Result<void> ordered = check_buffer_order(buffer, *stream_, what, watched.writes);
         !ordered) {
       hot_.flags.fetch_or(memory::ReplayChecks::kUsedElsewhere, std::memory_order_acq_rel);
       Error error = std::move(ordered).error();
-      if (std::shared_ptr<const std::string> label = buffer->label()) {
+      if (std::shared_ptr<const std::string> label = buffer.label()) {
         error = Error(error.code(), "(" + *label + ") " + error.message(), error.driver_code());
       }
       return error;

@@ -122,12 +122,15 @@ class GraphState {
   std::shared_ptr<StreamCore> stream_;
   std::unique_ptr<capture::Recording> recording_;  // never null
   std::mutex mutex_;
+  // A buffer the current recording replays with, held while it does: the graph pins its memory
+  // anyway, and its uses must outlive the last handle, or a replay after the handle is dropped
+  // would not be ordered after another stream's use made before the drop.
   struct Watched {
-    std::weak_ptr<memory::BufferState> buffer;
-    const memory::BufferState* raw;  // its address, to order and compare
+    std::shared_ptr<memory::BufferState> buffer;
     bool writes;
   };
-  // A recording's buffers, each once (by address), with whether it writes it.
+  // A recording's buffers alive now (those it allocated are gone at its close), each once (by
+  // address), with whether it writes it.
   static std::vector<Watched> buffers_of(const capture::Recording& recording);
   std::vector<Watched> current_;                          // the current recording's buffers
   std::vector<std::weak_ptr<memory::BufferState>> told_;  // every buffer told, until released

@@ -136,7 +136,7 @@ void do_read(Model& m, int b, int s) {
     if (read || (!m.degraded() && expected && read.error().code() == *expected)) m.streams.completed(s);
   }
   if (read) compare(m, b, *read, "read");
-  if (read && !m.recording_open()) m.deferred = false;
+  if (read && !m.recording_open()) m.release_deferred();
   check_all(m);
 }
 
@@ -170,7 +170,9 @@ Result<void> do_sync(Model& m, int s) {
   }
   m.expect(synced, expected, m.recording_open() ? "sync while recording" : "sync");
   if (m.degraded() && !m.recording_open()) queued.reset();
-  if (!m.recording_open() && (synced || synced.error().code() != Errc::graph_state)) m.deferred = false;
+  if (!m.recording_open() && (synced || synced.error().code() != Errc::graph_state)) {
+    m.release_deferred();
+  }
   if (!m.recording_open() && (synced || (!m.degraded() && expected && synced.error().code() == *expected))) {
     m.streams.completed(s);
   }

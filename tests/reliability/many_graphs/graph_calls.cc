@@ -9,7 +9,7 @@ namespace graphcap::testing::many_graphs {
 std::optional<Errc> replay_expectation(const Model& m, const ModelGraph& graph, bool live) {
   if (!live || m.in_recording(graph.stream)) return Errc::graph_state;
   for (int b : graph.reads) {
-    if (m.buf(b).live && m.buf(b).failure) return Errc::failed_buffer;
+    if (m.alive(b) && m.buf(b).failure) return Errc::failed_buffer;
   }
   return std::nullopt;
 }
@@ -42,11 +42,8 @@ void do_replay(Model& m, int g) {
     // Not modelled: a replay with a recording open (the sync after it is refused, and another
     // stream's work could race it on a GPU), or one its stream is not ordered for.
     if (m.recording_open()) return;
-    for (int b : graph.writes) {
-      if (m.buf(b).live && !m.may_use(graph.stream, b, true)) return;
-    }
-    for (int b : graph.reads) {
-      if (m.buf(b).live && !m.may_use(graph.stream, b, false)) return;
+    for (int b : graph.held) {
+      if (!m.may_use(graph.stream, b, graph.writes.count(b) != 0)) return;
     }
   }
   m.log() << "replay(graph " << g << ")\n";
@@ -67,7 +64,10 @@ void do_destroy(Model& m, int g) {
   Result<void> destroyed = graph.handle.destroy();
   m.faults.settle();
   m.expect(destroyed, std::nullopt, graph.live ? "destroy" : "destroy again");
-  if (graph.live && m.recording_open()) m.deferred = true;  // released when the recording ends
+  if (graph.live) {
+    // Released now, or when the open recording ends.
+    (m.recording_open() ? m.deferred : graph.released) = true;
+  }
   graph.live = false;
   check_all(m);
 }

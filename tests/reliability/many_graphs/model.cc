@@ -1,5 +1,7 @@
 #include "many_graphs/model.h"
 
+#include <algorithm>
+
 #include "test_driver.h"
 
 namespace graphcap::testing::many_graphs {
@@ -47,8 +49,23 @@ int Model::buffer_for(int s) {
 
 void Model::fail(int b, Errc code) {
   ModelBuffer& buffer = buf(b);
-  if (!buffer.live || buffer.for_good) return;
+  if (!alive(b) || buffer.for_good) return;
   buffer.failure = code;
+}
+
+bool Model::alive(int b) const {
+  if (buffers[static_cast<std::size_t>(b)].live) return true;
+  auto holds = [&](const ModelGraph& graph) { return !graph.released && graph.held.count(b) != 0; };
+  if (std::any_of(graphs.begin(), graphs.end(), holds)) return true;
+  return std::any_of(cache.keys.begin(), cache.keys.end(),
+                     [&](const CacheKey& key) { return key.has_graph && holds(key.graph); });
+}
+
+void Model::release_deferred() {
+  deferred = false;
+  for (ModelGraph& graph : graphs) {
+    if (!graph.live) graph.released = true;
+  }
 }
 
 void Model::clear_failure(int b) {

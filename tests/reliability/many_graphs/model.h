@@ -111,6 +111,10 @@ struct ModelGraph {
   // The nodes of the recording it was instantiated from, if that one had params (0 otherwise).
   std::size_t source_count = 0;
   bool live = true;
+  bool released = false;  // destroyed, and no open recording deferred its release
+  // The buffers it holds until released (those alive at its close): their uses and failures
+  // outlive their handles.
+  std::set<int> held;
   Graph handle;
   Plan plan;
 };
@@ -207,6 +211,11 @@ struct Model : model::Sequence<ModelBuffer, ModelGraph> {
   // ---- buffers and the order rule (model/order.h) ------------------------------------------------
   // A failure lands on a buffer (a for-good failure stays what it was).
   void fail(int b, Errc code);
+  // Whether buffer b's state (its uses, its failure) is still kept: its handle or a graph not
+  // yet released holds it.
+  bool alive(int b) const;
+  // The releases a recording deferred happened (Graph::destroy's, DeviceCore::collect_deferred).
+  void release_deferred();
   void clear_failure(int b);
   bool may_use(int s, int b, bool writes) const;
   // Device::check_buffer's refusal of `b` for stream `s`: a buffer failed for good (a lent pool

@@ -160,7 +160,7 @@ void close_recording(Model& m, std::optional<Errc> refusal, bool outlived_refusa
     }
   }
   m.recording = ModelRecording{};
-  m.deferred = false;
+  m.release_deferred();
 }
 
 // GraphReport::pool_shared_bytes of the graph the open recording makes: what it uses of the
@@ -209,6 +209,12 @@ ModelGraph graph_of(const Model& m, const Plan& plan) {
   graph.params = rec.params;
   graph.source_count = rec.params.empty() ? 0 : m.streams.nodes().size();
   graph.plan = plan;
+  for (int b : graph.reads) {
+    if (m.alive(b)) graph.held.insert(b);
+  }
+  for (int b : graph.writes) {
+    if (m.alive(b)) graph.held.insert(b);
+  }
   return graph;
 }
 
