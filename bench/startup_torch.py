@@ -13,7 +13,10 @@ import statistics
 import time
 
 
-def bring_up(torch, keys, launches, x, s, pool):
+def bring_up(torch, keys, launches, x, s):
+    # One pool for the set, as engines share it. A fresh one each set: torch's allocator asserts
+    # (use_count > 0) when a pool whose graphs were all deleted is handed to capture_begin again.
+    pool = torch.cuda.graph_pool_handle()
     graphs = []
     torch.cuda.synchronize()
     t0 = time.perf_counter()
@@ -40,14 +43,13 @@ def main():
           "(free-memory drop) | torch reserved MiB |")
     print("|---|---|---|---|---|---|---|")
     for keys, launches in ((67, 1000), (8, 100)):
-        pool = torch.cuda.graph_pool_handle()  # one pool for the set, as engines share it
-        bring_up(torch, keys, launches, x, s, pool)  # warm-up: kernels loaded, allocator ready
+        bring_up(torch, keys, launches, x, s)  # warm-up: kernels loaded, allocator ready
         times, held, reserved = [], 0, 0
         for _ in range(args.reps):
             torch.cuda.synchronize()
             free_before = torch.cuda.mem_get_info()[0]
             reserved_before = torch.cuda.memory_reserved()
-            graphs, took = bring_up(torch, keys, launches, x, s, pool)
+            graphs, took = bring_up(torch, keys, launches, x, s)
             held = max(held, free_before - torch.cuda.mem_get_info()[0])
             reserved = max(reserved, torch.cuda.memory_reserved() - reserved_before)
             times.append(took)
