@@ -127,6 +127,10 @@ TEST_F(ForkJoinTest, ASideStreamObeysTheRecordingsRules) {
   Buffer own = upload_u32(iota_u32(64), *side_);
   Event fork = new_event();
   Event join = new_event();
+  // The graph replays on stream 0: it must come after the side stream's upload.
+  Event uploaded = new_event();
+  ASSERT_THAT(device_->record_event(uploaded, *side_), IsOk());
+  ASSERT_THAT(device_->wait(stream(), uploaded), IsOk());
   ASSERT_THAT(device_->prepare_capture(stream()), IsOk());
   ASSERT_THAT(device_->begin_capture(stream()), IsOk());
   ASSERT_THAT(device_->record_event(fork, stream()), IsOk());
@@ -227,6 +231,9 @@ TEST_F(ForkJoinTest, EndCaptureIntoAGraphOnASideStreamIsRefusedAndChangesNothing
   ASSERT_THAT(add_one(y, y, 64, *side_), IsOk());
   Result<Graph> side_graph = device_->end_capture(*side_);
   ASSERT_THAT(side_graph, IsOk());
+  Event used = new_event();  // the recording below replays after the side stream's use of y
+  ASSERT_THAT(device_->record_event(used, *side_), IsOk());
+  ASSERT_THAT(device_->wait(stream(), used), IsOk());
 
   Event fork = new_event();
   Event join = new_event();

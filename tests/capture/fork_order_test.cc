@@ -96,21 +96,88 @@ TEST_F(ForkOrderTest, AnEventRecordedBeforeTheWriteOrdersNothingInARecording) {
   EXPECT_THAT(device_->end_capture(stream()), IsOk());  // the refusal doomed nothing
 }
 
+// A graph replays on its origin, after the origin's earlier work only: a side stream's eager
+// work before its fork is not ordered before the graph's nodes, though it came first on the side
+// stream. Stream 1 uploaded x; recording x's write on stream 1 after the fork is refused, and
+// allowed once the origin was ordered after the upload before begin_capture.
+TEST_F(ForkOrderTest, ASideStreamsWorkBeforeItsForkDoesNotComeBeforeTheGraph) {
+  Buffer x = upload_u32(std::vector<std::uint32_t>(64, 0), *side_);
+  Buffer y = upload_u32(iota_u32(64));
+  begin(stream());
+  order(stream(), *side_);
+  EXPECT_THAT(add_one(y, x, 64, *side_),
+              StatusIs(Errc::invalid_argument, CUDA_SUCCESS,
+                       AllOf(HasSubstr("argument 1: it was last used on this stream (stream 1"),
+                             HasSubstr("before it was forked into the recording"))));
+  order(*side_, stream());
+  EXPECT_THAT(device_->end_capture(stream()), IsOk());  // the refusal doomed nothing
+  EXPECT_THAT(read_u32(x, *side_), Each(0u));
+
+  order(*side_, stream());  // eagerly: the origin's replays come after the upload
+  begin(stream());
+  order(stream(), *side_);
+  ASSERT_THAT(add_one(y, x, 64, *side_), IsOk());
+  order(*side_, stream());
+  Result<Graph> graph = device_->end_capture(stream());
+  ASSERT_THAT(graph, IsOk());
+  ASSERT_THAT(graph->replay(), IsOk());
+  EXPECT_THAT(read_u32(x), ElementsAreArray(iota_u32(64, 1)));
+}
+
+// A join orders the origin after the side stream's recorded work, not after its eager work
+// before the fork: the origin may not read what stream 1 uploaded.
+TEST_F(ForkOrderTest, AJoinDoesNotOrderTheOriginAfterTheSideStreamsWorkBeforeItsFork) {
+  Buffer x = upload_u32(iota_u32(64), *side_);
+  Buffer y = upload_u32(iota_u32(64));
+  Buffer z = upload_u32(iota_u32(64));
+  begin(stream());
+  order(stream(), *side_);
+  ASSERT_THAT(add_one(y, z, 64, *side_), IsOk());
+  order(*side_, stream());
+  EXPECT_THAT(add_one(x, y, 64),
+              StatusIs(Errc::invalid_argument, CUDA_SUCCESS,
+                       AllOf(HasSubstr("last written on another stream of this device (stream 1"),
+                             HasSubstr("nothing orders this stream (stream 0)"))));
+  ASSERT_THAT(add_one(z, y, 64), IsOk());  // what stream 1 recorded is ordered by the join
+  Result<Graph> graph = device_->end_capture(stream());
+  ASSERT_THAT(graph, IsOk());
+  ASSERT_THAT(graph->replay(), IsOk());
+  EXPECT_THAT(read_u32(y), ElementsAreArray(iota_u32(64, 2)));
+}
+
+// A side stream's eager order is not the graph's either: stream 1 waited eagerly for stream 2's
+// upload of x before its fork, but nothing orders the origin's replays after that upload.
+TEST_F(ForkOrderTest, ASideStreamsEagerOrderBeforeItsForkOrdersNothingInTheGraph) {
+  Buffer x = upload_u32(iota_u32(64), *third_);
+  Buffer y = upload_u32(iota_u32(64));
+  order(*third_, *side_);
+  begin(stream());
+  order(stream(), *side_);
+  EXPECT_THAT(add_one(x, y, 64, *side_),
+              StatusIs(Errc::invalid_argument, CUDA_SUCCESS,
+                       AllOf(HasSubstr("argument 0: it was last written on another stream of "
+                                       "this device (stream 2"),
+                             HasSubstr("nothing orders this stream (stream 1)"))));
+  order(*side_, stream());
+  EXPECT_THAT(device_->end_capture(stream()), IsOk());
+}
+
 // An abort with a side stream forked in: the side stream's buffers are still its own.
 TEST_F(ForkOrderTest, AnAbortLeavesTheSideStreamsBuffersWithTheirUsers) {
   Buffer own = upload_u32(iota_u32(64), *side_);
   Buffer read_only = upload_u32(iota_u32(64), *side_);
+  order(*side_, stream());  // the graph would replay after the uploads
   begin(stream());
   order(stream(), *side_);
   ASSERT_THAT(add_one(read_only, own, 64, *side_), IsOk());
   ASSERT_THAT(device_->abort_capture(stream()), IsOk());
   EXPECT_EQ(side_->capture_state(), CaptureState::no_capture);
-  // Claimed (the abort's failure), still last written on stream 1: stream 0 is not ordered
+  // Claimed (the abort's failure), still last written on stream 1: stream 2 is not ordered
   // after that, stream 1 reads the failure and writes it anew.
-  EXPECT_THAT(device_->read(own, stream()),
+  EXPECT_THAT(device_->read(own, *third_),
               StatusIs(Errc::invalid_argument, CUDA_SUCCESS,
                        AllOf(HasSubstr("last written on another stream of this device (stream 1"),
-                             HasSubstr("nothing orders this stream (stream 0)"))));
+                             HasSubstr("nothing orders this stream (stream 2)"))));
   EXPECT_THAT(device_->read(own, *side_),
               StatusIs(Errc::doomed, CUDA_SUCCESS, HasSubstr("abort_capture")));
   EXPECT_THAT(read_u32(read_only, *side_), ElementsAreArray(iota_u32(64)));
@@ -124,6 +191,7 @@ TEST_F(ForkOrderTest, ARefusedRecordingLeavesEveryBufferWithTheUsersItHadBefore)
   Buffer own = upload_u32(iota_u32(64), *side_);
   Buffer lent = upload_u32(iota_u32(64), *third_);
   order(*third_, stream());  // stream 0 may use `lent`
+  order(*side_, stream());   // the graph would replay after `own`'s upload
   begin(stream());
   ASSERT_THAT(add_one(lent, lent, 64), IsOk());  // the origin's recorded write
   order(stream(), *side_);
@@ -146,6 +214,7 @@ TEST_F(ForkOrderTest, ARefusedRecordingLeavesEveryBufferWithTheUsersItHadBefore)
 TEST_F(ForkOrderTest, AGraphsSideStreamUsesCountAsTheOrigins) {
   Buffer own = upload_u32(iota_u32(64), *side_);
   Buffer x = upload_u32(iota_u32(64));  // (stream 0 has enqueued work: its close is a position)
+  order(*side_, stream());  // the graph replays after `own`'s upload
   begin(stream());
   order(stream(), *side_);
   ASSERT_THAT(add_one(own, own, 64, *side_), IsOk());

@@ -417,6 +417,10 @@ TEST_F(GraphCacheTest, ARefusalThatKeepsNoRecordedAllocationRerunsNothing) {
   Result<Event> fork = device_->create_event();
   ASSERT_THAT(fork, IsOk());
   Buffer side_out = upload_u32(all(0), **side);
+  Result<Event> uploaded = device_->create_event();  // the graph replays after the upload
+  ASSERT_THAT(uploaded, IsOk());
+  ASSERT_THAT(device_->record_event(*uploaded, **side), IsOk());
+  ASSERT_THAT(device_->wait(stream(), *uploaded), IsOk());
   GraphCache<int> cache(*device_, stream());
   auto leaves_a_side_unjoined = [&]() -> Result<void> {
     if (Result<void> ok = step(1); !ok) return ok;

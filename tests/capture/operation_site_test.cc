@@ -73,6 +73,9 @@ TEST_F(OperationSiteTest, UnjoinedSideWorkIsRefusedNamingItsLine) {
   ASSERT_NE(side, nullptr);
   Buffer x = upload_u32(iota_u32(64));
   Buffer y = upload_u32(iota_u32(64), *side);
+  Event uploaded = new_event();  // the recording replays after y's upload
+  ASSERT_THAT(device_->record_event(uploaded, *side), IsOk());
+  ASSERT_THAT(device_->wait(stream(), uploaded), IsOk());
   Event fork = new_event();
   begin();
   ASSERT_THAT(fill(x, 1, 64), IsOk());

@@ -13,6 +13,17 @@ Error refusal(const memory::SliceOwner& other, std::uint64_t sequence, const Str
               const char* what, const char* how) {
   // Every slice owner is a stream (StreamCore is the one memory::SliceOwner).
   auto& other_stream = static_cast<const StreamCore&>(other);
+  if (&other_stream == &stream) {
+    // A side stream's own eager work before its fork: the graph runs on the origin, after the
+    // origin's earlier work only.
+    return Error(Errc::invalid_argument,
+                 std::string(what) + " was last " + how + " on this stream (" + stream.name() +
+                     ", its operation " + std::to_string(sequence) + ") before it was forked "
+                     "into the recording, and the graph replays on the recording's stream, "
+                     "which nothing orders after that; order it first: "
+                     "Device::record_event(event, " + stream.name() + ") after that use, then "
+                     "Device::wait(<the recording's stream>, event) before begin_capture");
+  }
   const bool same_device = &other_stream.device() == &stream.device();
   const std::string other_name =
       same_device ? other_stream.name() : other_stream.device().name() + " " + other_stream.name();
@@ -33,19 +44,20 @@ Error refusal(const memory::SliceOwner& other, std::uint64_t sequence, const Str
 Result<void> check_buffer_order(const memory::BufferState& buffer, StreamCore& stream,
                                 const char* what, bool writes) {
   const bool graphs = buffer.replays().concern(stream, buffer.owner());
-  if (buffer.writer() == &stream && (!writes || !buffer.has_readers()) && !graphs) {
+  if (buffer.writer() == &stream && (!writes || !buffer.has_readers()) && !graphs &&
+      !stream.forked()) {
     return {};  // the hot path: the stream wrote it last, and no graph elsewhere replays with it
   }
   const memory::BufferState::Usage usage = buffer.usage();
-  if (usage.writer != &stream) {
-    const std::uint64_t needed = writes ? usage.use_sequence : usage.write_sequence;
-    if (!stream.ordered_after(usage.writer, needed)) {
-      return refusal(*usage.writer, needed, stream, what, writes ? "used" : "written");
-    }
+  // (ordered_after answers for this stream's own uses too: a side stream of a recording is not
+  // ordered after its eager work before the fork.)
+  const std::uint64_t needed = writes ? usage.use_sequence : usage.write_sequence;
+  if (!stream.ordered_after(usage.writer, needed)) {
+    return refusal(*usage.writer, needed, stream, what, writes ? "used" : "written");
   }
   if (writes) {
     for (const memory::BufferState::Use& reader : usage.readers) {
-      if (reader.stream != &stream && !stream.ordered_after(reader.stream, reader.sequence)) {
+      if (!stream.ordered_after(reader.stream, reader.sequence)) {
         return refusal(*reader.stream, reader.sequence, stream, what, "read");
       }
     }

@@ -261,13 +261,20 @@ OrderPoint StreamCore::order_point() {
   // A fresh position: a graph replayed since the last operation (placed just after it, see
   // ReplayBlock) comes before this point, one replayed from now on after it.
   point.sequence = drops_.next_use();
-  point.after = order_.now(window_.recording_id());
+  const std::uint64_t recording = window_.recording_id();
+  point.above = order_.joined_at(recording);
+  point.after = order_.now(recording);
   return point;
 }
 
 bool StreamCore::ordered_after(const memory::SliceOwner* stream, std::uint64_t sequence) {
-  if (stream == this || sequence == 0) return true;
-  return order_.covers(window_.recording_id(), stream, sequence) ||
+  if (sequence == 0) return true;
+  const std::uint64_t recording = window_.recording_id();
+  // Its own operations come first, except a side stream's eager work before its fork.
+  if (stream == this && (!window_.is_side() || sequence > order_.joined_at(recording))) {
+    return true;
+  }
+  return order_.covers(recording, stream, sequence) ||
          device_->completed_order().covers(stream, sequence);
 }
 

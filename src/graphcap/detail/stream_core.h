@@ -188,7 +188,11 @@ class StreamCore final : public memory::SliceOwner,
   // Whether work enqueued here from now on comes after operation `sequence` of `stream`: by the
   // events this stream waited for (in the recording it records into, if any), or because the
   // host saw that operation finish (a completed sync of its stream, or of one ordered after it).
+  // A side stream of a recording is not ordered after its own eager work before its fork: its
+  // recorded work runs in the graph, on the origin.
   bool ordered_after(const memory::SliceOwner* stream, std::uint64_t sequence);
+  // Whether this stream is a side stream of a recording now (forked into it by a wait).
+  bool forked() const noexcept { return window_.is_side(); }
   // After run() issued an eager operation that used buffers of other streams: make each owner
   // wait for op.borrowed_fence, so its later work and its drop queue come after this use. Call
   // without mutex() held (it takes the owners' mutexes). Destroys the fence.

@@ -115,7 +115,9 @@ Result<void> StreamCore::wait_event(const EventState& event, bool peer) {
     // The driver pulled the stream into the recording: from now on it records into it (the
     // order is the graph's, not eager work's).
     GRAPHCAP_TRY(window_.join(*record.origin, record.recording, record.nodes));
-    order_.after_in(record.recording, record.point);
+    // A fresh position: everything enqueued here so far (a replay placed after the last
+    // operation too) is eager work, which the graph does not come after.
+    order_.fork(record.recording, drops_.next_use(), record.point);
     return {};
   }
   order_.after(record.point);  // eager: what follows here comes after the record

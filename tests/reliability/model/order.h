@@ -8,7 +8,9 @@
 // work now, so order passes through every event); per device, the positions completed host syncs
 // saw finish (every stream is ordered after them); per buffer, what memory::BufferState keeps:
 // its writer, that write's and the writer's last use's operation numbers, other streams' reads
-// since.
+// since. A graph replays on its origin: a side stream's operations before its fork are eager
+// work, so inside the recording they are neither ordered by the side stream's own order nor
+// marked by its events (detail::StreamOrder).
 #pragma once
 
 #include <algorithm>
@@ -25,7 +27,11 @@ struct StreamOrder {
   std::uint64_t seq = 0;  // operations stamped so far (the drop queue's count)
   Clock clock{};          // eager order: per other stream, the position it is ordered after
   std::uint64_t recorded_of = 0;  // the recording recorded_clock holds for
-  Clock recorded_clock{};
+  Clock recorded_clock{};         // every operation up to the position
+  // Besides, per stream, its operations in (above, upto]: a side stream's recorded work.
+  Clock recorded_above{};
+  Clock recorded_upto{};
+  std::uint64_t joined_at = 0;  // a side stream of recorded_of: its last operation before the fork
 };
 
 struct BufferUsage {
@@ -60,8 +66,12 @@ template <std::size_t Streams>
 bool ordered(const StreamOrder<Streams>& order, int s, int other, std::uint64_t seq,
              std::uint64_t recording, const typename StreamOrder<Streams>::Clock& completed) {
   const auto at = static_cast<std::size_t>(other);
-  if (other == s || seq == 0 || completed[at] >= seq) return true;
-  return current_clock(order, recording)[at] >= seq;
+  if (seq == 0 || completed[at] >= seq) return true;
+  const bool inside = recording != 0 && order.recorded_of == recording;
+  if (other == s && (!inside || seq > order.joined_at)) return true;
+  if (!inside) return order.clock[at] >= seq;
+  return order.recorded_clock[at] >= seq ||
+         (seq > order.recorded_above[at] && seq <= order.recorded_upto[at]);
 }
 
 // The order part of Device::check_buffer: may stream `s` use a buffer with `usage` now (writing it
@@ -70,15 +80,14 @@ template <std::size_t Streams>
 bool ordered_for_use(const StreamOrder<Streams>& order, int s, const BufferUsage& usage,
                      bool writes, std::uint64_t recording,
                      const typename StreamOrder<Streams>::Clock& completed) {
-  if (usage.writer == s && (!writes || usage.readers.empty())) return true;
-  if (usage.writer != s &&
-      !ordered(order, s, usage.writer, writes ? usage.use_seq : usage.write_seq, recording,
+  // (ordered answers for s's own uses too: a side stream's before its fork are not the graph's.)
+  if (!ordered(order, s, usage.writer, writes ? usage.use_seq : usage.write_seq, recording,
                completed)) {
     return false;
   }
   if (writes) {
     for (const auto& [reader, seq] : usage.readers) {
-      if (reader != s && !ordered(order, s, reader, seq, recording, completed)) return false;
+      if (!ordered(order, s, reader, seq, recording, completed)) return false;
     }
   }
   return true;
@@ -103,19 +112,39 @@ inline void stamp(BufferUsage& usage, int s, bool writes, std::uint64_t seq) {
   usage.readers[s] = seq;
 }
 
-// Stream `s` is ordered after operation `seq` of stream `other`: eagerly, or (recording != 0) for
-// the operations it records into that recording only.
+// Stream `s` is ordered after operation `seq` of stream `other` (those after `above` only, when
+// not 0: a side stream's recorded work): eagerly, or (recording != 0) for the operations it
+// records into that recording only.
 template <std::size_t Streams>
 void merge(StreamOrder<Streams>& order, int s, int other, std::uint64_t seq,
-           std::uint64_t recording = 0) {
-  if (other == s) return;
-  if (recording != 0 && order.recorded_of != recording) {
-    order.recorded_of = recording;
-    order.recorded_clock = order.clock;  // what it was ordered after eagerly holds too
+           std::uint64_t recording = 0, std::uint64_t above = 0) {
+  const auto at = static_cast<std::size_t>(other);
+  if (recording == 0) {
+    if (other != s) order.clock[at] = std::max(order.clock[at], seq);
+    return;
   }
-  auto& clock = recording != 0 ? order.recorded_clock : order.clock;
-  std::uint64_t& at = clock[static_cast<std::size_t>(other)];
-  at = std::max(at, seq);
+  if (order.recorded_of != recording) {
+    // The origin: what it was ordered after eagerly holds too (its replays come after it).
+    order.recorded_of = recording;
+    order.recorded_clock = order.clock;
+    order.recorded_above = order.recorded_upto = {};
+    order.joined_at = 0;
+  }
+  if (above == 0) {
+    order.recorded_clock[at] = std::max(order.recorded_clock[at], seq);
+  } else {
+    order.recorded_above[at] = above;
+    order.recorded_upto[at] = std::max(order.recorded_upto[at], seq);
+  }
+}
+
+// Stream `s` was forked into `recording` after its operation `joined_at`: nothing it was ordered
+// after eagerly, nor its own work so far, comes before the graph.
+template <std::size_t Streams>
+void fork(StreamOrder<Streams>& order, std::uint64_t recording, std::uint64_t joined_at) {
+  order.recorded_of = recording;
+  order.recorded_clock = order.recorded_above = order.recorded_upto = {};
+  order.joined_at = joined_at;
 }
 
 }  // namespace graphcap::testing::model

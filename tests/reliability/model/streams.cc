@@ -26,8 +26,8 @@ void Streams::stamp(int s, int b, BufferUsage& usage, bool writes, std::uint64_t
   model::stamp(usage, s, writes, seq);
 }
 
-void Streams::merge(int s, int other, std::uint64_t seq, bool recorded) {
-  model::merge((*this)[s], s, other, seq, recorded ? recording_.id : 0);
+void Streams::merge(int s, int other, std::uint64_t seq, bool recorded, std::uint64_t above) {
+  model::merge((*this)[s], s, other, seq, recorded ? recording_.id : 0, above);
 }
 
 void Streams::recorded(EventState& event, int s) {
@@ -35,7 +35,12 @@ void Streams::recorded(EventState& event, int s) {
   event.recorded = true;
   event.stream = s;
   event.seq = (*this)[s].seq;
-  event.clock = current_clock((*this)[s], inside ? recording_.id : 0);
+  const StreamOrder<kOrderedStreams>& order = (*this)[s];
+  event.clock = current_clock(order, inside ? recording_.id : 0);
+  const bool own_order = inside && order.recorded_of == recording_.id;  // its recording's order
+  event.above = own_order ? order.joined_at : 0;
+  event.recorded_above = own_order ? order.recorded_above : Clock{};
+  event.recorded_upto = own_order ? order.recorded_upto : Clock{};
   event.recording = inside ? recording_.id : 0;
   event.nodes = inside ? recording_.frontier[s] : std::vector<std::size_t>{};
 }
@@ -64,11 +69,16 @@ WaitRule Streams::wait_rule(const EventState& event, int s) const {
 void Streams::waited(int s, const EventState& event, bool fork) {
   if (!event.recorded) return;
   const bool inside = in_recording(s);
+  if (fork) model::fork((*this)[s], recording_.id, (*this)[s].seq);
   if (event.stream != s) {
     const bool recorded = fork || inside;  // orders the graph only
-    merge(s, event.stream, event.seq, recorded);
+    merge(s, event.stream, event.seq, recorded, event.above);
     for (int other = 0; other < kOrderedStreams; ++other) {
-      merge(s, other, event.clock[static_cast<std::size_t>(other)], recorded);
+      const auto at = static_cast<std::size_t>(other);
+      merge(s, other, event.clock[at], recorded);
+      if (event.recorded_upto[at] != 0) {
+        merge(s, other, event.recorded_upto[at], recorded, event.recorded_above[at]);
+      }
     }
   }
   std::vector<std::size_t>& frontier = recording_.frontier[s];

@@ -43,6 +43,11 @@ struct EventState {
   int stream = 0;
   std::uint64_t seq = 0;
   Clock clock{};
+  // Recorded on a side stream inside a recording: it marks only that stream's operations after
+  // `above` (its recorded work), and the side streams' recorded work it is ordered after.
+  std::uint64_t above = 0;
+  Clock recorded_above{};
+  Clock recorded_upto{};
   std::uint64_t recording = 0;     // the recording it was recorded in, 0 if none
   std::vector<std::size_t> nodes;  // the frontier it marks there
 };
@@ -87,7 +92,7 @@ class Streams {
   void stamp(int s, int b, BufferUsage& usage, bool writes, std::uint64_t seq);
   // Stream `s` is ordered after operation `seq` of `other`: eagerly, or (`recorded`) for what it
   // records into the open recording only.
-  void merge(int s, int other, std::uint64_t seq, bool recorded = false);
+  void merge(int s, int other, std::uint64_t seq, bool recorded = false, std::uint64_t above = 0);
   // A host sync of stream `s` completed: every stream is ordered after what it covers.
   void completed(int s) { complete(completed_, (*this)[s], s); }
 
