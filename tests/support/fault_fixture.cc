@@ -37,6 +37,7 @@ void FaultFixture::TearDown() {
   if (faults_ != nullptr && expect_clean_teardown_) {
     fake::LiveHandles left;
     left.streams = streams_left_;  // left to the driver, not leaked
+    left.contexts = streams_left_ != 0 ? 1 : 0;  // kept with them
     EXPECT_EQ(faults_->live_handles(), left) << "the device leaked driver handles";
   }
 }

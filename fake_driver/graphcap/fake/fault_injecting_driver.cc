@@ -85,7 +85,14 @@ class Tracker {
       into.swap(into_);
     }
     std::size_t released = 0;
+    // A stream whose capture into a conditional body never ended is left alone (destroying it
+    // crashes the driver), and so is the context it lives in (its end would destroy it).
+    bool kept_stream = false;
+    for (const auto& [key, held] : taken[index(HandleKind::streams)]) {
+      kept_stream = kept_stream || into.count(key) != 0;
+    }
     for (std::size_t kind = kKinds - 1; kind >= 1; --kind) {
+      if (static_cast<HandleKind>(kind) == HandleKind::contexts && kept_stream) continue;
       for (const auto& [key, held] : taken[kind]) {
         if (static_cast<HandleKind>(kind) == HandleKind::streams && into.count(key) != 0) continue;
         for (std::size_t i = 0; i < held.count; ++i) {

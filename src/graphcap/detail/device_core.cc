@@ -155,6 +155,15 @@ void DeviceCore::pinned_by_other_device(const std::shared_ptr<memory::Allocation
 
 void DeviceCore::kept_slice_freed() noexcept {
   if (kept_after_close_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  if (const std::size_t left = streams_left_to_driver(); left != 0) {
+    // The context's end would destroy those streams, and destroying one crashed the driver: the
+    // device keeps its reference for the process's life.
+    log(LogLevel::warn, name() + " closed with " + std::to_string(left) + " stream(s) left to "
+                        "the driver (a conditional body whose capture was invalidated): its "
+                        "primary context is kept for the process's life (its end would destroy "
+                        "them, which crashes the driver)");
+    return;
+  }
   if (CUresult result = driver_->cuDevicePrimaryCtxRelease(device_); result != CUDA_SUCCESS) {
     warn(Error::from_driver("cuDevicePrimaryCtxRelease", result)
              .context("releasing a closed device's context after the last graph of another device "

@@ -161,7 +161,18 @@ void FakeState::destroy_context(Context& context) {
   for (auto it = captures_.begin(); it != captures_.end();) {
     Capture& capture = it->second;
     ++it;  // finish_capture erases it
-    if (capture.device == device) finish_capture(capture, false);
+    if (capture.device != device) continue;
+    if (capture.into_body && capture.status != CU_STREAM_CAPTURE_STATUS_ACTIVE) {
+      // The context's end destroys the stream as cuStreamDestroy does, which crashed the process
+      // for such a stream (stream_calls.cc). Seen on the H100 (580.159.04): the tests that left
+      // one to the driver died once their device released the last primary-context reference;
+      // the safe-life model over libcuda, which holds one more reference for the process, did
+      // not (docs/cuda-driver-facts.md).
+      violation("the primary context was destroyed with a stream whose capture into a "
+                "conditional body was invalidated: the driver crashed (SIGSEGV); keep a "
+                "reference to the context while such a stream lives");
+    }
+    finish_capture(capture, false);
   }
   for (auto it = execs_.begin(); it != execs_.end();) {
     auto next = std::next(it);
