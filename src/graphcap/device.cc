@@ -87,8 +87,7 @@ Result<void> check_order(const Buffer& buffer, const StreamCore& owner, StreamCo
     return Error(Errc::graph_state,
                  std::string(what) + " can't be used: " + (failure ? failure->message() : ""));
   }
-  if (&owner == &stream && state.writer() == &stream && (!writes || !state.has_readers()) &&
-      !state.replays().concern(stream, owner) && !stream.forked()) [[likely]] {
+  if (&owner == &stream && detail::used_last_here(state, stream, writes)) [[likely]] {
     return {};  // the hot path: a stream using its own buffer, which it used last
   }
   GRAPHCAP_TRY(detail::check_buffer_order(state, stream, what, writes));

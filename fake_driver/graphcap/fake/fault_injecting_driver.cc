@@ -75,7 +75,8 @@ class Tracker {
   // mappings, physical memory, address ranges, allocations, executables, graphs, modules, events,
   // streams, then context references), each with the release entry_points.def names for its kind.
   // A stream whose capture into a conditional body was begun and never ended is forgotten, not
-  // destroyed: destroying one whose capture was invalidated crashed the driver (SIGSEGV).
+  // destroyed: destroying one whose capture was invalidated crashed the driver (SIGSEGV); and so
+  // is the context reference, whose end would destroy it.
   std::size_t release_all(DriverApi& driver) {
     std::array<std::map<std::uintptr_t, Held>, kKinds> taken;
     std::map<std::uintptr_t, std::uintptr_t> into;
@@ -85,8 +86,6 @@ class Tracker {
       into.swap(into_);
     }
     std::size_t released = 0;
-    // A stream whose capture into a conditional body never ended is left alone (destroying it
-    // crashes the driver), and so is the context it lives in (its end would destroy it).
     bool kept_stream = false;
     for (const auto& [key, held] : taken[index(HandleKind::streams)]) {
       kept_stream = kept_stream || into.count(key) != 0;

@@ -43,11 +43,7 @@ Error refusal(const memory::SliceOwner& other, std::uint64_t sequence, const Str
 
 Result<void> check_buffer_order(const memory::BufferState& buffer, StreamCore& stream,
                                 const char* what, bool writes) {
-  const bool graphs = buffer.replays().concern(stream, buffer.owner());
-  if (buffer.writer() == &stream && (!writes || !buffer.has_readers()) && !graphs &&
-      !stream.forked()) {
-    return {};  // the hot path: the stream wrote it last, and no graph elsewhere replays with it
-  }
+  if (used_last_here(buffer, stream, writes)) return {};
   const memory::BufferState::Usage usage = buffer.usage();
   // (ordered_after answers for this stream's own uses too: a side stream of a recording is not
   // ordered after its eager work before the fork.)
@@ -62,7 +58,7 @@ Result<void> check_buffer_order(const memory::BufferState& buffer, StreamCore& s
       }
     }
   }
-  if (graphs) [[unlikely]] {
+  if (buffer.replays().concern(stream, buffer.owner())) [[unlikely]] {
     std::vector<memory::ReplayUses::At> replays;
     buffer.replays().conflicts(stream, writes, replays);
     for (const memory::ReplayUses::At& replay : replays) {
