@@ -12,6 +12,10 @@
 //                   then every instantiate, then every upload on one stream and one sync.
 //                   Counters capture_ms, instantiate_ms, upload_ms: where the time goes, and
 //                   which phase the threads speed up
+//   raw_eager       no graph: each key's launches run once, eagerly (what graphcap's warm-up of
+//                   the key costs the driver), the keys dealt round robin to `threads` threads,
+//                   each on its own stream, each stream synchronised at its end: whether the
+//                   warm-ups of a set would overlap on several streams
 //   raw_pipeline    graphcap's parallel plan without graphcap: one thread captures every key on
 //                   one stream while threads - 1 others instantiate the graphs it hands over and
 //                   upload each on a stream of their own, then sync it
@@ -167,6 +171,7 @@ std::size_t used_bytes(DriverApi& driver) {
 
 enum class Side {
   raw_serial,
+  raw_eager,
   raw_whole,
   raw_phases,
   raw_pipeline,
@@ -176,8 +181,8 @@ enum class Side {
 };
 
 bool is_raw(Side side) {
-  return side == Side::raw_serial || side == Side::raw_whole || side == Side::raw_phases ||
-         side == Side::raw_pipeline;
+  return side == Side::raw_serial || side == Side::raw_eager || side == Side::raw_whole ||
+         side == Side::raw_phases || side == Side::raw_pipeline;
 }
 
 // Where graphcap_phases' time went: wall time and time inside driver calls.
@@ -246,6 +251,17 @@ Result<SetTimes> raw_set(BenchEnv& env, Side side, int keys, int launches, int t
             raw_instantiate(raw, graphs[static_cast<std::size_t>(*k)], failure);
         if (exec != nullptr) failure.note("cuGraphUpload", d.cuGraphUpload(exec, s));
         execs[static_cast<std::size_t>(*k)] = exec;
+      }
+      failure.note("cuStreamSynchronize", d.cuStreamSynchronize(s));
+    });
+  } else if (side == Side::raw_eager) {
+    on_threads(raw, threads, [&](int t) {
+      CUstream s = streams[static_cast<std::size_t>(t)];
+      for (int k = t; k < keys; k += threads) {
+        for (int i = 0; i < launches; ++i) {
+          failure.note("cuLaunchKernel",
+                       d.cuLaunchKernel(raw.empty, 1, 1, 1, 32, 1, 1, 0, s, nullptr, nullptr));
+        }
       }
       failure.note("cuStreamSynchronize", d.cuStreamSynchronize(s));
     });
@@ -389,6 +405,7 @@ void run_startup(benchmark::State& state, BenchEnv& env, Side side, int keys, in
 const char* side_name(Side side) {
   switch (side) {
     case Side::raw_serial: return "raw_serial";
+    case Side::raw_eager: return "raw_eager";
     case Side::raw_whole: return "raw_whole";
     case Side::raw_phases: return "raw_phases";
     case Side::graphcap_serial: return "graphcap_serial";
@@ -415,6 +432,7 @@ void register_startup_benchmarks(BenchEnv& env, const BenchPlan& plan) {
   const Row rows[] = {{Side::raw_serial, {1}},
                       {Side::graphcap_serial, {1}},
                       {Side::graphcap_phases, {1}},
+                      {Side::raw_eager, {1, 2, 4, 8}},
                       {Side::raw_whole, {1, 2, 4, 8, 16}},
                       {Side::raw_phases, {1, 2, 4, 8, 16}},
                       {Side::raw_pipeline, {2, 3, 4, 8}},
