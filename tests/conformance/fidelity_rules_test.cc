@@ -26,6 +26,15 @@ CUgraph building(DriverApi& api, CUstream stream) {
   return graph;
 }
 
+// A graph's nodes in creation order (cuGraphGetNodes).
+std::vector<CUgraphNode> nodes_of(DriverApi& api, CUgraph graph) {
+  std::size_t count = 0;
+  EXPECT_EQ(api.cuGraphGetNodes(graph, nullptr, &count), CUDA_SUCCESS);
+  std::vector<CUgraphNode> nodes(count);
+  EXPECT_EQ(api.cuGraphGetNodes(graph, nodes.data(), &count), CUDA_SUCCESS);
+  return nodes;
+}
+
 TEST_F(FidelityRules, InstantiateIsAnUnsafeCallDuringAGlobalCaptureOfThisThread) {
   RawStream s = new_stream();
   RawStream other = new_stream();
@@ -553,6 +562,82 @@ TEST_F(FidelityRules, DestroyingTheStreamOfACaptureIntoAGraphDestroysTheGraph) {
   if (fake::FakeDriver* fake = test_driver().fake()) {
     EXPECT_EQ(fake->live_handles().graphs, 0u);
   }
+}
+
+// Found by seed 9,400,001 on the H100 (2026-12-07): exec update checks the nodes from the exit
+// nodes back along the edges and names the first that fails. Program 11067's shape: the chain
+// copy, copy, memset, kernel updated from a chain of four kernels names the memset's node (the
+// third), not the first copy's.
+TEST_F(FidelityRules, AnUpdateNamesTheNodeNearestTheExitWhoseTypeChanged) {
+  RawModule module = load_test_kernels();
+  CUfunction add_one = kernel(module, "add_one");
+  CUfunction fill = kernel(module, "fill");
+  DeviceMemory a = alloc(1024);
+  DeviceMemory b = alloc(1024);
+  RawStream s = new_stream();
+  RawGraph copies = capture(s.get(), [&] {
+    EXPECT_EQ(api().cuMemcpyDtoDAsync(a.get(), b.get(), 132, s.get()), CUDA_SUCCESS);
+    EXPECT_EQ(api().cuMemcpyDtoDAsync(b.get(), a.get(), 304, s.get()), CUDA_SUCCESS);
+    EXPECT_EQ(api().cuMemsetD32Async(a.get(), 7, 8, s.get()), CUDA_SUCCESS);
+    EXPECT_EQ(launch(add_one, s.get(), kGrid, kBlock, a.get(), a.get(), 256u), CUDA_SUCCESS);
+  });
+  RawGraph kernels = capture(s.get(), [&] {
+    EXPECT_EQ(launch(add_one, s.get(), kGrid, kBlock, a.get(), b.get(), 256u), CUDA_SUCCESS);
+    for (std::uint32_t value = 1; value <= 3; ++value) {
+      EXPECT_EQ(launch(fill, s.get(), kGrid, kBlock, b.get(), value, 256u), CUDA_SUCCESS);
+    }
+  });
+  Exec exec = instantiate(copies.get());
+  CUgraphExecUpdateResultInfo info{};
+  EXPECT_EQ(api().cuGraphExecUpdate(exec.get(), kernels.get(), &info),
+            CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
+  EXPECT_EQ(info.result, CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED);
+  const std::vector<CUgraphNode> nodes = nodes_of(api(), kernels.get());
+  ASSERT_EQ(nodes.size(), 4u);
+  EXPECT_EQ(info.errorNode, nodes[2]);
+  EXPECT_EQ(info.errorFromNode, nullptr);
+}
+
+// Seed 9,400,001 on the H100 (program 6333's shape): a graph with more exit nodes than the
+// executable's is TOPOLOGY_CHANGED on one of its exits, before any node's type is compared; with
+// one exit more, its first. Program 10526's: with fewer, no node is named.
+TEST_F(FidelityRules, AnUpdateComparesTheExitNodesFirst) {
+  RawModule module = load_test_kernels();
+  CUfunction fill = kernel(module, "fill");
+  DeviceMemory a = alloc(1024);
+  DeviceMemory b = alloc(1024);
+  RawStream s = new_stream();
+  RawGraph chain = capture(s.get(), [&] {
+    EXPECT_EQ(api().cuMemsetD32Async(a.get(), 1, 256, s.get()), CUDA_SUCCESS);
+    EXPECT_EQ(launch(fill, s.get(), kGrid, kBlock, a.get(), 2u, 256u), CUDA_SUCCESS);
+  });
+  // Two nodes, neither waiting for the other: a second stream forked before the first node.
+  RawStream side = new_stream();
+  RawEvent fork = new_event();
+  RawEvent join = new_event();
+  RawGraph apart = capture(s.get(), [&] {
+    EXPECT_EQ(api().cuEventRecord(fork.get(), s.get()), CUDA_SUCCESS);
+    EXPECT_EQ(api().cuStreamWaitEvent(side.get(), fork.get(), 0), CUDA_SUCCESS);
+    EXPECT_EQ(api().cuMemsetD32Async(a.get(), 3, 256, s.get()), CUDA_SUCCESS);
+    EXPECT_EQ(launch(fill, side.get(), kGrid, kBlock, b.get(), 4u, 256u), CUDA_SUCCESS);
+    EXPECT_EQ(api().cuEventRecord(join.get(), side.get()), CUDA_SUCCESS);
+    EXPECT_EQ(api().cuStreamWaitEvent(s.get(), join.get(), 0), CUDA_SUCCESS);
+  });
+  Exec from_chain = instantiate(chain.get());
+  CUgraphExecUpdateResultInfo info{};
+  EXPECT_EQ(api().cuGraphExecUpdate(from_chain.get(), apart.get(), &info),
+            CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
+  EXPECT_EQ(info.result, CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED);
+  const std::vector<CUgraphNode> nodes = nodes_of(api(), apart.get());
+  ASSERT_EQ(nodes.size(), 2u);
+  EXPECT_EQ(info.errorNode, nodes[0]);
+  Exec from_apart = instantiate(apart.get());
+  info = CUgraphExecUpdateResultInfo{};
+  EXPECT_EQ(api().cuGraphExecUpdate(from_apart.get(), chain.get(), &info),
+            CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
+  EXPECT_EQ(info.result, CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED);
+  EXPECT_EQ(info.errorNode, nullptr);
+  EXPECT_EQ(info.errorFromNode, nullptr);
 }
 
 }  // namespace

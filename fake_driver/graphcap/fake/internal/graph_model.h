@@ -85,9 +85,10 @@ struct UpdateCheck {
   std::optional<std::size_t> error_node;  // index in the new graph
 };
 // Whether an executable of `current` can take `next`'s parameters (nodes pair up by creation
-// order). A conditional node's bodies are compared the same way: `body_nodes` gives the nodes of
-// one of `next`'s body graphs (the executable's are instantiated in its ExecBody). Measured on
-// the H200: other edges or edge types (a programmatic edge for an ordinary one) are
+// order; they are checked from the exit nodes back along the edges, and the first that fails
+// is the one named). A conditional node's bodies are compared the same way: `body_nodes` gives
+// the nodes of one of `next`'s body graphs (the executable's are instantiated in its ExecBody).
+// Measured on the H200: other edges or edge types (a programmatic edge for an ordinary one) are
 // TOPOLOGY_CHANGED; a conditional node of another type or size is NOT_SUPPORTED on that node; a
 // body of another topology is TOPOLOGY_CHANGED naming no node; a kernel of another priority is
 // ATTRIBUTES_CHANGED.
