@@ -6,6 +6,7 @@
 #include <thread>
 #include <vector>
 
+#include <graphcap/driver/launch_config.h>
 #include <graphcap/driver/node_params.h>
 #include <graphcap/fake/fake_driver.h>
 
@@ -638,6 +639,28 @@ TEST_F(FidelityRules, AnUpdateComparesTheExitNodesFirst) {
   EXPECT_EQ(info.result, CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED);
   EXPECT_EQ(info.errorNode, nullptr);
   EXPECT_EQ(info.errorFromNode, nullptr);
+}
+
+// Seed 9,400,001 on the H100 (programs 1091, 12251, 12822, 13665, 1413 and five more): an
+// executable instantiated without USE_NODE_PRIORITY takes a kernel node of another priority
+// (-5 to 0 in program 12251); with the flag it is ATTRIBUTES_CHANGED
+// (LaunchAttributes.ExecUpdateToAnotherPriorityIsAttributesChanged).
+TEST_F(FidelityRules, AnUpdateComparesNoPriorityWithoutUseNodePriority) {
+  RawModule module = load_test_kernels();
+  CUfunction empty = kernel(module, "empty");
+  RawStream s = new_stream();
+  RawGraph urgent = capture(s.get(), [&] {
+    LaunchAttributeList attributes;
+    attributes.priority(-5);
+    CUlaunchConfig config = launch_config(LaunchDims{.grid = {1}, .block = {1}}, s.get(), &attributes);
+    EXPECT_EQ(api().cuLaunchKernelEx(&config, empty, nullptr, nullptr), CUDA_SUCCESS);
+  });
+  RawGraph plain = capture(s.get(), [&] { EXPECT_EQ(launch(empty, s.get(), 1, 1), CUDA_SUCCESS); });
+  Exec exec = instantiate(urgent.get());
+  CUgraphExecUpdateResultInfo info{};
+  EXPECT_EQ(api().cuGraphExecUpdate(exec.get(), plain.get(), &info), CUDA_SUCCESS);
+  EXPECT_EQ(info.result, CU_GRAPH_EXEC_UPDATE_SUCCESS);
+  EXPECT_EQ(info.errorNode, nullptr);
 }
 
 }  // namespace

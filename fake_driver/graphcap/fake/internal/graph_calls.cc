@@ -430,7 +430,8 @@ CUresult FakeState::cuGraphExecUpdate(CUgraphExec exec, CUgraph handle,
       [&](CUgraph body) -> const std::vector<internal::NodeData>* {
         auto found = graphs_.find(body);
         return found == graphs_.end() ? nullptr : &found->second.nodes;
-      });
+      },
+      (updated->second.flags & CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY) != 0);
   info->result = check.result;
   info->errorNode = check.error_node ? graph->second.node_handles[*check.error_node] : nullptr;
   info->errorFromNode = nullptr;

@@ -158,7 +158,8 @@ std::vector<std::size_t> exit_nodes(const std::vector<NodeData>& nodes) {
 
 UpdateCheck check_exec_update(
     const std::vector<NodeData>& current, const std::vector<NodeData>& next,
-    const std::function<const std::vector<NodeData>*(CUgraph)>& body_nodes) {
+    const std::function<const std::vector<NodeData>*(CUgraph)>& body_nodes,
+    bool use_node_priority) {
   if (current.size() != next.size()) return {CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED, {}};
   // Measured (graphcap-fidelity on the H100, 2026-12-07): the exit nodes (those no node depends
   // on) are compared first. A graph with fewer than the executable's is TOPOLOGY_CHANGED naming
@@ -211,15 +212,18 @@ UpdateCheck check_exec_update(
       for (std::size_t b = 0; b < now->bodies.size(); ++b) {
         const std::vector<NodeData>* body = body_nodes(now->bodies[b]);
         if (body == nullptr) return {CU_GRAPH_EXEC_UPDATE_ERROR, i};
-        UpdateCheck inner = check_exec_update(was->exec_bodies[b]->nodes, *body, body_nodes);
+        UpdateCheck inner =
+            check_exec_update(was->exec_bodies[b]->nodes, *body, body_nodes, use_node_priority);
         if (inner.result == CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED) return {inner.result, {}};
         if (inner.result != CU_GRAPH_EXEC_UPDATE_SUCCESS) return {inner.result, i};
       }
     }
-    // Measured: a kernel node whose priority changed needs a new executable.
+    // Measured: a kernel node whose priority changed needs a new executable, when the
+    // executable was instantiated to use node priorities (USE_NODE_PRIORITY); without that
+    // flag the priority is not compared (H100, 2026-12-07: -1 to -5, -5 to 0, 0 to -5 updated).
     const auto* was_kernel = std::get_if<KernelWork>(&was_node.work);
     const auto* now_kernel = std::get_if<KernelWork>(&now_node.work);
-    if (was_kernel != nullptr && now_kernel != nullptr &&
+    if (use_node_priority && was_kernel != nullptr && now_kernel != nullptr &&
         was_kernel->priority != now_kernel->priority) {
       return {CU_GRAPH_EXEC_UPDATE_ERROR_ATTRIBUTES_CHANGED, i};
     }

@@ -91,10 +91,11 @@ struct UpdateCheck {
 // Measured on the H200: other edges or edge types (a programmatic edge for an ordinary one) are
 // TOPOLOGY_CHANGED; a conditional node of another type or size is NOT_SUPPORTED on that node; a
 // body of another topology is TOPOLOGY_CHANGED naming no node; a kernel of another priority is
-// ATTRIBUTES_CHANGED.
+// ATTRIBUTES_CHANGED when `use_node_priority` (the executable's USE_NODE_PRIORITY).
 UpdateCheck check_exec_update(
     const std::vector<NodeData>& current, const std::vector<NodeData>& next,
-    const std::function<const std::vector<NodeData>*(CUgraph)>& body_nodes);
+    const std::function<const std::vector<NodeData>*(CUgraph)>& body_nodes,
+    bool use_node_priority);
 
 std::string to_dot(const Graph& graph, bool verbose);
 
