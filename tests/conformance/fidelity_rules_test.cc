@@ -663,5 +663,55 @@ TEST_F(FidelityRules, AnUpdateComparesNoPriorityWithoutUseNodePriority) {
   EXPECT_EQ(info.errorNode, nullptr);
 }
 
+// Seed 9,400,001 on the H100 (programs 4309, 12035, 12609, 6371): an executable made while the
+// graph held a conditional node but no memory node yet does not keep another executable from
+// taking the graph once it has memory nodes: the update compares it (here: other node counts,
+// TOPOLOGY_CHANGED naming no node) instead of answering NOT_SUPPORTED.
+TEST_F(FidelityRules, AnExecutableMadeBeforeTheMemoryNodesLetsAnotherUpdateFromTheGraph) {
+  RawModule module = load_test_kernels();
+  CUfunction empty = kernel(module, "empty");
+  RawStream s = new_stream();
+  RawStream body_stream = new_stream();
+  ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_RELAXED), CUDA_SUCCESS);
+  CUgraph graph = building(api(), s.get());
+  CUgraphConditionalHandle handle = 0;
+  ASSERT_EQ(api().cuGraphConditionalHandleCreate(&handle, graph, context(), 0, 0), CUDA_SUCCESS);
+  CUgraphNodeParams params = conditional_node_params(handle, CU_GRAPH_COND_TYPE_IF, 1, context());
+  CUgraphNode node = nullptr;
+  ASSERT_EQ(api().cuGraphAddNode(&node, graph, nullptr, nullptr, 0, &params), CUDA_SUCCESS);
+  ASSERT_EQ(api().cuStreamUpdateCaptureDependencies(s.get(), &node, nullptr, 1,
+                                                    CU_STREAM_SET_CAPTURE_DEPENDENCIES),
+            CUDA_SUCCESS);
+  CUgraph body = params.conditional.phGraph_out[0];
+  ASSERT_EQ(api().cuStreamBeginCaptureToGraph(body_stream.get(), body, nullptr, nullptr, 0,
+                                              CU_STREAM_CAPTURE_MODE_RELAXED),
+            CUDA_SUCCESS);
+  EXPECT_EQ(launch(empty, body_stream.get(), 1, 1), CUDA_SUCCESS);
+  CUgraph ended = nullptr;
+  ASSERT_EQ(api().cuStreamEndCapture(body_stream.get(), &ended), CUDA_SUCCESS);
+  CUgraph whole = nullptr;
+  ASSERT_EQ(api().cuStreamEndCapture(s.get(), &whole), CUDA_SUCCESS);
+  RawGraph owned(api(), whole);
+  Exec conditional_only = instantiate(whole);
+  // Memory nodes after the conditional node, captured into the graph.
+  ASSERT_EQ(api().cuStreamBeginCaptureToGraph(s.get(), whole, &node, nullptr, 1,
+                                              CU_STREAM_CAPTURE_MODE_RELAXED),
+            CUDA_SUCCESS);
+  CUdeviceptr scratch = 0;
+  EXPECT_EQ(api().cuMemAllocAsync(&scratch, 256, s.get()), CUDA_SUCCESS);
+  EXPECT_EQ(api().cuMemsetD8Async(scratch, 1, 256, s.get()), CUDA_SUCCESS);
+  EXPECT_EQ(api().cuMemFreeAsync(scratch, s.get()), CUDA_SUCCESS);
+  ASSERT_EQ(api().cuStreamEndCapture(s.get(), &ended), CUDA_SUCCESS);
+  EXPECT_EQ(ended, whole);
+  RawGraph plain = capture(s.get(), [&] { EXPECT_EQ(launch(empty, s.get(), 1, 1), CUDA_SUCCESS); });
+  Exec other = instantiate(plain.get());
+  CUgraphExecUpdateResultInfo info{};
+  EXPECT_EQ(api().cuGraphExecUpdate(other.get(), whole, &info),
+            CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
+  EXPECT_EQ(info.result, CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED);
+  EXPECT_EQ(info.errorNode, nullptr);
+  EXPECT_EQ(info.errorFromNode, nullptr);
+}
+
 }  // namespace
 }  // namespace graphcap::testing

@@ -240,6 +240,7 @@ class FakeState {
     bool uploaded = false;
     std::size_t driver_bytes = 0;  // what the driver took for it at instantiate
     bool exclusive = false;        // counted in its graph's exclusive_execs
+    bool memory = false;           // counted in its graph's memory_execs
   };
 
   struct EventRecordWork {

@@ -35,6 +35,7 @@ struct Graph {
   bool under_capture = false;             // still owned by a capture sequence
   // Executables instantiated from it while it held memory or conditional nodes, not destroyed.
   std::size_t exclusive_execs = 0;
+  std::size_t memory_execs = 0;           // of those, made while it held memory nodes
   std::size_t live_execs = 0;             // every executable instantiated from it, not destroyed
   CUgraphNode owner = nullptr;            // a conditional node's body: that node
   std::vector<CUgraphConditionalHandle> conditions;  // handles created on this graph
