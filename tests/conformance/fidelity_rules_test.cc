@@ -713,5 +713,37 @@ TEST_F(FidelityRules, AnExecutableMadeBeforeTheMemoryNodesLetsAnotherUpdateFromT
   EXPECT_EQ(info.errorFromNode, nullptr);
 }
 
+// Seed 9,400,001 on the H100 (programs 9009 and 6687): with USE_NODE_PRIORITY, a kernel launched
+// with priority 3 (clamped to 0, the least) against one launched with no priority attribute is
+// ATTRIBUTES_CHANGED on that node.
+TEST_F(FidelityRules, WithNodePrioritiesAnUpdateComparesWhetherALaunchGaveOne) {
+  RawModule module = load_test_kernels();
+  CUfunction fill = kernel(module, "fill");
+  DeviceMemory a = alloc(1024);
+  RawStream s = new_stream();
+  CUdeviceptr dst = a.get();
+  std::uint32_t value = 5;
+  std::uint32_t n = 256;
+  void* args[] = {&dst, &value, &n};
+  RawGraph given = capture(s.get(), [&] {
+    LaunchAttributeList attributes;
+    attributes.priority(3);
+    CUlaunchConfig config =
+        launch_config(LaunchDims{.grid = {kGrid}, .block = {kBlock}}, s.get(), &attributes);
+    EXPECT_EQ(api().cuLaunchKernelEx(&config, fill, args, nullptr), CUDA_SUCCESS);
+  });
+  RawGraph plain = capture(s.get(), [&] {
+    EXPECT_EQ(launch(fill, s.get(), kGrid, kBlock, a.get(), 6u, 256u), CUDA_SUCCESS);
+  });
+  Exec exec = instantiate(given.get(), CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY);
+  CUgraphExecUpdateResultInfo info{};
+  EXPECT_EQ(api().cuGraphExecUpdate(exec.get(), plain.get(), &info),
+            CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
+  EXPECT_EQ(info.result, CU_GRAPH_EXEC_UPDATE_ERROR_ATTRIBUTES_CHANGED);
+  const std::vector<CUgraphNode> nodes = nodes_of(api(), plain.get());
+  ASSERT_EQ(nodes.size(), 1u);
+  EXPECT_EQ(info.errorNode, nodes[0]);
+}
+
 }  // namespace
 }  // namespace graphcap::testing

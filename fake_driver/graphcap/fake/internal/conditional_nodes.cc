@@ -238,6 +238,7 @@ std::shared_ptr<const internal::ExecBody> FakeState::with_kernel(
     internal::KernelWork replaced = work;
     const auto& was = std::get<internal::KernelWork>(changed->nodes[index].work);
     replaced.priority = was.priority;
+    replaced.priority_given = was.priority_given;
     replaced.programmatic = was.programmatic;
     changed->nodes[index].work = internal::NodeWork{std::move(replaced)};
     return changed;

@@ -369,6 +369,7 @@ class FakeState {
   struct LaunchAttributes {
     bool programmatic = false;  // PROGRAMMATIC_STREAM_SERIALIZATION
     int priority = 0;           // PRIORITY, clamped
+    bool priority_given = false;
   };
   CUresult launch(CUfunction function, const LaunchDims& dims, CUstream handle, void** params,
                   void** extra, const LaunchAttributes& attributes, const char* entry_point);

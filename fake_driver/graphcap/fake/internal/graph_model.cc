@@ -221,10 +221,13 @@ UpdateCheck check_exec_update(
     // Measured: a kernel node whose priority changed needs a new executable, when the
     // executable was instantiated to use node priorities (USE_NODE_PRIORITY); without that
     // flag the priority is not compared (H100, 2026-12-07: -1 to -5, -5 to 0, 0 to -5 updated).
+    // Measured there too: a launch given priority 3 (clamped to 0) against one given none is a
+    // change. Not measured: whether an attribute of 0 against none is (the fake says it is).
     const auto* was_kernel = std::get_if<KernelWork>(&was_node.work);
     const auto* now_kernel = std::get_if<KernelWork>(&now_node.work);
     if (use_node_priority && was_kernel != nullptr && now_kernel != nullptr &&
-        was_kernel->priority != now_kernel->priority) {
+        (was_kernel->priority != now_kernel->priority ||
+         was_kernel->priority_given != now_kernel->priority_given)) {
       return {CU_GRAPH_EXEC_UPDATE_ERROR_ATTRIBUTES_CHANGED, i};
     }
     if (!same_nodes(was_node.deps, now_node.deps) ||

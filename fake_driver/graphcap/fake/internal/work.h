@@ -62,6 +62,7 @@ struct KernelWork {
   // PRIORITY, clamped to the context's range (measured on the H200).
   bool programmatic = false;
   int priority = 0;
+  bool priority_given = false;  // the launch had a PRIORITY attribute
 };
 
 // cuMemcpyHtoDAsync. Pageable sources of an eager copy are snapshotted at call time; pinned
