@@ -652,7 +652,8 @@ TEST_F(FidelityRules, AnUpdateComparesNoPriorityWithoutUseNodePriority) {
   RawGraph urgent = capture(s.get(), [&] {
     LaunchAttributeList attributes;
     attributes.priority(-5);
-    CUlaunchConfig config = launch_config(LaunchDims{.grid = {1}, .block = {1}}, s.get(), &attributes);
+    CUlaunchConfig config =
+        launch_config(LaunchDims{.grid = {1}, .block = {1}}, s.get(), &attributes);
     EXPECT_EQ(api().cuLaunchKernelEx(&config, empty, nullptr, nullptr), CUDA_SUCCESS);
   });
   RawGraph plain = capture(s.get(), [&] { EXPECT_EQ(launch(empty, s.get(), 1, 1), CUDA_SUCCESS); });
@@ -743,6 +744,37 @@ TEST_F(FidelityRules, WithNodePrioritiesAnUpdateComparesWhetherALaunchGaveOne) {
   const std::vector<CUgraphNode> nodes = nodes_of(api(), plain.get());
   ASSERT_EQ(nodes.size(), 1u);
   EXPECT_EQ(info.errorNode, nodes[0]);
+}
+
+// Seed 9,400,001 on the H100 (programs 782, 3396, 7662; cuda.h: a memcpy node's memory must come
+// from the same contexts): a copy node from memory of cuMemAllocAsync updated to one from
+// cuMemAlloc's is PARAMETERS_CHANGED on that node (program 782's shape: device to pageable host).
+TEST_F(FidelityRules, AnUpdateMovingACopyFromPoolMemoryToCuMemAllocIsParametersChanged) {
+  DeviceMemory plain = alloc(512);
+  RawStream s = new_stream();
+  CUdeviceptr pooled = 0;
+  ASSERT_EQ(api().cuMemAllocAsync(&pooled, 256, s.get()), CUDA_SUCCESS);
+  ASSERT_EQ(api().cuStreamSynchronize(s.get()), CUDA_SUCCESS);
+  std::vector<std::uint8_t> host(1024);
+  RawGraph from_pool = capture(s.get(), [&] {
+    EXPECT_EQ(api().cuMemcpyDtoHAsync(host.data(), pooled + 64, 72, s.get()), CUDA_SUCCESS);
+  });
+  RawGraph from_plain = capture(s.get(), [&] {
+    EXPECT_EQ(api().cuMemcpyDtoHAsync(host.data() + 368, plain.get() + 104, 380, s.get()),
+              CUDA_SUCCESS);
+  });
+  {
+    Exec exec = instantiate(from_pool.get());
+    CUgraphExecUpdateResultInfo info{};
+    EXPECT_EQ(api().cuGraphExecUpdate(exec.get(), from_plain.get(), &info),
+              CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
+    EXPECT_EQ(info.result, CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED);
+    const std::vector<CUgraphNode> nodes = nodes_of(api(), from_plain.get());
+    ASSERT_EQ(nodes.size(), 1u);
+    EXPECT_EQ(info.errorNode, nodes[0]);
+  }
+  EXPECT_EQ(api().cuMemFreeAsync(pooled, s.get()), CUDA_SUCCESS);
+  EXPECT_EQ(api().cuStreamSynchronize(s.get()), CUDA_SUCCESS);
 }
 
 }  // namespace

@@ -364,6 +364,9 @@ class FakeState {
   void refresh_frontier_handles(Stream& stream);
   // event_calls.cc: cuEventQuery/cuEventSynchronize of an event last recorded in a capture.
   CUresult captured_event(const Event& event);
+  // memory_calls.cc: the DeviceMemory::Kind of the allocation holding `address`, -1 for none (what
+  // a captured copy records of its device sides).
+  int memory_kind(CUdeviceptr address);
 
   // ---- module_calls.cc: both launch entry points ------------------------------------------------
   struct LaunchAttributes {

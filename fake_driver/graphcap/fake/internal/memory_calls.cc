@@ -169,6 +169,11 @@ CUresult FakeState::cuMemFreeHost(void* pointer) {
   return pinned_memory_.free(pointer) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
+int FakeState::memory_kind(CUdeviceptr address) {
+  const DeviceMemory::Allocation* allocation = device_memory_.find_containing(address);
+  return allocation == nullptr ? -1 : static_cast<int>(allocation->kind);
+}
+
 CUresult FakeState::cuMemcpyHtoDAsync(CUdeviceptr dst, const void* src, std::size_t bytes,
                                       CUstream handle) {
   Context* context = nullptr;
@@ -184,6 +189,7 @@ CUresult FakeState::cuMemcpyHtoDAsync(CUdeviceptr dst, const void* src, std::siz
   copy.bytes = bytes;
   copy.pinned = pinned_memory_.contains(src, bytes);
   if (captured) {
+    copy.dst_memory = memory_kind(dst);
     add_node(*stream, internal::NodeWork{std::move(copy)});  // reads `src` on every launch
     return CUDA_SUCCESS;
   }
@@ -208,6 +214,7 @@ CUresult FakeState::cuMemcpyDtoHAsync(void* dst, CUdeviceptr src, std::size_t by
   if (bytes != 0 && (dst == nullptr || src == 0)) return refuse(*stream, CUDA_ERROR_INVALID_VALUE);
   internal::CopyToHostWork copy{dst, src, bytes, pinned_memory_.contains(dst, bytes)};
   if (captured) {
+    copy.src_memory = memory_kind(src);
     add_node(*stream, internal::NodeWork{copy});  // writes `dst` on every launch
     return CUDA_SUCCESS;
   }
@@ -280,6 +287,8 @@ CUresult FakeState::cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, std::siz
   if (bytes != 0 && (dst == 0 || src == 0)) return refuse(*stream, CUDA_ERROR_INVALID_VALUE);
   internal::CopyDeviceWork copy{dst, src, bytes};
   if (captured) {
+    copy.dst_memory = memory_kind(dst);
+    copy.src_memory = memory_kind(src);
     add_node(*stream, internal::NodeWork{copy});  // reads `src` on every launch
   } else {
     enqueue(*stream, "cuMemcpyDtoDAsync", internal::NodeWork{copy});

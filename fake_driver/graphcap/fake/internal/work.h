@@ -73,6 +73,7 @@ struct CopyToDeviceWork {
   std::size_t bytes = 0;
   bool pinned = false;  // src lay in cuMemAllocHost memory at call time
   bool from_snapshot = false;
+  int dst_memory = -1;  // captured: the DeviceMemory::Kind of dst's allocation, -1 for none
   std::vector<std::byte> snapshot;
 };
 
@@ -82,6 +83,7 @@ struct CopyToHostWork {
   CUdeviceptr src = 0;
   std::size_t bytes = 0;
   bool pinned = false;
+  int src_memory = -1;  // captured: the DeviceMemory::Kind of src's allocation, -1 for none
 };
 
 // cuMemcpyDtoDAsync. Overlapping ranges: CUDA says the areas may not overlap and names no
@@ -90,6 +92,8 @@ struct CopyDeviceWork {
   CUdeviceptr dst = 0;
   CUdeviceptr src = 0;
   std::size_t bytes = 0;
+  int dst_memory = -1;  // captured: the DeviceMemory::Kind of each side's allocation, -1 for none
+  int src_memory = -1;
 };
 
 // cuMemsetD8Async (element_size 1) and cuMemsetD32Async (element_size 4): `count` elements.
