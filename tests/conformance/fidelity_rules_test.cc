@@ -777,5 +777,56 @@ TEST_F(FidelityRules, AnUpdateMovingACopyFromPoolMemoryToCuMemAllocIsParametersC
   EXPECT_EQ(api().cuStreamSynchronize(s.get()), CUDA_SUCCESS);
 }
 
+// Seed 9,400,001 on the H100 (program 12392, twice): a WHILE node on a handle of default 1 without
+// ASSIGN_DEFAULT, updated from a graph whose WHILE node (same place, same body) is on a handle of
+// default 0 with ASSIGN_DEFAULT, is NOT_SUPPORTED on that node. Another default alone is taken
+// (BranchNodes.ExecUpdateTakesNewBodyArgumentsAndDefaults): the flag does it.
+TEST_F(FidelityRules, AnUpdateToAConditionalHandleThatAssignsItsDefaultIsNotSupported) {
+  RawModule module = load_test_kernels();
+  CUfunction fill = kernel(module, "fill");
+  CUfunction set_condition = kernel(module, "set_condition");
+  DeviceMemory a = alloc(1024);
+  RawStream s = new_stream();
+  RawStream body_stream = new_stream();
+  // fill, then a WHILE node whose body sets its handle to 0.
+  auto record = [&](unsigned default_value, unsigned flags) {
+    return capture(s.get(), [&] {
+      EXPECT_EQ(launch(fill, s.get(), kGrid, kBlock, a.get(), 7u, 256u), CUDA_SUCCESS);
+      CUgraph graph = building(api(), s.get());
+      CUgraphConditionalHandle handle = 0;
+      ASSERT_EQ(api().cuGraphConditionalHandleCreate(&handle, graph, context(), default_value,
+                                                     flags),
+                CUDA_SUCCESS);
+      CUgraphNodeParams params =
+          conditional_node_params(handle, CU_GRAPH_COND_TYPE_WHILE, 1, context());
+      const std::vector<CUgraphNode> before = nodes_of(api(), graph);
+      ASSERT_EQ(before.size(), 1u);
+      CUgraphNode node = nullptr;
+      ASSERT_EQ(api().cuGraphAddNode(&node, graph, before.data(), nullptr, 1, &params),
+                CUDA_SUCCESS);
+      ASSERT_EQ(api().cuStreamUpdateCaptureDependencies(s.get(), &node, nullptr, 1,
+                                                        CU_STREAM_SET_CAPTURE_DEPENDENCIES),
+                CUDA_SUCCESS);
+      ASSERT_EQ(api().cuStreamBeginCaptureToGraph(body_stream.get(),
+                                                  params.conditional.phGraph_out[0], nullptr,
+                                                  nullptr, 0, CU_STREAM_CAPTURE_MODE_RELAXED),
+                CUDA_SUCCESS);
+      EXPECT_EQ(launch(set_condition, body_stream.get(), 1, 1, handle, 0u), CUDA_SUCCESS);
+      CUgraph ended = nullptr;
+      ASSERT_EQ(api().cuStreamEndCapture(body_stream.get(), &ended), CUDA_SUCCESS);
+    });
+  };
+  RawGraph kept = record(1, 0);
+  RawGraph assigned = record(0, kGraphCondAssignDefault);
+  Exec exec = instantiate(kept.get());
+  CUgraphExecUpdateResultInfo info{};
+  EXPECT_EQ(api().cuGraphExecUpdate(exec.get(), assigned.get(), &info),
+            CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
+  EXPECT_EQ(info.result, CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED);
+  const std::vector<CUgraphNode> nodes = nodes_of(api(), assigned.get());
+  ASSERT_EQ(nodes.size(), 2u);
+  EXPECT_EQ(info.errorNode, nodes[1]);
+}
+
 }  // namespace
 }  // namespace graphcap::testing

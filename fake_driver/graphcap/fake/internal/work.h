@@ -128,6 +128,7 @@ struct ExecBody;
 // executable, `exec_bodies` are those graphs as instantiated with it.
 struct ConditionalWork {
   CUgraphConditionalHandle handle = 0;
+  bool assign_default = false;  // the handle was created with CU_GRAPH_COND_ASSIGN_DEFAULT
   CUgraphConditionalNodeType type = CU_GRAPH_COND_TYPE_WHILE;
   std::vector<CUgraph> bodies;
   std::vector<std::shared_ptr<const ExecBody>> exec_bodies;
