@@ -828,5 +828,25 @@ TEST_F(FidelityRules, AnUpdateToAConditionalHandleThatAssignsItsDefaultIsNotSupp
   EXPECT_EQ(info.errorNode, nodes[1]);
 }
 
+// Seed 9,400,001 on the H100 (programs 1398 and 5954): a stream that joined a capture, captured
+// work and was destroyed before being joined back leaves that work unjoined: the end is 904.
+TEST_F(FidelityRules, AStreamDestroyedWithUnjoinedWorkLeavesTheCaptureUnjoined) {
+  DeviceMemory a = alloc(1024);
+  RawStream s = new_stream();
+  CUstream side = nullptr;
+  ASSERT_EQ(api().cuStreamCreate(&side, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  RawEvent fork = new_event();
+  ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_RELAXED), CUDA_SUCCESS);
+  ASSERT_EQ(api().cuEventRecord(fork.get(), s.get()), CUDA_SUCCESS);
+  ASSERT_EQ(api().cuStreamWaitEvent(side, fork.get(), 0), CUDA_SUCCESS);
+  EXPECT_EQ(api().cuMemsetD32Async(a.get(), 1, 16, side), CUDA_SUCCESS);
+  EXPECT_EQ(api().cuStreamDestroy(side), CUDA_SUCCESS);
+  EXPECT_EQ(api().cuMemsetD32Async(a.get() + 512, 2, 16, s.get()), CUDA_SUCCESS);
+  CUgraph ended = nullptr;
+  EXPECT_EQ(api().cuStreamEndCapture(s.get(), &ended), CUDA_ERROR_STREAM_CAPTURE_UNJOINED);
+  EXPECT_EQ(ended, nullptr);
+  EXPECT_EQ(capture_status(s.get()), CU_STREAM_CAPTURE_STATUS_NONE);
+}
+
 }  // namespace
 }  // namespace graphcap::testing

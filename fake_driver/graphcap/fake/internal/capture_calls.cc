@@ -331,14 +331,16 @@ CUresult FakeState::cuStreamEndCapture(CUstream handle, CUgraph* graph_out) {
       joined[node] = true;
       for (std::size_t dep : graph.nodes[node].deps) todo.push_back(dep);
     }
+    std::vector<std::size_t> others = capture->destroyed_frontiers;
     for (std::uint64_t member : capture->members) {
       const Stream* other = stream_by_id(member);
       if (other == nullptr || other == stream) continue;
-      for (std::size_t node : other->frontier) {
-        if (!joined[node]) {
-          end_failed_capture(*capture);
-          return CUDA_ERROR_STREAM_CAPTURE_UNJOINED;
-        }
+      others.insert(others.end(), other->frontier.begin(), other->frontier.end());
+    }
+    for (std::size_t node : others) {
+      if (!joined[node]) {
+        end_failed_capture(*capture);
+        return CUDA_ERROR_STREAM_CAPTURE_UNJOINED;
       }
     }
   }

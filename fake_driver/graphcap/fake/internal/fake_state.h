@@ -226,6 +226,8 @@ class FakeState {
     CUgraph graph = nullptr;
     std::uint64_t origin = 0;
     std::set<std::uint64_t> members;  // stream ids, origin included
+    // The last nodes of member streams destroyed while capturing: they must be joined too.
+    std::vector<std::size_t> destroyed_frontiers;
     int device = 0;
     bool to_graph = false;  // cuStreamBeginCaptureToGraph: its graph existed before it
     bool into_body = false;  // ... a conditional node's body graph
