@@ -848,5 +848,61 @@ TEST_F(FidelityRules, AStreamDestroyedWithUnjoinedWorkLeavesTheCaptureUnjoined) 
   EXPECT_EQ(capture_status(s.get()), CU_STREAM_CAPTURE_STATUS_NONE);
 }
 
+// Seed 9,400,001 on the H100 (programs 5238, 14026, 11987, 5776): a stream forked into a capture
+// that set its dependencies (cuStreamUpdateCaptureDependencies, SET) to a conditional node added
+// beside it, after capturing work of its own (program 5238) or none (14026), is not waited for:
+// the origin's end takes the capture though neither that work nor the node was joined back.
+TEST_F(FidelityRules, AStreamThatSetItsCaptureDependenciesHasNothingToJoin) {
+  RawModule module = load_test_kernels();
+  CUfunction fill = kernel(module, "fill");
+  DeviceMemory a = alloc(1024);
+  RawStream s = new_stream();
+  RawStream side = new_stream();
+  RawStream body_stream = new_stream();
+  RawEvent fork = new_event();
+  for (const bool side_work : {true, false}) {
+    SCOPED_TRACE(side_work ? "after work of its own" : "with no work of its own");
+    ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+    EXPECT_EQ(api().cuMemsetD32Async(a.get(), 1, 16, s.get()), CUDA_SUCCESS);
+    ASSERT_EQ(api().cuEventRecord(fork.get(), s.get()), CUDA_SUCCESS);
+    ASSERT_EQ(api().cuStreamWaitEvent(side.get(), fork.get(), 0), CUDA_SUCCESS);
+    if (side_work) {
+      EXPECT_EQ(launch(fill, side.get(), kGrid, kBlock, a.get() + 512, 2u, 64u), CUDA_SUCCESS);
+    }
+    // A conditional node after the side stream's dependencies, which are set to it.
+    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+    CUgraph graph = nullptr;
+    const CUgraphNode* deps = nullptr;
+    std::size_t count = 0;
+    ASSERT_EQ(api().cuStreamGetCaptureInfo(side.get(), &status, nullptr, &graph, &deps, nullptr,
+                                           &count),
+              CUDA_SUCCESS);
+    ASSERT_EQ(count, 1u);
+    const std::vector<CUgraphNode> after(deps, deps + count);
+    CUgraphConditionalHandle handle = 0;
+    ASSERT_EQ(api().cuGraphConditionalHandleCreate(&handle, graph, context(), 2, 0), CUDA_SUCCESS);
+    CUgraphNodeParams params = conditional_node_params(handle, CU_GRAPH_COND_TYPE_IF, 1, context());
+    CUgraphNode node = nullptr;
+    ASSERT_EQ(api().cuGraphAddNode(&node, graph, after.data(), nullptr, 1, &params),
+              CUDA_SUCCESS);
+    ASSERT_EQ(api().cuStreamUpdateCaptureDependencies(side.get(), &node, nullptr, 1,
+                                                      CU_STREAM_SET_CAPTURE_DEPENDENCIES),
+              CUDA_SUCCESS);
+    ASSERT_EQ(api().cuStreamBeginCaptureToGraph(body_stream.get(),
+                                                params.conditional.phGraph_out[0], nullptr,
+                                                nullptr, 0, CU_STREAM_CAPTURE_MODE_RELAXED),
+              CUDA_SUCCESS);
+    CUgraph body = nullptr;
+    ASSERT_EQ(api().cuStreamEndCapture(body_stream.get(), &body), CUDA_SUCCESS);
+    EXPECT_EQ(launch(fill, s.get(), kGrid, kBlock, a.get(), 3u, 64u), CUDA_SUCCESS);
+    CUgraph ended = nullptr;
+    EXPECT_EQ(api().cuStreamEndCapture(s.get(), &ended), CUDA_SUCCESS);
+    RawGraph owned(api(), ended);
+    EXPECT_EQ(ended, graph);
+    EXPECT_EQ(nodes_of(api(), graph).size(), side_work ? 4u : 3u);
+    EXPECT_EQ(capture_status(side.get()), CU_STREAM_CAPTURE_STATUS_NONE);
+  }
+}
+
 }  // namespace
 }  // namespace graphcap::testing

@@ -179,6 +179,9 @@ class FakeState {
     std::uint64_t capture = 0;                  // capture sequence id, 0 when not capturing
     std::vector<std::size_t> frontier;          // nodes the next captured node depends on
     std::vector<CUgraphNode> frontier_handles;  // storage for cuStreamGetCaptureInfo
+    // The last node captured through this stream in its capture since it began or last set its
+    // dependencies (cuStreamUpdateCaptureDependencies, SET), if any: what a join must reach.
+    std::vector<std::size_t> captured_last;
     // The race check: event waits (cuStreamWaitEvent outside capture) its operations from
     // `from_seq` on happen after; the clock is the awaited record's, filled when it runs.
     struct EventWait {
@@ -226,8 +229,8 @@ class FakeState {
     CUgraph graph = nullptr;
     std::uint64_t origin = 0;
     std::set<std::uint64_t> members;  // stream ids, origin included
-    // The last nodes of member streams destroyed while capturing: they must be joined too.
-    std::vector<std::size_t> destroyed_frontiers;
+    // The last captured nodes of member streams destroyed while capturing: joined, or 904.
+    std::vector<std::size_t> destroyed_members_last;
     int device = 0;
     bool to_graph = false;  // cuStreamBeginCaptureToGraph: its graph existed before it
     bool into_body = false;  // ... a conditional node's body graph
