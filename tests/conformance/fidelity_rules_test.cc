@@ -904,5 +904,30 @@ TEST_F(FidelityRules, AStreamThatSetItsCaptureDependenciesHasNothingToJoin) {
   }
 }
 
+// Seed 9,400,001 on the H100 (programs 11119, 9259; 2887): a graph allocation its own graph frees
+// cannot be freed by another capture while an executable holding that MEM_FREE lives, its graph
+// destroyed (11119), nor once graph and executables are gone (2887): INVALID_VALUE, the capture
+// left active with no node added.
+TEST_F(FidelityRules, AGraphAllocationFreedByItsOwnGraphIsNotFreedByAnotherCapture) {
+  RawStream s = new_stream();
+  CUdeviceptr scratch = 0;
+  RawGraph graph = capture(s.get(), [&] {
+    EXPECT_EQ(api().cuMemAllocAsync(&scratch, 1024, s.get()), CUDA_SUCCESS);
+    EXPECT_EQ(api().cuMemsetD8Async(scratch, 7, 1024, s.get()), CUDA_SUCCESS);
+    EXPECT_EQ(api().cuMemFreeAsync(scratch, s.get()), CUDA_SUCCESS);
+  });
+  Exec exec = instantiate(graph.get());
+  ASSERT_EQ(api().cuGraphLaunch(exec.get(), s.get()), CUDA_SUCCESS);
+  ASSERT_EQ(api().cuStreamSynchronize(s.get()), CUDA_SUCCESS);
+  graph = RawGraph();  // the executable still holds the MEM_FREE
+  for (const bool exec_alive : {true, false}) {
+    SCOPED_TRACE(exec_alive ? "its executable alive" : "its executable destroyed");
+    if (!exec_alive) exec = Exec();
+    ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+    EXPECT_EQ(api().cuMemFreeAsync(scratch, s.get()), CUDA_ERROR_INVALID_VALUE);
+    expect_still_active(s.get(), 0);
+  }
+}
+
 }  // namespace
 }  // namespace graphcap::testing

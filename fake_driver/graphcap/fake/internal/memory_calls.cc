@@ -110,11 +110,19 @@ CUresult FakeState::cuMemFreeAsync(CUdeviceptr pointer, CUstream handle) {
         in_graph = in_graph || alloc->address == pointer;
       }
     }
-    for (const auto& entry : graphs_) {
-      for (const internal::NodeData& node : entry.second.nodes) {
+    auto frees = [&](const std::vector<internal::NodeData>& nodes) {
+      return std::any_of(nodes.begin(), nodes.end(), [&](const internal::NodeData& node) {
         const auto* free = std::get_if<internal::FreeWork>(&node.work);
-        if (free != nullptr && free->address == pointer) return CUDA_ERROR_INVALID_VALUE;
-      }
+        return free != nullptr && free->address == pointer;
+      });
+    };
+    for (const auto& entry : graphs_) {
+      if (frees(entry.second.nodes)) return CUDA_ERROR_INVALID_VALUE;
+    }
+    // Measured (H100, 2026-12-07, 3 programs): also when only an executable holds that MEM_FREE
+    // (its graph destroyed since).
+    for (const auto& entry : execs_) {
+      if (frees(entry.second.body->nodes)) return CUDA_ERROR_INVALID_VALUE;
     }
     if (in_graph) {
       const CUgraph capturing = capture_of(*stream)->graph;
@@ -128,6 +136,22 @@ CUresult FakeState::cuMemFreeAsync(CUdeviceptr pointer, CUstream handle) {
     }
     const bool graph_allocation =
         allocation != nullptr && allocation->kind == DeviceMemory::Kind::graph;
+    // Measured (H100, 2026-12-07, one program): a graph's allocation the host does not hold, once
+    // the graph that allocates it and its executables are destroyed, is no allocation to free.
+    if (graph_allocation && !in_graph && !allocation->host_allocated) {
+      auto allocates = [&](const std::vector<internal::NodeData>& nodes) {
+        return std::any_of(nodes.begin(), nodes.end(), [&](const internal::NodeData& node) {
+          const auto* alloc = std::get_if<internal::AllocWork>(&node.work);
+          return alloc != nullptr && alloc->address == pointer;
+        });
+      };
+      const bool held =
+          std::any_of(graphs_.begin(), graphs_.end(),
+                      [&](const auto& entry) { return allocates(entry.second.nodes); }) ||
+          std::any_of(execs_.begin(), execs_.end(),
+                      [&](const auto& entry) { return allocates(entry.second.body->nodes); });
+      if (!held) return CUDA_ERROR_INVALID_VALUE;
+    }
     if (!in_graph && !graph_allocation && (allocation == nullptr || !allocation->host_allocated)) {
       return refuse(*stream, CUDA_ERROR_INVALID_VALUE);
     }
