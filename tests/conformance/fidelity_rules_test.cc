@@ -929,5 +929,27 @@ TEST_F(FidelityRules, AGraphAllocationFreedByItsOwnGraphIsNotFreedByAnotherCaptu
   }
 }
 
+// Seed 9,400,001 on the H100 (programs 8960 and 4385): a graph holding a memset into another
+// graph's allocation that that graph frees itself (so no launch holds it now) is refused by
+// instantiate with INVALID_VALUE, though the capture took the memset.
+TEST_F(FidelityRules, InstantiateRefusesAMemsetIntoAnotherGraphsAllocationNoLaunchHolds) {
+  RawStream s = new_stream();
+  CUdeviceptr scratch = 0;
+  RawGraph allocating = capture(s.get(), [&] {
+    EXPECT_EQ(api().cuMemAllocAsync(&scratch, 1024, s.get()), CUDA_SUCCESS);
+    EXPECT_EQ(api().cuMemsetD8Async(scratch, 96, 1024, s.get()), CUDA_SUCCESS);
+    EXPECT_EQ(api().cuMemFreeAsync(scratch, s.get()), CUDA_SUCCESS);
+  });
+  Exec exec = instantiate(allocating.get());
+  ASSERT_EQ(api().cuGraphLaunch(exec.get(), s.get()), CUDA_SUCCESS);
+  ASSERT_EQ(api().cuStreamSynchronize(s.get()), CUDA_SUCCESS);
+  RawGraph other = capture(s.get(), [&] {
+    EXPECT_EQ(api().cuMemsetD8Async(scratch, 212, 1024, s.get()), CUDA_SUCCESS);
+  });
+  CUgraphExec refused = nullptr;
+  EXPECT_EQ(api().cuGraphInstantiateWithFlags(&refused, other.get(), 0), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(refused, nullptr);
+}
+
 }  // namespace
 }  // namespace graphcap::testing
