@@ -149,6 +149,7 @@ void FakeState::finish_capture(Capture& capture, bool keep_graph) {
       stream->capture = 0;
       stream->frontier.clear();
       stream->frontier_handles.clear();
+      stream->captured_last.clear();
     }
   }
   if (keep_graph || capture.to_graph) {
@@ -182,6 +183,7 @@ void FakeState::add_node(Stream& stream, internal::NodeWork work, bool programma
   graph.node_handles.push_back(handle);
   nodes_.emplace(handle, std::make_pair(capture.graph, index));
   stream.frontier.assign(1, index);
+  stream.captured_last.assign(1, index);
 }
 
 void FakeState::refresh_frontier_handles(Stream& stream) {
@@ -222,6 +224,7 @@ void FakeState::open_capture(Stream& stream, const Context& context, CUstreamCap
   graphs_.at(graph).under_capture = true;
   stream.capture = capture.id;
   stream.frontier = std::move(frontier);
+  stream.captured_last.clear();
   invalidations_.erase(stream.id);  // the account is of the capture last begun
   captures_.emplace(capture.id, std::move(capture));
 }
@@ -291,7 +294,12 @@ CUresult FakeState::cuStreamUpdateCaptureDependencies(CUstream handle, CUgraphNo
     if (edge_data != nullptr && edge_data[i].type != 0) return CUDA_ERROR_NOT_SUPPORTED;
     nodes.push_back(found->second.second);
   }
-  if (flags == CU_STREAM_SET_CAPTURE_DEPENDENCIES) stream->frontier.clear();
+  if (flags == CU_STREAM_SET_CAPTURE_DEPENDENCIES) {
+    stream->frontier.clear();
+    // Measured (H100, 2026-12-07, 4 programs): the stream has nothing left to join, neither what
+    // it captured before nor the nodes set (the end of its capture's origin takes it unjoined).
+    stream->captured_last.clear();
+  }
   for (std::size_t node : nodes) {
     if (std::find(stream->frontier.begin(), stream->frontier.end(), node) ==
         stream->frontier.end()) {
@@ -317,9 +325,11 @@ CUresult FakeState::cuStreamEndCapture(CUstream handle, CUgraph* graph_out) {
     capture->status = CU_STREAM_CAPTURE_STATUS_INVALIDATED;  // both streams stay, INVALIDATED
     return CUDA_ERROR_STREAM_CAPTURE_UNMATCHED;
   }
-  // Every other member stream must have been joined back: its frontier lies in the history of
-  // the origin's frontier. Measured (graphcap-fidelity, 2026-12-04, 5 programs): checked before
-  // the thread, so an unjoined capture ended on another thread is 904, not 908.
+  // Every other member stream must have been joined back: the last node it captured lies in the
+  // history of the origin's frontier. Measured (graphcap-fidelity, 2026-12-04, 5 programs):
+  // checked before the thread, so an unjoined capture ended on another thread is 904, not 908.
+  // Measured (H100, 2026-12-07, 4 programs): a stream that set its dependencies since it last
+  // captured (cuStreamUpdateCaptureDependencies, SET) has nothing to join.
   if (capture->status == CU_STREAM_CAPTURE_STATUS_ACTIVE) {
     const internal::Graph& graph = graphs_.at(capture->graph);
     std::vector<bool> joined(graph.nodes.size(), false);
@@ -331,14 +341,16 @@ CUresult FakeState::cuStreamEndCapture(CUstream handle, CUgraph* graph_out) {
       joined[node] = true;
       for (std::size_t dep : graph.nodes[node].deps) todo.push_back(dep);
     }
+    std::vector<std::size_t> others = capture->destroyed_members_last;
     for (std::uint64_t member : capture->members) {
       const Stream* other = stream_by_id(member);
       if (other == nullptr || other == stream) continue;
-      for (std::size_t node : other->frontier) {
-        if (!joined[node]) {
-          end_failed_capture(*capture);
-          return CUDA_ERROR_STREAM_CAPTURE_UNJOINED;
-        }
+      others.insert(others.end(), other->captured_last.begin(), other->captured_last.end());
+    }
+    for (std::size_t node : others) {
+      if (!joined[node]) {
+        end_failed_capture(*capture);
+        return CUDA_ERROR_STREAM_CAPTURE_UNJOINED;
       }
     }
   }

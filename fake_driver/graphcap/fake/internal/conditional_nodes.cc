@@ -100,6 +100,7 @@ CUresult FakeState::add_conditional_node(internal::Graph& graph, std::vector<std
   if (params.ctx == nullptr || find_context(params.ctx) == nullptr) return CUDA_ERROR_INVALID_VALUE;
   internal::ConditionalWork work;
   work.handle = params.handle;
+  work.assign_default = conditions_.at(params.handle).assign_default;
   work.type = params.type;
   const CUgraph parent = graph.handle;
   const CUcontext context = params.ctx;
@@ -238,6 +239,7 @@ std::shared_ptr<const internal::ExecBody> FakeState::with_kernel(
     internal::KernelWork replaced = work;
     const auto& was = std::get<internal::KernelWork>(changed->nodes[index].work);
     replaced.priority = was.priority;
+    replaced.priority_given = was.priority_given;
     replaced.programmatic = was.programmatic;
     changed->nodes[index].work = internal::NodeWork{std::move(replaced)};
     return changed;

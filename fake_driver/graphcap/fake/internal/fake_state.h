@@ -179,6 +179,9 @@ class FakeState {
     std::uint64_t capture = 0;                  // capture sequence id, 0 when not capturing
     std::vector<std::size_t> frontier;          // nodes the next captured node depends on
     std::vector<CUgraphNode> frontier_handles;  // storage for cuStreamGetCaptureInfo
+    // The last node captured through this stream in its capture since it began or last set its
+    // dependencies (cuStreamUpdateCaptureDependencies, SET), if any: what a join must reach.
+    std::vector<std::size_t> captured_last;
     // The race check: event waits (cuStreamWaitEvent outside capture) its operations from
     // `from_seq` on happen after; the clock is the awaited record's, filled when it runs.
     struct EventWait {
@@ -226,6 +229,8 @@ class FakeState {
     CUgraph graph = nullptr;
     std::uint64_t origin = 0;
     std::set<std::uint64_t> members;  // stream ids, origin included
+    // The last captured nodes of member streams destroyed while capturing: joined, or 904.
+    std::vector<std::size_t> destroyed_members_last;
     int device = 0;
     bool to_graph = false;  // cuStreamBeginCaptureToGraph: its graph existed before it
     bool into_body = false;  // ... a conditional node's body graph
@@ -240,6 +245,7 @@ class FakeState {
     bool uploaded = false;
     std::size_t driver_bytes = 0;  // what the driver took for it at instantiate
     bool exclusive = false;        // counted in its graph's exclusive_execs
+    bool memory = false;           // counted in its graph's memory_execs
   };
 
   struct EventRecordWork {
@@ -363,11 +369,15 @@ class FakeState {
   void refresh_frontier_handles(Stream& stream);
   // event_calls.cc: cuEventQuery/cuEventSynchronize of an event last recorded in a capture.
   CUresult captured_event(const Event& event);
+  // memory_calls.cc: the DeviceMemory::Kind of the allocation holding `address`, -1 for none (what
+  // a captured copy records of its device sides).
+  int memory_kind(CUdeviceptr address);
 
   // ---- module_calls.cc: both launch entry points ------------------------------------------------
   struct LaunchAttributes {
     bool programmatic = false;  // PROGRAMMATIC_STREAM_SERIALIZATION
     int priority = 0;           // PRIORITY, clamped
+    bool priority_given = false;
   };
   CUresult launch(CUfunction function, const LaunchDims& dims, CUstream handle, void** params,
                   void** extra, const LaunchAttributes& attributes, const char* entry_point);

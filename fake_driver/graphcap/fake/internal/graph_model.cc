@@ -141,62 +141,135 @@ bool same_memory_node(const NodeWork& a, const NodeWork& b) {
   return true;
 }
 
+// Whether two copy nodes' device sides lie in allocations of the same kind (as captured).
+bool same_copy_memory(const NodeWork& a, const NodeWork& b) {
+  if (const auto* x = std::get_if<CopyToDeviceWork>(&a)) {
+    const auto* y = std::get_if<CopyToDeviceWork>(&b);
+    return y == nullptr || x->dst_memory == y->dst_memory;
+  }
+  if (const auto* x = std::get_if<CopyToHostWork>(&a)) {
+    const auto* y = std::get_if<CopyToHostWork>(&b);
+    return y == nullptr || x->src_memory == y->src_memory;
+  }
+  if (const auto* x = std::get_if<CopyDeviceWork>(&a)) {
+    const auto* y = std::get_if<CopyDeviceWork>(&b);
+    return y == nullptr || (x->dst_memory == y->dst_memory && x->src_memory == y->src_memory);
+  }
+  return true;
+}
+
+// The nodes no node of the graph depends on, in creation order.
+std::vector<std::size_t> exit_nodes(const std::vector<NodeData>& nodes) {
+  std::vector<bool> depended_on(nodes.size(), false);
+  for (const NodeData& node : nodes) {
+    for (std::size_t dep : node.deps) depended_on[dep] = true;
+  }
+  std::vector<std::size_t> exits;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    if (!depended_on[i]) exits.push_back(i);
+  }
+  return exits;
+}
+
 }  // namespace
 
 UpdateCheck check_exec_update(
     const std::vector<NodeData>& current, const std::vector<NodeData>& next,
-    const std::function<const std::vector<NodeData>*(CUgraph)>& body_nodes) {
+    const std::function<const std::vector<NodeData>*(CUgraph)>& body_nodes,
+    bool use_node_priority) {
   if (current.size() != next.size()) return {CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED, {}};
-  for (std::size_t i = 0; i < next.size(); ++i) {
-    if (!same_nodes(current[i].deps, next[i].deps) ||
-        !same_nodes(current[i].programmatic, next[i].programmatic)) {
-      return {CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED, i};
-    }
+  // Measured (graphcap-fidelity on the H100, 2026-12-07): the exit nodes (those no node depends
+  // on) are compared first. A graph with fewer than the executable's is TOPOLOGY_CHANGED naming
+  // no node; one with more names its exit left over when both lists are paired from their
+  // last-created exit backwards (with one exit more: its first).
+  const std::vector<std::size_t> exits = exit_nodes(next);
+  const std::size_t current_exits = exit_nodes(current).size();
+  if (exits.size() < current_exits) return {CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED, {}};
+  if (exits.size() > current_exits) {
+    return {CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED, exits[exits.size() - current_exits - 1]};
   }
-  for (std::size_t i = 0; i < next.size(); ++i) {
-    if (node_type(current[i].work) != node_type(next[i].work)) {
+  // Then the nodes are checked one at a time, from the exits (last-created first) back along
+  // the edges: the first node that fails any check is the one named (measured there: a chain of
+  // other node types names its last node; a node's type before its edges, its copy direction or
+  // launch attributes before any node it depends on).
+  std::vector<bool> seen(next.size(), false);
+  std::queue<std::size_t> visit;
+  for (auto it = exits.rbegin(); it != exits.rend(); ++it) {
+    seen[*it] = true;
+    visit.push(*it);
+  }
+  while (!visit.empty()) {
+    const std::size_t i = visit.front();
+    visit.pop();
+    const NodeData& was_node = current[i];
+    const NodeData& now_node = next[i];
+    if (node_type(was_node.work) != node_type(now_node.work)) {
       return {CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED, i};
     }
-  }
-  // Measured (graphcap-fidelity, 2026-12-04; cuda.h: a memcpy node's source or
-  // destination memory type cannot change): a copy node whose direction changed (host to device,
-  // device to host, device to device) is PARAMETERS_CHANGED on that node.
-  for (std::size_t i = 0; i < next.size(); ++i) {
-    if (node_type(next[i].work) == CU_GRAPH_NODE_TYPE_MEMCPY &&
-        current[i].work.index() != next[i].work.index()) {
+    // Measured (graphcap-fidelity, 2026-12-04; cuda.h: a memcpy node's source or destination
+    // memory type cannot change): a copy node whose direction changed (host to device, device
+    // to host, device to device) is PARAMETERS_CHANGED on that node.
+    if (node_type(now_node.work) == CU_GRAPH_NODE_TYPE_MEMCPY &&
+        was_node.work.index() != now_node.work.index()) {
       return {CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED, i};
     }
-  }
-  for (std::size_t i = 0; i < next.size(); ++i) {
-    if (!same_memory_node(current[i].work, next[i].work)) {
+    // Measured (H100, 2026-12-07, 3 programs): a copy node whose device side lay in memory of
+    // cuMemAllocAsync and now lies in cuMemAlloc's is PARAMETERS_CHANGED on that node (cuda.h:
+    // the memory must come from the same contexts). The fake takes any other kind of allocation
+    // (a graph's, a mapping's) as a change too: not measured.
+    if (!same_copy_memory(was_node.work, now_node.work)) {
+      return {CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED, i};
+    }
+    if (!same_memory_node(was_node.work, now_node.work)) {
       return {CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED, i};
     }
-  }
-  // Measured on the H200 (ConditionalNodes.ExecUpdate*): a conditional node whose bodies
-  // have the same topology takes the new bodies' parameters (and the handle's new default); a
-  // node of another type or size is NOT_SUPPORTED on that node; one kernel more in a body is
-  // TOPOLOGY_CHANGED naming no node.
-  for (std::size_t i = 0; i < next.size(); ++i) {
-    const auto* was = std::get_if<ConditionalWork>(&current[i].work);
-    const auto* now = std::get_if<ConditionalWork>(&next[i].work);
-    if (was == nullptr || now == nullptr) continue;
-    if (was->type != now->type || was->exec_bodies.size() != now->bodies.size()) {
-      return {CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED, i};
+    // Measured on the H200 (ConditionalNodes.ExecUpdate*): a conditional node whose bodies
+    // have the same topology takes the new bodies' parameters (and the handle's new default); a
+    // node of another type or size is NOT_SUPPORTED on that node; one kernel more in a body is
+    // TOPOLOGY_CHANGED naming no node.
+    const auto* was = std::get_if<ConditionalWork>(&was_node.work);
+    const auto* now = std::get_if<ConditionalWork>(&now_node.work);
+    if (was != nullptr && now != nullptr) {
+      if (was->type != now->type || was->exec_bodies.size() != now->bodies.size()) {
+        return {CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED, i};
+      }
+      // Measured (H100, 2026-12-07, one program): a WHILE node on a handle without
+      // ASSIGN_DEFAULT (default 1), updated to one on a handle with it (default 0), is
+      // NOT_SUPPORTED on that node; another default alone is taken
+      // (BranchNodes.ExecUpdateTakesNewBodyArgumentsAndDefaults): the flag is compared.
+      if (was->assign_default != now->assign_default) {
+        return {CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED, i};
+      }
+      for (std::size_t b = 0; b < now->bodies.size(); ++b) {
+        const std::vector<NodeData>* body = body_nodes(now->bodies[b]);
+        if (body == nullptr) return {CU_GRAPH_EXEC_UPDATE_ERROR, i};
+        UpdateCheck inner =
+            check_exec_update(was->exec_bodies[b]->nodes, *body, body_nodes, use_node_priority);
+        if (inner.result == CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED) return {inner.result, {}};
+        if (inner.result != CU_GRAPH_EXEC_UPDATE_SUCCESS) return {inner.result, i};
+      }
     }
-    for (std::size_t b = 0; b < now->bodies.size(); ++b) {
-      const std::vector<NodeData>* body = body_nodes(now->bodies[b]);
-      if (body == nullptr) return {CU_GRAPH_EXEC_UPDATE_ERROR, i};
-      UpdateCheck inner = check_exec_update(was->exec_bodies[b]->nodes, *body, body_nodes);
-      if (inner.result == CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED) return {inner.result, {}};
-      if (inner.result != CU_GRAPH_EXEC_UPDATE_SUCCESS) return {inner.result, i};
-    }
-  }
-  // Measured: a kernel node whose priority changed needs a new executable.
-  for (std::size_t i = 0; i < next.size(); ++i) {
-    const auto* was = std::get_if<KernelWork>(&current[i].work);
-    const auto* now = std::get_if<KernelWork>(&next[i].work);
-    if (was != nullptr && now != nullptr && was->priority != now->priority) {
+    // Measured: a kernel node whose priority changed needs a new executable, when the
+    // executable was instantiated to use node priorities (USE_NODE_PRIORITY); without that
+    // flag the priority is not compared (H100, 2026-12-07: -1 to -5, -5 to 0, 0 to -5 updated).
+    // Measured there too: a launch given priority 3 (clamped to 0) against one given none is a
+    // change. Not measured: whether an attribute of 0 against none is (the fake says it is).
+    const auto* was_kernel = std::get_if<KernelWork>(&was_node.work);
+    const auto* now_kernel = std::get_if<KernelWork>(&now_node.work);
+    if (use_node_priority && was_kernel != nullptr && now_kernel != nullptr &&
+        (was_kernel->priority != now_kernel->priority ||
+         was_kernel->priority_given != now_kernel->priority_given)) {
       return {CU_GRAPH_EXEC_UPDATE_ERROR_ATTRIBUTES_CHANGED, i};
+    }
+    if (!same_nodes(was_node.deps, now_node.deps) ||
+        !same_nodes(was_node.programmatic, now_node.programmatic)) {
+      return {CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED, i};
+    }
+    for (std::size_t dep : now_node.deps) {
+      if (!seen[dep]) {
+        seen[dep] = true;
+        visit.push(dep);
+      }
     }
   }
   return {};

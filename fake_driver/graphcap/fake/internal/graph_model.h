@@ -35,6 +35,7 @@ struct Graph {
   bool under_capture = false;             // still owned by a capture sequence
   // Executables instantiated from it while it held memory or conditional nodes, not destroyed.
   std::size_t exclusive_execs = 0;
+  std::size_t memory_execs = 0;           // of those, made while it held memory nodes
   std::size_t live_execs = 0;             // every executable instantiated from it, not destroyed
   CUgraphNode owner = nullptr;            // a conditional node's body: that node
   std::vector<CUgraphConditionalHandle> conditions;  // handles created on this graph
@@ -85,15 +86,17 @@ struct UpdateCheck {
   std::optional<std::size_t> error_node;  // index in the new graph
 };
 // Whether an executable of `current` can take `next`'s parameters (nodes pair up by creation
-// order). A conditional node's bodies are compared the same way: `body_nodes` gives the nodes of
-// one of `next`'s body graphs (the executable's are instantiated in its ExecBody). Measured on
-// the H200: other edges or edge types (a programmatic edge for an ordinary one) are
+// order; they are checked from the exit nodes back along the edges, and the first that fails
+// is the one named). A conditional node's bodies are compared the same way: `body_nodes` gives
+// the nodes of one of `next`'s body graphs (the executable's are instantiated in its ExecBody).
+// Measured on the H200: other edges or edge types (a programmatic edge for an ordinary one) are
 // TOPOLOGY_CHANGED; a conditional node of another type or size is NOT_SUPPORTED on that node; a
 // body of another topology is TOPOLOGY_CHANGED naming no node; a kernel of another priority is
-// ATTRIBUTES_CHANGED.
+// ATTRIBUTES_CHANGED when `use_node_priority` (the executable's USE_NODE_PRIORITY).
 UpdateCheck check_exec_update(
     const std::vector<NodeData>& current, const std::vector<NodeData>& next,
-    const std::function<const std::vector<NodeData>*(CUgraph)>& body_nodes);
+    const std::function<const std::vector<NodeData>*(CUgraph)>& body_nodes,
+    bool use_node_priority);
 
 std::string to_dot(const Graph& graph, bool verbose);
 

@@ -110,11 +110,19 @@ CUresult FakeState::cuMemFreeAsync(CUdeviceptr pointer, CUstream handle) {
         in_graph = in_graph || alloc->address == pointer;
       }
     }
-    for (const auto& entry : graphs_) {
-      for (const internal::NodeData& node : entry.second.nodes) {
+    auto frees = [&](const std::vector<internal::NodeData>& nodes) {
+      return std::any_of(nodes.begin(), nodes.end(), [&](const internal::NodeData& node) {
         const auto* free = std::get_if<internal::FreeWork>(&node.work);
-        if (free != nullptr && free->address == pointer) return CUDA_ERROR_INVALID_VALUE;
-      }
+        return free != nullptr && free->address == pointer;
+      });
+    };
+    for (const auto& entry : graphs_) {
+      if (frees(entry.second.nodes)) return CUDA_ERROR_INVALID_VALUE;
+    }
+    // Measured (H100, 2026-12-07, 3 programs): also when only an executable holds that MEM_FREE
+    // (its graph destroyed since).
+    for (const auto& entry : execs_) {
+      if (frees(entry.second.body->nodes)) return CUDA_ERROR_INVALID_VALUE;
     }
     if (in_graph) {
       const CUgraph capturing = capture_of(*stream)->graph;
@@ -128,6 +136,22 @@ CUresult FakeState::cuMemFreeAsync(CUdeviceptr pointer, CUstream handle) {
     }
     const bool graph_allocation =
         allocation != nullptr && allocation->kind == DeviceMemory::Kind::graph;
+    // Measured (H100, 2026-12-07, one program): a graph's allocation the host does not hold, once
+    // the graph that allocates it and its executables are destroyed, is no allocation to free.
+    if (graph_allocation && !in_graph && !allocation->host_allocated) {
+      auto allocates = [&](const std::vector<internal::NodeData>& nodes) {
+        return std::any_of(nodes.begin(), nodes.end(), [&](const internal::NodeData& node) {
+          const auto* alloc = std::get_if<internal::AllocWork>(&node.work);
+          return alloc != nullptr && alloc->address == pointer;
+        });
+      };
+      const bool held =
+          std::any_of(graphs_.begin(), graphs_.end(),
+                      [&](const auto& entry) { return allocates(entry.second.nodes); }) ||
+          std::any_of(execs_.begin(), execs_.end(),
+                      [&](const auto& entry) { return allocates(entry.second.body->nodes); });
+      if (!held) return CUDA_ERROR_INVALID_VALUE;
+    }
     if (!in_graph && !graph_allocation && (allocation == nullptr || !allocation->host_allocated)) {
       return refuse(*stream, CUDA_ERROR_INVALID_VALUE);
     }
@@ -169,6 +193,11 @@ CUresult FakeState::cuMemFreeHost(void* pointer) {
   return pinned_memory_.free(pointer) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
+int FakeState::memory_kind(CUdeviceptr address) {
+  const DeviceMemory::Allocation* allocation = device_memory_.find_containing(address);
+  return allocation == nullptr ? -1 : static_cast<int>(allocation->kind);
+}
+
 CUresult FakeState::cuMemcpyHtoDAsync(CUdeviceptr dst, const void* src, std::size_t bytes,
                                       CUstream handle) {
   Context* context = nullptr;
@@ -184,6 +213,7 @@ CUresult FakeState::cuMemcpyHtoDAsync(CUdeviceptr dst, const void* src, std::siz
   copy.bytes = bytes;
   copy.pinned = pinned_memory_.contains(src, bytes);
   if (captured) {
+    copy.dst_memory = memory_kind(dst);
     add_node(*stream, internal::NodeWork{std::move(copy)});  // reads `src` on every launch
     return CUDA_SUCCESS;
   }
@@ -208,6 +238,7 @@ CUresult FakeState::cuMemcpyDtoHAsync(void* dst, CUdeviceptr src, std::size_t by
   if (bytes != 0 && (dst == nullptr || src == 0)) return refuse(*stream, CUDA_ERROR_INVALID_VALUE);
   internal::CopyToHostWork copy{dst, src, bytes, pinned_memory_.contains(dst, bytes)};
   if (captured) {
+    copy.src_memory = memory_kind(src);
     add_node(*stream, internal::NodeWork{copy});  // writes `dst` on every launch
     return CUDA_SUCCESS;
   }
@@ -280,6 +311,8 @@ CUresult FakeState::cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, std::siz
   if (bytes != 0 && (dst == 0 || src == 0)) return refuse(*stream, CUDA_ERROR_INVALID_VALUE);
   internal::CopyDeviceWork copy{dst, src, bytes};
   if (captured) {
+    copy.dst_memory = memory_kind(dst);
+    copy.src_memory = memory_kind(src);
     add_node(*stream, internal::NodeWork{copy});  // reads `src` on every launch
   } else {
     enqueue(*stream, "cuMemcpyDtoDAsync", internal::NodeWork{copy});

@@ -181,6 +181,7 @@ CUresult FakeState::cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction fu
         // Measured: any value is accepted, and clamped to the context's range.
         attributes.priority =
             std::clamp(attribute.value.priority, kGreatestPriority, kLeastPriority);
+        attributes.priority_given = true;
         break;
       default:
         // Cooperative launches, clusters, programmatic events, ...: not modelled. Refused, and
@@ -219,6 +220,7 @@ CUresult FakeState::launch(CUfunction function, const LaunchDims& dims, CUstream
   work.dims = dims;
   work.programmatic = attributes.programmatic;
   work.priority = attributes.priority;
+  work.priority_given = attributes.priority_given;
   if (!work.kernel->declared) {
     // Without a layout the number of parameters is unknown: reading any would be a guess.
     violation(internal::undeclared_layout_message(*work.kernel));

@@ -80,6 +80,11 @@ CUresult FakeState::cuStreamDestroy(CUstream handle) {
       refuse(*capture, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
       end_failed_capture(*capture);
     } else {
+      // Measured (H100, 2026-12-07, 2 programs): work the stream captured and never joined back
+      // still makes the end UNJOINED (904).
+      capture->destroyed_members_last.insert(capture->destroyed_members_last.end(),
+                                             stream.captured_last.begin(),
+                                             stream.captured_last.end());
       capture->members.erase(stream.id);
       stream.capture = 0;
     }
@@ -199,6 +204,7 @@ CUresult FakeState::cuStreamWaitEvent(CUstream handle, CUevent event_handle, uns
     if (stream->legacy) return refuse(*event_capture, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
     stream->capture = event_capture->id;
     stream->frontier = event.nodes;
+    stream->captured_last.clear();
     event_capture->members.insert(stream->id);
     return CUDA_SUCCESS;
   }

@@ -62,6 +62,7 @@ struct KernelWork {
   // PRIORITY, clamped to the context's range (measured on the H200).
   bool programmatic = false;
   int priority = 0;
+  bool priority_given = false;  // the launch had a PRIORITY attribute
 };
 
 // cuMemcpyHtoDAsync. Pageable sources of an eager copy are snapshotted at call time; pinned
@@ -72,6 +73,7 @@ struct CopyToDeviceWork {
   std::size_t bytes = 0;
   bool pinned = false;  // src lay in cuMemAllocHost memory at call time
   bool from_snapshot = false;
+  int dst_memory = -1;  // captured: the DeviceMemory::Kind of dst's allocation, -1 for none
   std::vector<std::byte> snapshot;
 };
 
@@ -81,6 +83,7 @@ struct CopyToHostWork {
   CUdeviceptr src = 0;
   std::size_t bytes = 0;
   bool pinned = false;
+  int src_memory = -1;  // captured: the DeviceMemory::Kind of src's allocation, -1 for none
 };
 
 // cuMemcpyDtoDAsync. Overlapping ranges: CUDA says the areas may not overlap and names no
@@ -89,6 +92,8 @@ struct CopyDeviceWork {
   CUdeviceptr dst = 0;
   CUdeviceptr src = 0;
   std::size_t bytes = 0;
+  int dst_memory = -1;  // captured: the DeviceMemory::Kind of each side's allocation, -1 for none
+  int src_memory = -1;
 };
 
 // cuMemsetD8Async (element_size 1) and cuMemsetD32Async (element_size 4): `count` elements.
@@ -123,6 +128,7 @@ struct ExecBody;
 // executable, `exec_bodies` are those graphs as instantiated with it.
 struct ConditionalWork {
   CUgraphConditionalHandle handle = 0;
+  bool assign_default = false;  // the handle was created with CU_GRAPH_COND_ASSIGN_DEFAULT
   CUgraphConditionalNodeType type = CU_GRAPH_COND_TYPE_WHILE;
   std::vector<CUgraph> bodies;
   std::vector<std::shared_ptr<const ExecBody>> exec_bodies;
