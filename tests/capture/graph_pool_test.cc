@@ -22,15 +22,15 @@
 namespace graphcap::testing {
 namespace {
 
-// Batch sizes of a decode step, largest first (recorded in that order, as vLLM does: a smaller
-// graph's intermediates then fit in the larger ones').
-constexpr std::uint32_t kBatches[] = {128, 96, 64, 48, 32, 16, 8, 1};
-constexpr std::uint32_t kWordsPerRow = 256;
-
 enum class Layout { virtual_memory, plain };
 
 class GraphPoolTest : public DeviceFixture, public ::testing::WithParamInterface<Layout> {
  protected:
+  // Batch sizes of a decode step, largest first (recorded in that order, as vLLM does: a smaller
+  // graph's intermediates then fit in the larger ones').
+  static constexpr std::uint32_t kBatches[] = {128, 96, 64, 48, 32, 16, 8, 1};
+  static constexpr std::uint32_t kWordsPerRow = 256;
+
   GraphPoolOptions pool_options() const {
     GraphPoolOptions options;
     options.virtual_memory = GetParam() == Layout::virtual_memory;

@@ -75,7 +75,7 @@
 #include "matchers.h"
 #include "test_driver.h"
 
-namespace graphcap::testing {
+namespace graphcap::testing::fault_sweep {
 namespace {
 
 // How much less free device memory the fault-free counting run may leave on libcuda: what the
@@ -87,7 +87,7 @@ constexpr std::size_t kMemorySlack = std::size_t{64} << 20;
 
 // An error the real entry point can return: the first of its codes in entry_points.def (every
 // entry point has some, chosen deliberately there).
-std::optional<CUresult> injected_code(std::string_view entry) {
+std::optional<CUresult> first_listed_code(std::string_view entry) {
   const EntryTraits* traits = find_entry_traits(entry);
   if (traits == nullptr) return std::nullopt;
   return traits->codes.front();
@@ -1612,7 +1612,7 @@ TEST_P(FaultSweep, EveryDriverCallFailsInTurn) {
   for (std::size_t i = 0; i < window.size(); ++i) {
     const std::string& entry = window[i].entry_point;
     const int nth = ++seen[entry];
-    const std::optional<CUresult> code = injected_code(entry);
+    const std::optional<CUresult> code = first_listed_code(entry);
     ASSERT_TRUE(code.has_value()) << "no injected code chosen for " << entry;
     if (i % stride != 0) continue;
     const Injection injection{i, entry, nth, *code};
@@ -1664,4 +1664,4 @@ class SweepReport : public ::testing::Environment {
     ::testing::AddGlobalTestEnvironment(new SweepReport);
 
 }  // namespace
-}  // namespace graphcap::testing
+}  // namespace graphcap::testing::fault_sweep

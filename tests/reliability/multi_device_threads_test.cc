@@ -25,11 +25,11 @@
 namespace graphcap::testing {
 namespace {
 
-constexpr std::uint32_t kN = 256;
-constexpr int kSteps = 40;
-
 class MultiDeviceThreads : public ::testing::Test {
  protected:
+  static constexpr std::uint32_t kN = 256;
+  static constexpr int kSteps = 40;
+
   void SetUp() override {
     driver_ = make_test_driver(2);
     ASSERT_NE(driver_->fake(), nullptr);

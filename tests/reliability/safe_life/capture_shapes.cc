@@ -13,8 +13,6 @@
 namespace graphcap::testing::safe_life {
 namespace {
 
-std::string on(int s) { return " on stream " + std::to_string(s); }
-
 struct StepThrew : std::runtime_error {
   StepThrew() : std::runtime_error("the model's step threw") {}
 };

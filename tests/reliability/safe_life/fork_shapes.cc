@@ -11,8 +11,6 @@
 namespace graphcap::testing::safe_life {
 namespace {
 
-std::string on(int s) { return " on stream " + std::to_string(s); }
-
 // Forks side stream `to` from `from` through event `e`, inside the recording.
 bool fork(World& world, int from, int to, int e) {
   Device& device = world.device();

@@ -5,6 +5,7 @@
 // world's invariants after its calls. Each leaves every stream out of capture.
 #pragma once
 
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -52,6 +53,8 @@ template <class T>
 bool ok(World& world, const Result<T>& result, const std::string& what) {
   return world.expect(result, std::nullopt, what);
 }
+// A message's stream: " on stream <s>".
+inline std::string on(int s) { return " on stream " + std::to_string(s); }
 // The other two streams than `o`, in a random order.
 std::pair<int, int> others(World& world, int o);
 
