@@ -1,7 +1,7 @@
-// Rules graphcap-fidelity's generated programs found on the H200 (2026-12-03, driver
-// 580.159.04; runs and programs in docs/conformance.md, "Generated programs"), each as the
-// shortest program that shows it, on both drivers. docs/cuda-driver-facts.md, "Found by generated
-// programs", has the rows.
+// Rules graphcap-fidelity's generated programs found on the H200 (2026-12-03/04) and the H100
+// (2026-12-07, seed 9,400,001), driver 580.159.04 (runs and programs in docs/conformance.md,
+// "Generated programs"), each as the shortest program that shows it, on both drivers.
+// docs/cuda-driver-facts.md, "Found by generated programs", has the rows.
 #include <cstdint>
 #include <thread>
 #include <vector>
@@ -15,7 +15,30 @@
 namespace graphcap::testing {
 namespace {
 
-using FidelityRules = ConformanceTest;
+class FidelityRules : public ConformanceTest {
+ protected:
+  // An IF node added to `graph`, which `s` is capturing into (s goes on after the node), its body
+  // captured on `body_stream` with one launch of `kernel`.
+  void add_if_with_one_launch(CUgraph graph, CUstream s, CUstream body_stream, CUfunction kernel,
+                              CUgraphNode* node) {
+    CUgraphConditionalHandle handle = 0;
+    ASSERT_EQ(api().cuGraphConditionalHandleCreate(&handle, graph, context(), 0, 0),
+              CUDA_SUCCESS);
+    CUgraphNodeParams params =
+        conditional_node_params(handle, CU_GRAPH_COND_TYPE_IF, 1, context());
+    ASSERT_EQ(api().cuGraphAddNode(node, graph, nullptr, nullptr, 0, &params), CUDA_SUCCESS);
+    ASSERT_EQ(api().cuStreamUpdateCaptureDependencies(s, node, nullptr, 1,
+                                                      CU_STREAM_SET_CAPTURE_DEPENDENCIES),
+              CUDA_SUCCESS);
+    CUgraph body = params.conditional.phGraph_out[0];
+    ASSERT_EQ(api().cuStreamBeginCaptureToGraph(body_stream, body, nullptr, nullptr, 0,
+                                                CU_STREAM_CAPTURE_MODE_RELAXED),
+              CUDA_SUCCESS);
+    EXPECT_EQ(launch(kernel, body_stream, 1, 1), CUDA_SUCCESS);
+    CUgraph ended = nullptr;
+    ASSERT_EQ(api().cuStreamEndCapture(body_stream, &ended), CUDA_SUCCESS);
+  }
+};
 
 // The graph a stream's capture builds (cuStreamGetCaptureInfo).
 CUgraph building(DriverApi& api, CUstream stream) {
@@ -488,21 +511,8 @@ TEST_F(FidelityRules, AConditionalNodeKeepsItsGraphFromASecondExecutableMadeBefo
   ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_RELAXED), CUDA_SUCCESS);
   CUgraph graph = building(api(), s.get());
   Exec before = instantiate(graph);  // the graph is empty now
-  CUgraphConditionalHandle handle = 0;
-  ASSERT_EQ(api().cuGraphConditionalHandleCreate(&handle, graph, context(), 0, 0), CUDA_SUCCESS);
-  CUgraphNodeParams params = conditional_node_params(handle, CU_GRAPH_COND_TYPE_IF, 1, context());
   CUgraphNode node = nullptr;
-  ASSERT_EQ(api().cuGraphAddNode(&node, graph, nullptr, nullptr, 0, &params), CUDA_SUCCESS);
-  ASSERT_EQ(api().cuStreamUpdateCaptureDependencies(s.get(), &node, nullptr, 1,
-                                                    CU_STREAM_SET_CAPTURE_DEPENDENCIES),
-            CUDA_SUCCESS);
-  CUgraph body = params.conditional.phGraph_out[0];
-  ASSERT_EQ(api().cuStreamBeginCaptureToGraph(body_stream.get(), body, nullptr, nullptr, 0,
-                                              CU_STREAM_CAPTURE_MODE_RELAXED),
-            CUDA_SUCCESS);
-  EXPECT_EQ(launch(empty, body_stream.get(), 1, 1), CUDA_SUCCESS);
-  CUgraph ended = nullptr;
-  ASSERT_EQ(api().cuStreamEndCapture(body_stream.get(), &ended), CUDA_SUCCESS);
+  ASSERT_NO_FATAL_FAILURE(add_if_with_one_launch(graph, s.get(), body_stream.get(), empty, &node));
   CUgraphExec second = nullptr;
   EXPECT_EQ(api().cuGraphInstantiateWithFlags(&second, graph, 0), CUDA_ERROR_NOT_SUPPORTED);
   before = Exec();  // destroyed: the graph may have one executable again
@@ -675,21 +685,8 @@ TEST_F(FidelityRules, AnExecutableMadeBeforeTheMemoryNodesLetsAnotherUpdateFromT
   RawStream body_stream = new_stream();
   ASSERT_EQ(api().cuStreamBeginCapture(s.get(), CU_STREAM_CAPTURE_MODE_RELAXED), CUDA_SUCCESS);
   CUgraph graph = building(api(), s.get());
-  CUgraphConditionalHandle handle = 0;
-  ASSERT_EQ(api().cuGraphConditionalHandleCreate(&handle, graph, context(), 0, 0), CUDA_SUCCESS);
-  CUgraphNodeParams params = conditional_node_params(handle, CU_GRAPH_COND_TYPE_IF, 1, context());
   CUgraphNode node = nullptr;
-  ASSERT_EQ(api().cuGraphAddNode(&node, graph, nullptr, nullptr, 0, &params), CUDA_SUCCESS);
-  ASSERT_EQ(api().cuStreamUpdateCaptureDependencies(s.get(), &node, nullptr, 1,
-                                                    CU_STREAM_SET_CAPTURE_DEPENDENCIES),
-            CUDA_SUCCESS);
-  CUgraph body = params.conditional.phGraph_out[0];
-  ASSERT_EQ(api().cuStreamBeginCaptureToGraph(body_stream.get(), body, nullptr, nullptr, 0,
-                                              CU_STREAM_CAPTURE_MODE_RELAXED),
-            CUDA_SUCCESS);
-  EXPECT_EQ(launch(empty, body_stream.get(), 1, 1), CUDA_SUCCESS);
-  CUgraph ended = nullptr;
-  ASSERT_EQ(api().cuStreamEndCapture(body_stream.get(), &ended), CUDA_SUCCESS);
+  ASSERT_NO_FATAL_FAILURE(add_if_with_one_launch(graph, s.get(), body_stream.get(), empty, &node));
   CUgraph whole = nullptr;
   ASSERT_EQ(api().cuStreamEndCapture(s.get(), &whole), CUDA_SUCCESS);
   RawGraph owned(api(), whole);
@@ -702,6 +699,7 @@ TEST_F(FidelityRules, AnExecutableMadeBeforeTheMemoryNodesLetsAnotherUpdateFromT
   EXPECT_EQ(api().cuMemAllocAsync(&scratch, 256, s.get()), CUDA_SUCCESS);
   EXPECT_EQ(api().cuMemsetD8Async(scratch, 1, 256, s.get()), CUDA_SUCCESS);
   EXPECT_EQ(api().cuMemFreeAsync(scratch, s.get()), CUDA_SUCCESS);
+  CUgraph ended = nullptr;
   ASSERT_EQ(api().cuStreamEndCapture(s.get(), &ended), CUDA_SUCCESS);
   EXPECT_EQ(ended, whole);
   RawGraph plain = capture(s.get(), [&] { EXPECT_EQ(launch(empty, s.get(), 1, 1), CUDA_SUCCESS); });
