@@ -15,8 +15,46 @@
 namespace graphcap::testing {
 namespace {
 
+// The graph a stream's capture builds (cuStreamGetCaptureInfo).
+CUgraph building(DriverApi& api, CUstream stream) {
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  CUgraph graph = nullptr;
+  EXPECT_EQ(api.cuStreamGetCaptureInfo(stream, &status, nullptr, &graph, nullptr, nullptr,
+                                       nullptr),
+            CUDA_SUCCESS);
+  return graph;
+}
+
+// A graph's nodes in creation order (cuGraphGetNodes).
+std::vector<CUgraphNode> nodes_of(DriverApi& api, CUgraph graph) {
+  std::size_t count = 0;
+  EXPECT_EQ(api.cuGraphGetNodes(graph, nullptr, &count), CUDA_SUCCESS);
+  std::vector<CUgraphNode> nodes(count);
+  EXPECT_EQ(api.cuGraphGetNodes(graph, nodes.data(), &count), CUDA_SUCCESS);
+  return nodes;
+}
+
 class FidelityRules : public ConformanceTest {
  protected:
+  // cuGraphExecUpdate of `exec` from `graph` refused with `result`, naming node `index` of the
+  // `count` nodes of `graph` (creation order) as the one that differs.
+  void expect_update_refused(CUgraphExec exec, CUgraph graph, CUgraphExecUpdateResult result,
+                             std::size_t count, std::size_t index) {
+    CUgraphExecUpdateResultInfo info{};
+    EXPECT_EQ(api().cuGraphExecUpdate(exec, graph, &info), CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
+    EXPECT_EQ(info.result, result);
+    const std::vector<CUgraphNode> nodes = nodes_of(api(), graph);
+    ASSERT_EQ(nodes.size(), count);
+    EXPECT_EQ(info.errorNode, nodes[index]);
+  }
+  // The same, naming no node (a topology that differs as a whole).
+  void expect_update_refused(CUgraphExec exec, CUgraph graph, CUgraphExecUpdateResult result) {
+    CUgraphExecUpdateResultInfo info{};
+    EXPECT_EQ(api().cuGraphExecUpdate(exec, graph, &info), CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
+    EXPECT_EQ(info.result, result);
+    EXPECT_EQ(info.errorNode, nullptr);
+    EXPECT_EQ(info.errorFromNode, nullptr);
+  }
   // An IF node added to `graph`, which `s` is capturing into (s goes on after the node), its body
   // captured on `body_stream` with one launch of `kernel`.
   void add_if_with_one_launch(CUgraph graph, CUstream s, CUstream body_stream, CUfunction kernel,
@@ -39,25 +77,6 @@ class FidelityRules : public ConformanceTest {
     ASSERT_EQ(api().cuStreamEndCapture(body_stream, &ended), CUDA_SUCCESS);
   }
 };
-
-// The graph a stream's capture builds (cuStreamGetCaptureInfo).
-CUgraph building(DriverApi& api, CUstream stream) {
-  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
-  CUgraph graph = nullptr;
-  EXPECT_EQ(api.cuStreamGetCaptureInfo(stream, &status, nullptr, &graph, nullptr, nullptr,
-                                       nullptr),
-            CUDA_SUCCESS);
-  return graph;
-}
-
-// A graph's nodes in creation order (cuGraphGetNodes).
-std::vector<CUgraphNode> nodes_of(DriverApi& api, CUgraph graph) {
-  std::size_t count = 0;
-  EXPECT_EQ(api.cuGraphGetNodes(graph, nullptr, &count), CUDA_SUCCESS);
-  std::vector<CUgraphNode> nodes(count);
-  EXPECT_EQ(api.cuGraphGetNodes(graph, nodes.data(), &count), CUDA_SUCCESS);
-  return nodes;
-}
 
 TEST_F(FidelityRules, InstantiateIsAnUnsafeCallDuringAGlobalCaptureOfThisThread) {
   RawStream s = new_stream();
@@ -635,20 +654,10 @@ TEST_F(FidelityRules, AnUpdateComparesTheExitNodesFirst) {
     EXPECT_EQ(api().cuStreamWaitEvent(s.get(), join.get(), 0), CUDA_SUCCESS);
   });
   Exec from_chain = instantiate(chain.get());
-  CUgraphExecUpdateResultInfo info{};
-  EXPECT_EQ(api().cuGraphExecUpdate(from_chain.get(), apart.get(), &info),
-            CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
-  EXPECT_EQ(info.result, CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED);
-  const std::vector<CUgraphNode> nodes = nodes_of(api(), apart.get());
-  ASSERT_EQ(nodes.size(), 2u);
-  EXPECT_EQ(info.errorNode, nodes[0]);
+  ASSERT_NO_FATAL_FAILURE(expect_update_refused(from_chain.get(), apart.get(),
+                                                CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED, 2, 0));
   Exec from_apart = instantiate(apart.get());
-  info = CUgraphExecUpdateResultInfo{};
-  EXPECT_EQ(api().cuGraphExecUpdate(from_apart.get(), chain.get(), &info),
-            CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
-  EXPECT_EQ(info.result, CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED);
-  EXPECT_EQ(info.errorNode, nullptr);
-  EXPECT_EQ(info.errorFromNode, nullptr);
+  expect_update_refused(from_apart.get(), chain.get(), CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED);
 }
 
 // Seed 9,400,001 on the H100 (programs 1091, 12251, 12822, 13665, 1413 and five more): an
@@ -704,12 +713,7 @@ TEST_F(FidelityRules, AnExecutableMadeBeforeTheMemoryNodesLetsAnotherUpdateFromT
   EXPECT_EQ(ended, whole);
   RawGraph plain = capture(s.get(), [&] { EXPECT_EQ(launch(empty, s.get(), 1, 1), CUDA_SUCCESS); });
   Exec other = instantiate(plain.get());
-  CUgraphExecUpdateResultInfo info{};
-  EXPECT_EQ(api().cuGraphExecUpdate(other.get(), whole, &info),
-            CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
-  EXPECT_EQ(info.result, CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED);
-  EXPECT_EQ(info.errorNode, nullptr);
-  EXPECT_EQ(info.errorFromNode, nullptr);
+  expect_update_refused(other.get(), whole, CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED);
 }
 
 // Seed 9,400,001 on the H100 (programs 9009 and 6687): with USE_NODE_PRIORITY, a kernel launched
@@ -735,13 +739,8 @@ TEST_F(FidelityRules, WithNodePrioritiesAnUpdateComparesWhetherALaunchGaveOne) {
     EXPECT_EQ(launch(fill, s.get(), kGrid, kBlock, a.get(), 6u, 256u), CUDA_SUCCESS);
   });
   Exec exec = instantiate(given.get(), CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY);
-  CUgraphExecUpdateResultInfo info{};
-  EXPECT_EQ(api().cuGraphExecUpdate(exec.get(), plain.get(), &info),
-            CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
-  EXPECT_EQ(info.result, CU_GRAPH_EXEC_UPDATE_ERROR_ATTRIBUTES_CHANGED);
-  const std::vector<CUgraphNode> nodes = nodes_of(api(), plain.get());
-  ASSERT_EQ(nodes.size(), 1u);
-  EXPECT_EQ(info.errorNode, nodes[0]);
+  expect_update_refused(exec.get(), plain.get(),
+                        CU_GRAPH_EXEC_UPDATE_ERROR_ATTRIBUTES_CHANGED, 1, 0);
 }
 
 // Seed 9,400,001 on the H100 (programs 782, 3396, 7662; cuda.h: a memcpy node's memory must come
@@ -763,13 +762,8 @@ TEST_F(FidelityRules, AnUpdateMovingACopyFromPoolMemoryToCuMemAllocIsParametersC
   });
   {
     Exec exec = instantiate(from_pool.get());
-    CUgraphExecUpdateResultInfo info{};
-    EXPECT_EQ(api().cuGraphExecUpdate(exec.get(), from_plain.get(), &info),
-              CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
-    EXPECT_EQ(info.result, CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED);
-    const std::vector<CUgraphNode> nodes = nodes_of(api(), from_plain.get());
-    ASSERT_EQ(nodes.size(), 1u);
-    EXPECT_EQ(info.errorNode, nodes[0]);
+    expect_update_refused(exec.get(), from_plain.get(),
+                          CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED, 1, 0);
   }
   EXPECT_EQ(api().cuMemFreeAsync(pooled, s.get()), CUDA_SUCCESS);
   EXPECT_EQ(api().cuStreamSynchronize(s.get()), CUDA_SUCCESS);
@@ -817,13 +811,8 @@ TEST_F(FidelityRules, AnUpdateToAConditionalHandleThatAssignsItsDefaultIsNotSupp
   RawGraph kept = record(1, 0);
   RawGraph assigned = record(0, kGraphCondAssignDefault);
   Exec exec = instantiate(kept.get());
-  CUgraphExecUpdateResultInfo info{};
-  EXPECT_EQ(api().cuGraphExecUpdate(exec.get(), assigned.get(), &info),
-            CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
-  EXPECT_EQ(info.result, CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED);
-  const std::vector<CUgraphNode> nodes = nodes_of(api(), assigned.get());
-  ASSERT_EQ(nodes.size(), 2u);
-  EXPECT_EQ(info.errorNode, nodes[1]);
+  expect_update_refused(exec.get(), assigned.get(), CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED,
+                        2, 1);
 }
 
 // Seed 9,400,001 on the H100 (programs 1398 and 5954): a stream that joined a capture, captured
