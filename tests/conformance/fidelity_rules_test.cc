@@ -55,6 +55,25 @@ class FidelityRules : public ConformanceTest {
     EXPECT_EQ(info.errorNode, nullptr);
     EXPECT_EQ(info.errorFromNode, nullptr);
   }
+  // A graph that allocates 1,024 bytes at `*scratch`, fills them with `value` and frees them
+  // (memory nodes of its own), instantiated and replayed once.
+  struct SelfFreeingGraph {
+    RawGraph graph;
+    Exec exec;
+  };
+  SelfFreeingGraph replayed_self_freeing_graph(CUstream s, unsigned char value,
+                                               CUdeviceptr* scratch) {
+    SelfFreeingGraph made;
+    made.graph = capture(s, [&] {
+      EXPECT_EQ(api().cuMemAllocAsync(scratch, 1024, s), CUDA_SUCCESS);
+      EXPECT_EQ(api().cuMemsetD8Async(*scratch, value, 1024, s), CUDA_SUCCESS);
+      EXPECT_EQ(api().cuMemFreeAsync(*scratch, s), CUDA_SUCCESS);
+    });
+    made.exec = instantiate(made.graph.get());
+    EXPECT_EQ(api().cuGraphLaunch(made.exec.get(), s), CUDA_SUCCESS);
+    EXPECT_EQ(api().cuStreamSynchronize(s), CUDA_SUCCESS);
+    return made;
+  }
   // An IF node added to `graph`, which `s` is capturing into (s goes on after the node), its body
   // captured on `body_stream` with one launch of `kernel`.
   void add_if_with_one_launch(CUgraph graph, CUstream s, CUstream body_stream, CUfunction kernel,
@@ -898,14 +917,7 @@ TEST_F(FidelityRules, AStreamThatSetItsCaptureDependenciesHasNothingToJoin) {
 TEST_F(FidelityRules, AGraphAllocationFreedByItsOwnGraphIsNotFreedByAnotherCapture) {
   RawStream s = new_stream();
   CUdeviceptr scratch = 0;
-  RawGraph graph = capture(s.get(), [&] {
-    EXPECT_EQ(api().cuMemAllocAsync(&scratch, 1024, s.get()), CUDA_SUCCESS);
-    EXPECT_EQ(api().cuMemsetD8Async(scratch, 7, 1024, s.get()), CUDA_SUCCESS);
-    EXPECT_EQ(api().cuMemFreeAsync(scratch, s.get()), CUDA_SUCCESS);
-  });
-  Exec exec = instantiate(graph.get());
-  ASSERT_EQ(api().cuGraphLaunch(exec.get(), s.get()), CUDA_SUCCESS);
-  ASSERT_EQ(api().cuStreamSynchronize(s.get()), CUDA_SUCCESS);
+  auto [graph, exec] = replayed_self_freeing_graph(s.get(), 7, &scratch);
   graph = RawGraph();  // the executable still holds the MEM_FREE
   for (const bool exec_alive : {true, false}) {
     SCOPED_TRACE(exec_alive ? "its executable alive" : "its executable destroyed");
@@ -922,14 +934,7 @@ TEST_F(FidelityRules, AGraphAllocationFreedByItsOwnGraphIsNotFreedByAnotherCaptu
 TEST_F(FidelityRules, InstantiateRefusesAMemsetIntoAnotherGraphsAllocationNoLaunchHolds) {
   RawStream s = new_stream();
   CUdeviceptr scratch = 0;
-  RawGraph allocating = capture(s.get(), [&] {
-    EXPECT_EQ(api().cuMemAllocAsync(&scratch, 1024, s.get()), CUDA_SUCCESS);
-    EXPECT_EQ(api().cuMemsetD8Async(scratch, 96, 1024, s.get()), CUDA_SUCCESS);
-    EXPECT_EQ(api().cuMemFreeAsync(scratch, s.get()), CUDA_SUCCESS);
-  });
-  Exec exec = instantiate(allocating.get());
-  ASSERT_EQ(api().cuGraphLaunch(exec.get(), s.get()), CUDA_SUCCESS);
-  ASSERT_EQ(api().cuStreamSynchronize(s.get()), CUDA_SUCCESS);
+  const SelfFreeingGraph allocating = replayed_self_freeing_graph(s.get(), 96, &scratch);
   RawGraph other = capture(s.get(), [&] {
     EXPECT_EQ(api().cuMemsetD8Async(scratch, 212, 1024, s.get()), CUDA_SUCCESS);
   });
