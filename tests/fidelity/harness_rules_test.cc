@@ -104,5 +104,96 @@ TEST(FidelityHarness, BytesWrittenByNodesNoEdgeOrdersAreRacyAndCountedApart) {
   EXPECT_EQ(racy_differences(h200.calls, h200.observations, got), 1u);
 }
 
+// An IF node whose handle has no CU_GRAPH_COND_ASSIGN_DEFAULT and that no earlier node of the
+// graph sets (`before`: calls between the handle's creation and the node) runs on a value the
+// program does not define: what its body writes is shown unset ("b1?="), counted apart and not
+// compared. Program 406 of seed 9,400,001 on the H100, shrunk: the body ran there (b1=615x64), it
+// does not on the fake (its handles start at 0).
+std::vector<Observation> run_if_node(const std::string& flags, const std::string& before,
+                                     std::vector<Call>* calls) {
+  *calls = calls_of(
+      "t0 cuModuleLoadData m1 test\n"
+      "t0 cuModuleGetFunction f1 m1 fill\n"
+      "t0 cuModuleGetFunction f2 m1 set_condition\n"
+      "t0 cuStreamCreate s1 1\n"
+      "t0 cuStreamCreate s2 1\n"
+      "t0 cuMemAlloc b1 256\n"
+      "t0 cuMemsetD32Async b1 17700 64 s1\n"
+      "t0 cuStreamSynchronize s1\n"
+      "t0 cuStreamBeginCapture s1 RELAXED\n"
+      "t0 cuStreamGetCaptureInfo s1 g1\n"
+      "t0 cuGraphConditionalHandleCreate c1 g1 primary 2 " + flags + "\n" + before +
+      "t0 cuGraphAddNode q1 g1 @s1 IF c1 1\n"
+      "t0 cuStreamBeginCaptureToGraph s2 q1.0 [] RELAXED\n"
+      "t0 cuLaunchKernel f1 1 64 0 s2 b1 615 64\n"
+      "t0 cuStreamEndCapture s2 g2\n"
+      "t0 cuStreamEndCapture s1 g3\n"
+      "t0 cuGraphInstantiateWithFlags x1 g3 0\n"
+      "t0 cuGraphLaunch x1 s1\n"
+      "t0 cuStreamSynchronize s1\n");
+  FidelityFake fake;
+  std::vector<Observation> got = run_program(*calls, fake.driver, fake.image);
+  EXPECT_TRUE(fake.driver.violations().empty());
+  return got;
+}
+
+TEST(FidelityHarness, BytesAConditionalValueTheProgramDoesNotSetSteersAreCountedApart) {
+  std::vector<Call> calls;
+  const std::vector<Observation> got = run_if_node("0", "", &calls);
+  ASSERT_EQ(got.size(), calls.size());
+  for (const Observation& o : got) EXPECT_FALSE(o.skipped) << o.text();
+  EXPECT_EQ(got.back().detail, " ; b1?=17700x64") << "the fake's body did not run";
+  std::vector<Observation> h100 = got;
+  h100.back().detail = " ; b1=615x64";  // the GPU's body ran
+  EXPECT_FALSE(first_difference(calls, h100, got).has_value());
+  EXPECT_EQ(unset_differences(calls, h100, got), 1u);
+  EXPECT_EQ(racy_differences(calls, h100, got), 0u);
+  // Known again once wholly written.
+  std::vector<Call> more = calls;
+  more.push_back(calls_of("t0 cuMemsetD32Async b1 7 64 s1\n").at(0));
+  more.push_back(calls.back());
+  FidelityFake fake;
+  const std::vector<Observation> after = run_program(more, fake.driver, fake.image);
+  ASSERT_EQ(after.size(), more.size());
+  EXPECT_EQ(after.back().detail, " ; b1=7x64");
+}
+
+// What the graph holding the node computes from a body's unknown bytes is unknown too: a copy
+// captured after the body (program 1191 on the H100: a kernel reading what a SWITCH body wrote).
+TEST(FidelityHarness, BytesReadFromAnUnsetBodysOutputAreUnsetToo) {
+  std::vector<Call> calls;
+  run_if_node("0", "", &calls);
+  std::vector<Call> more;
+  for (const Call& call : calls) {
+    if (call.text() == "t0 cuStreamEndCapture s1 g3") {
+      more.push_back(calls_of("t0 cuMemAlloc b2 256\n").at(0));
+      more.push_back(calls_of("t0 cuMemcpyDtoDAsync b2 b1 256 s1\n").at(0));
+    }
+    more.push_back(call);
+  }
+  FidelityFake fake;
+  const std::vector<Observation> got = run_program(more, fake.driver, fake.image);
+  ASSERT_EQ(got.size(), more.size());
+  for (const Observation& o : got) EXPECT_FALSE(o.skipped) << o.text();
+  EXPECT_EQ(got.back().detail, " ; b1?=17700x64 ; b2?=17700x64") << got.back().text();
+}
+
+TEST(FidelityHarness, BytesOfAConditionalWithADefaultOrSetBeforeItAreCompared) {
+  for (const auto& [flags, before] :
+       {std::pair<std::string, std::string>{"1", ""},
+        std::pair<std::string, std::string>{"0", "t0 cuLaunchKernel f2 1 32 0 s1 c1 0\n"}}) {
+    std::vector<Call> calls;
+    const std::vector<Observation> got = run_if_node(flags, before, &calls);
+    ASSERT_EQ(got.size(), calls.size());
+    for (const Observation& o : got) EXPECT_FALSE(o.skipped) << o.text();
+    const std::string ran = flags == "1" ? " ; b1=615x64" : "";  // default 2; set to 0
+    EXPECT_EQ(got.back().detail, ran) << flags << " " << before;
+    std::vector<Observation> other = got;
+    other.back().detail = flags == "1" ? "" : " ; b1=615x64";
+    EXPECT_TRUE(first_difference(calls, other, got).has_value()) << flags << " " << before;
+    EXPECT_EQ(unset_differences(calls, other, got), 0u);
+  }
+}
+
 }  // namespace
 }  // namespace graphcap::fidelity

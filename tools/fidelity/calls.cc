@@ -32,6 +32,10 @@ class Args {
   long long number() { return std::stoll(next()); }
   unsigned u() { return static_cast<unsigned>(std::stoul(next())); }
   std::string name() { return next(); }
+  const std::string& peek() const {
+    if (i_ >= call_.args.size()) throw Skip{};
+    return call_.args[i_];
+  }
   // A token naming a symbol, with an optional "+<bytes>" offset.
   std::pair<std::string, std::size_t> place() {
     const std::string& token = next();
@@ -155,6 +159,7 @@ void merge_same(Harness& h, Symbol& into, std::uintptr_t handle) {
     into.uses.insert(other.uses.begin(), other.uses.end());
     into.writes.insert(other.writes.begin(), other.writes.end());
     into.racy_writes.insert(other.racy_writes.begin(), other.racy_writes.end());
+    into.unset_writes.insert(other.unset_writes.begin(), other.unset_writes.end());
     for (const auto& loop : other.loops) {
       if (std::find(into.loops.begin(), into.loops.end(), loop) == into.loops.end()) {
         into.loops.push_back(loop);
@@ -188,6 +193,8 @@ void merge_same(Harness& h, Symbol& into, std::uintptr_t handle) {
     const std::set<std::string>& racy = h.capture_racy[id];
     into.writes.insert(writes.begin(), writes.end());
     into.racy_writes.insert(racy.begin(), racy.end());
+    const std::set<std::string>& unset = h.capture_unset[id];
+    into.unset_writes.insert(unset.begin(), unset.end());
   }
 }
 
@@ -608,13 +615,16 @@ RUN(cuStreamEndCapture) {
     }
     g.writes = a.h().capture_writes[id];
     g.racy_writes = a.h().capture_racy[id];
+    g.unset_writes = a.h().capture_unset[id];
     merge_same(a.h(), g, g.value);
     if (auto target = a.h().capture_target.find(id); target != a.h().capture_target.end()) {
       if (Symbol* t = const_cast<Symbol*>(a.h().find(target->second)); t != nullptr) {
         t->uses.insert(g.uses.begin(), g.uses.end());
         t->writes.insert(g.writes.begin(), g.writes.end());
         t->racy_writes.insert(g.racy_writes.begin(), g.racy_writes.end());
+        t->unset_writes.insert(g.unset_writes.begin(), g.unset_writes.end());
         g.terminates = t->terminates;
+        g.unset_body = t->unset_body;
         if (!t->owner.empty()) {
           g.owner = t->owner;
           // What a body uses, the graph holding its node uses (whatever names that graph now).
@@ -625,6 +635,25 @@ RUN(cuStreamEndCapture) {
               holder.uses.insert(g.uses.begin(), g.uses.end());
               holder.writes.insert(g.writes.begin(), g.writes.end());
               holder.racy_writes.insert(g.racy_writes.begin(), g.racy_writes.end());
+              holder.unset_writes.insert(g.unset_writes.begin(), g.unset_writes.end());
+            }
+            // ... and a capture still recording into that graph reads them as unknown (races.cc).
+            auto builds = [&](const std::string& built) {
+              const Symbol* building = a.h().find(built);
+              return building != nullptr && building->live && building->value == owner->value;
+            };
+            std::set<std::uint64_t> into;
+            for (const auto& [other, names] : a.h().capture_borrowed) {
+              for (const std::string& borrowed : names) {
+                if (builds(borrowed)) into.insert(other);
+              }
+            }
+            for (const auto& [other, captured_into] : a.h().capture_target) {
+              if (builds(captured_into)) into.insert(other);
+            }
+            for (std::uint64_t other : into) {
+              if (other == id) continue;
+              a.h().capture_unset[other].insert(g.unset_writes.begin(), g.unset_writes.end());
             }
           }
           if (auto handle = a.h().body_handle.find(target->second);
@@ -668,7 +697,10 @@ RUN(cuStreamGetCaptureInfo) {
         a.h().capture_borrowed[a.h().capture_of(name)].insert(graph_name);
         if (auto target = a.h().capture_target.find(a.h().capture_of(name));
             target != a.h().capture_target.end()) {
-          if (const Symbol* t = a.h().find(target->second)) g.owner = t->owner;
+          if (const Symbol* t = a.h().find(target->second)) {
+            g.owner = t->owner;
+            g.unset_body = t->unset_body;
+          }
         }
       }
     }
@@ -1115,6 +1147,7 @@ RUN(cuLaunchKernel) {
   if (r == CUDA_SUCCESS && ends_loop) {
     if (Symbol* b = const_cast<Symbol*>(a.h().find(body))) b->terminates = true;
   }
+  if (r == CUDA_SUCCESS && !k.cond.empty()) a.h().condition_set(stream_name, k.cond);
   return r;
 }
 
@@ -1151,6 +1184,7 @@ RUN(cuLaunchKernelEx) {
   if (r == CUDA_SUCCESS && ends_loop) {
     if (Symbol* b = const_cast<Symbol*>(a.h().find(body))) b->terminates = true;
   }
+  if (r == CUDA_SUCCESS && !k.cond.empty()) a.h().condition_set(stream_name, k.cond);
   return r;
 }
 
@@ -1212,6 +1246,7 @@ RUN(cuGraphInstantiateWithFlags) {
     x.uses = g.uses;
     x.writes = g.writes;
     x.racy_writes = g.racy_writes;
+    x.unset_writes = g.unset_writes;
     x.loops = g.loops;
     x.source = graph_name;
   }
@@ -1256,6 +1291,7 @@ RUN(cuGraphInstantiateWithParams) {
     x.uses = g.uses;
     x.writes = g.writes;
     x.racy_writes = g.racy_writes;
+    x.unset_writes = g.unset_writes;
     x.loops = g.loops;
     x.source = graph_name;
   }
@@ -1340,6 +1376,8 @@ RUN(cuGraphLaunch) {
     if (captured) {
       std::set<std::string>& racy = a.h().capture_racy[a.h().capture_of(stream_name)];
       racy.insert(x.racy_writes.begin(), x.racy_writes.end());
+      std::set<std::string>& unset = a.h().capture_unset[a.h().capture_of(stream_name)];
+      unset.insert(x.unset_writes.begin(), x.unset_writes.end());
       a.h().commit(stream_name, checked, writes);
     } else {
       a.h().commit(stream_name, uses, writes);
@@ -1372,6 +1410,7 @@ RUN(cuGraphExecUpdate) {
     x.uses.insert(g.uses.begin(), g.uses.end());
     x.writes.insert(g.writes.begin(), g.writes.end());
     x.racy_writes.insert(g.racy_writes.begin(), g.racy_writes.end());
+    x.unset_writes.insert(g.unset_writes.begin(), g.unset_writes.end());
     x.loops = g.loops;
   }
   return r;
@@ -1472,7 +1511,11 @@ RUN(cuGraphConditionalHandleCreate) {
   CUgraphConditionalHandle handle = 0;
   const CUresult r = a.h().driver().cuGraphConditionalHandleCreate(
       &handle, graph, context == "primary" ? a.h().context() : nullptr, value, flags);
-  if (r == CUDA_SUCCESS) a.h().bind(name, Kind::cond, handle).owner = graph_name;
+  if (r == CUDA_SUCCESS) {
+    Symbol& cond = a.h().bind(name, Kind::cond, handle);
+    cond.owner = graph_name;
+    cond.assign_default = (flags & kGraphCondAssignDefault) != 0;
+  }
   return r;
 }
 
@@ -1480,9 +1523,13 @@ RUN(cuGraphAddNode) {
   const std::string prefix = a.name();
   std::string graph_name;
   const CUgraph graph = a.graph(&graph_name);
+  std::string after;  // the stream whose capture dependencies the node follows, if given so
+  if (const std::string& deps = a.peek(); deps.size() > 1 && deps[0] == '@') after = deps.substr(1);
   const std::vector<CUgraphNode> deps = a.nodes();
   const std::string type = a.next();
   const std::string cond_name = a.next();
+  // Whether the handle's value is defined when the node runs (races.cc), known before the node.
+  const bool defined = a.h().condition_defined(graph_name, cond_name, after);
   const Symbol& cond = a.h().need(cond_name, Kind::cond);
   const unsigned size = a.u();
   const CUgraphConditionalNodeType kind = type == "WHILE" ? CU_GRAPH_COND_TYPE_WHILE
@@ -1500,6 +1547,7 @@ RUN(cuGraphAddNode) {
       Symbol& b = a.h().bind(
           body, Kind::graph, reinterpret_cast<std::uintptr_t>(params.conditional.phGraph_out[i]));
       b.owner = graph_name;
+      b.unset_body = !defined;
       g.bodies.push_back(body);
       if (type == "WHILE") {
         g.loops.emplace_back(cond_name, body);

@@ -416,10 +416,13 @@ void Harness::observe_streams() {
   for (auto it = capture_origin.begin(); it != capture_origin.end();) {
     it = present.count(it->first) != 0 ? std::next(it) : capture_origin.erase(it);
   }
-  for (auto* per_capture : {&capture_racy, &capture_writes, &capture_prior}) {
+  for (auto* per_capture : {&capture_racy, &capture_writes, &capture_prior, &capture_unset}) {
     for (auto it = per_capture->begin(); it != per_capture->end();) {
       it = present.count(it->first) != 0 ? std::next(it) : per_capture->erase(it);
     }
+  }
+  for (auto it = capture_sets.begin(); it != capture_sets.end();) {
+    it = present.count(it->first) != 0 ? std::next(it) : capture_sets.erase(it);
   }
   for (auto it = capture_accesses.begin(); it != capture_accesses.end();) {
     it = present.count(it->first) != 0 ? std::next(it) : capture_accesses.erase(it);
@@ -505,6 +508,10 @@ void Harness::snapshot() {
       // Shown at every synchronisation whatever the bytes, so that what is shown does not
       // depend on them; "~" as the last shown, so the first known bytes after are shown too.
       detail += " ; " + name + "~=" + shown;
+      buffer.shown = "~";
+    } else if (buffer.unset) {
+      // Likewise for bytes a conditional value the program does not define steers (races.cc).
+      detail += " ; " + name + "?=" + shown;
       buffer.shown = "~";
     } else if (shown != buffer.shown) {
       detail += " ; " + name + "=" + shown;

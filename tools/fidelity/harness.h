@@ -84,6 +84,8 @@ struct Symbol {
   Use last;
   std::string shown;         // the bytes last observed
   bool racy = false;         // its bytes are unpredictable (races.cc): observed as "b2~=..."
+  bool unset = false;        // its bytes depend on a conditional value the program does not
+                             // define (races.cc): observed as "b2?=..."
   // streams
   std::uint64_t seq = 0;
   Clock clock;
@@ -100,6 +102,13 @@ struct Symbol {
   // graphs and executables: the buffers their nodes write, and those some node of theirs writes
   // (or reads from) unordered with another's (races.cc)
   std::set<std::string> writes, racy_writes;
+  // ... and those a conditional node steered by a value the program does not define may write
+  // (a body of it, or whatever reads what such a body wrote; races.cc)
+  std::set<std::string> unset_writes;
+  // body graphs: the node holding it is steered by such a value (or it is inside such a body)
+  bool unset_body = false;
+  // conds: created with CU_GRAPH_COND_ASSIGN_DEFAULT (its default is its value at each launch)
+  bool assign_default = false;
   // functions
   std::string module, kernel;
   // graphs and executables: what they use (buffers, modules), their WHILE bodies
@@ -176,6 +185,12 @@ class Harness {
                        const std::vector<std::string>& writes);
   void eager_access(const std::vector<std::string>& uses, const std::vector<std::string>& writes);
   void launched(const Symbol& exec);       // an executable's racy writes are now unpredictable
+  // A conditional node added to `graph` with handle `cond`, ordered after the capture
+  // dependencies of `after` ("" when given otherwise): whether its handle's value is defined
+  // when it runs (races.cc). A captured set_condition of the handle, by `stream`:
+  bool condition_defined(const std::string& graph, const std::string& cond,
+                         const std::string& after) const;
+  void condition_set(const std::string& stream, const std::string& cond);
   void overwritten(const std::string& buffer);  // wholly written by one ordered op: known again
   void new_lane(const std::string& stream);     // its capture dependencies were set to none
   void host_waited(const Clock& clock);
@@ -199,6 +214,10 @@ class Harness {
   };
   std::map<std::uint64_t, std::map<std::string, std::vector<Access>>> capture_accesses;
   std::map<std::uint64_t, std::set<std::string>> capture_racy, capture_writes, capture_prior;
+  // Per capture: what is unknown for want of a conditional value, and the set_condition
+  // launches recorded (handle, where).
+  std::map<std::uint64_t, std::set<std::string>> capture_unset;
+  std::map<std::uint64_t, std::vector<std::pair<std::string, Use>>> capture_sets;
   std::map<std::string, std::string> body_handle;  // WHILE body graph -> its handle
   std::map<std::string, std::string> pending_target;  // stream -> graph it began capturing into
   std::vector<std::string> pending_init;  // device buffers cuMemAlloc made: filled before use

@@ -119,12 +119,15 @@ void summarize(const std::vector<Trace>& traces, std::ostream& out) {
   std::map<std::string, std::size_t> calls, skipped;
   std::map<std::string, std::map<int, std::size_t>> codes;
   std::map<std::string, std::pair<std::size_t, std::uint64_t>> differences;
-  std::size_t total = 0, crashed = 0, differing = 0, racy = 0, racy_calls = 0;
-  std::uint64_t first_racy = 0;
+  std::size_t total = 0, crashed = 0, differing = 0, racy = 0, racy_calls = 0, unset = 0,
+              unset_calls = 0;
+  std::uint64_t first_racy = 0, first_unset = 0;
   for (const Trace& trace : traces) {
     if (!trace.status.empty()) ++crashed;
     if (trace.racy != 0 && racy++ == 0) first_racy = trace.index;
     racy_calls += trace.racy;
+    if (trace.unset != 0 && unset++ == 0) first_unset = trace.index;
+    unset_calls += trace.unset;
     if (!trace.difference.empty()) {
       ++differing;
       auto& d = differences[trace.difference];
@@ -157,7 +160,7 @@ void summarize(const std::vector<Trace>& traces, std::ostream& out) {
     if (calls[name] < 50) ++below;
   }
   out << "\nentry points called fewer than 50 times: " << below << "\n";
-  if (!differences.empty() || racy != 0) {
+  if (!differences.empty() || racy != 0 || unset != 0) {
     out << "\n| first difference (entry point, recorded/fake) | programs | first program |\n"
            "|---|---|---|\n";
     for (const auto& [kind, d] : differences) {
@@ -167,6 +170,11 @@ void summarize(const std::vector<Trace>& traces, std::ostream& out) {
     if (racy != 0) {
       out << "| racy bytes (not compared; " << racy_calls << " calls) | " << racy << " | "
           << first_racy << " |\n";
+    }
+    // Nor are bytes a conditional value the program does not define steers (races.cc).
+    if (unset != 0) {
+      out << "| conditional value not set (not compared; " << unset_calls << " calls) | " << unset
+          << " | " << first_unset << " |\n";
     }
   }
 }
@@ -273,6 +281,7 @@ void run_on_cuda(const Options& o, std::uint64_t begin, std::uint64_t end, int j
       continue;
     }
     trace.racy = racy_differences(trace.calls, trace.observations, fake_trace.observations);
+    trace.unset = unset_differences(trace.calls, trace.observations, fake_trace.observations);
     if (auto d = first_difference(trace.calls, trace.observations, fake_trace.observations)) {
       const std::string kind = d->kind();
       trace.difference = underscores(kind);
@@ -442,6 +451,9 @@ int replay(const Options& o) {
     }
     if (racy_differences(trace.calls, trace.observations, got) != 0) {
       ++kinds["(racy bytes, not compared)"];
+    }
+    if (unset_differences(trace.calls, trace.observations, got) != 0) {
+      ++kinds["(conditional value not set, not compared)"];
     }
     if (auto d = first_difference(trace.calls, trace.observations, got)) {
       ++differing;

@@ -72,6 +72,7 @@ std::vector<Trace> read_traces(std::istream& in, const std::string& source) {
         if (words[i] == "differs") open->difference = words[i + 1];
         if (words[i] == "at") open->difference_at = std::stoull(words[i + 1]);
         if (words[i] == "racy") open->racy = std::stoull(words[i + 1]);
+        if (words[i] == "unset") open->unset = std::stoull(words[i + 1]);
       }
       if (words.size() > 1) open->index = std::stoull(words[1]);
       continue;
@@ -108,6 +109,7 @@ void write_trace(std::ostream& out, const Trace& trace) {
     out << " differs " << trace.difference << " at " << trace.difference_at;
   }
   if (trace.racy != 0) out << " racy " << trace.racy;
+  if (trace.unset != 0) out << " unset " << trace.unset;
   out << "\n";
   for (std::size_t i = 0; i < trace.calls.size(); ++i) {
     out << trace.calls[i].text();
@@ -139,7 +141,8 @@ std::string without_capture_numbers(const std::string& detail) {
 
 namespace {
 
-// The buffer a part shows ("b2" of " ; b2=7x64" and of " ; b2~=7x64"), "" for other parts.
+// The buffer a part shows ("b2" of " ; b2=7x64", " ; b2~=7x64" and " ; b2?=7x64"), "" for other
+// parts.
 std::string buffer_of(const std::string& part) {
   const std::size_t equals = part.find('=');
   if (part.rfind(" ; ", 0) != 0 || equals == std::string::npos || part.size() < 5) return "";
@@ -147,17 +150,25 @@ std::string buffer_of(const std::string& part) {
   if (kind != 'b' && kind != 'h' && kind != 'p') return "";
   std::size_t end = 4;
   while (end < part.size() && std::isdigit(static_cast<unsigned char>(part[end])) != 0) ++end;
-  if (end == 4 || (part[end] != '=' && part.compare(end, 2, "~=") != 0)) return "";
+  if (end == 4 || (part[end] != '=' && part.compare(end, 2, "~=") != 0 &&
+                   part.compare(end, 2, "?=") != 0)) {
+    return "";
+  }
   return part.substr(3, end - 3);
 }
 
-// The detail without the parts of buffers either side shows as racy; `racy_parts` gets them.
-std::string without_racy(const std::vector<std::string>& mine, const std::set<std::string>& racy,
-                         std::string* racy_parts) {
+// The detail without the parts of buffers either side shows as racy or unset; `racy_parts` and
+// `unset_parts` get them (a buffer one side shows racy is racy).
+std::string without_unknown(const std::vector<std::string>& mine,
+                            const std::set<std::string>& racy, const std::set<std::string>& unset,
+                            std::string* racy_parts, std::string* unset_parts) {
   std::string out;
   for (const std::string& part : mine) {
-    if (racy.count(buffer_of(part)) != 0) {
+    const std::string buffer = buffer_of(part);
+    if (racy.count(buffer) != 0) {
       *racy_parts += part;
+    } else if (unset.count(buffer) != 0) {
+      *unset_parts += part;
     } else {
       out += part;
     }
@@ -166,22 +177,22 @@ std::string without_racy(const std::vector<std::string>& mine, const std::set<st
 }
 
 struct Split {
-  std::string known_a, known_b, racy_a, racy_b;
+  std::string known_a, known_b, racy_a, racy_b, unset_a, unset_b;
 };
 
 Split split_racy(const Observation& a, const Observation& b) {
   const std::vector<std::string> pa = detail_parts(a.detail), pb = detail_parts(b.detail);
-  std::set<std::string> racy;
+  std::set<std::string> racy, unset;
   for (const auto* side : {&pa, &pb}) {
     for (const std::string& part : *side) {
-      if (part.find("~=") != std::string::npos && !buffer_of(part).empty()) {
-        racy.insert(buffer_of(part));
-      }
+      if (buffer_of(part).empty()) continue;
+      if (part.find("~=") != std::string::npos) racy.insert(buffer_of(part));
+      if (part.find("?=") != std::string::npos) unset.insert(buffer_of(part));
     }
   }
   Split split;
-  split.known_a = without_racy(pa, racy, &split.racy_a);
-  split.known_b = without_racy(pb, racy, &split.racy_b);
+  split.known_a = without_unknown(pa, racy, unset, &split.racy_a, &split.unset_a);
+  split.known_b = without_unknown(pb, racy, unset, &split.racy_b, &split.unset_b);
   return split;
 }
 
@@ -191,6 +202,12 @@ bool racy_bytes_differ(const Observation& a, const Observation& b) {
   if (a.detail == b.detail) return false;
   const Split split = split_racy(a, b);
   return split.racy_a != split.racy_b;
+}
+
+bool unset_bytes_differ(const Observation& a, const Observation& b) {
+  if (a.detail == b.detail) return false;
+  const Split split = split_racy(a, b);
+  return split.unset_a != split.unset_b;
 }
 
 bool same_observation(const std::string& entry, const Observation& a, const Observation& b) {

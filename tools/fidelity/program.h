@@ -50,6 +50,10 @@ struct Trace {
   // Calls whose unpredictable bytes (buffers the harness shows as racy, "b2~=...") differ from
   // the fake's: counted, not compared.
   std::size_t racy = 0;
+  // Calls whose bytes steered by a conditional value the program does not define (a handle made
+  // without CU_GRAPH_COND_ASSIGN_DEFAULT and not set before its node: "b2?=...") differ from the
+  // fake's: counted, not compared.
+  std::size_t unset = 0;
   std::vector<Call> calls;
   std::vector<Observation> observations;  // one per call (fewer if the program did not finish)
 };
@@ -63,9 +67,12 @@ void write_trace(std::ostream& out, const Trace& trace);
 // asked, answers CUDA_SUCCESS. These two codes compare equal for them.
 bool timing_dependent(const std::string& entry);
 // Bytes of a buffer either side shows as racy ("b2~=...": written by work no order separates,
-// harness.h) are not compared, on both sides; racy_bytes_differ says whether they differ.
+// harness.h) or as unset ("b2?=...": steered by a conditional value the program does not define)
+// are not compared, on both sides; racy_bytes_differ and unset_bytes_differ say whether they
+// differ.
 bool same_observation(const std::string& entry, const Observation& a, const Observation& b);
 bool racy_bytes_differ(const Observation& a, const Observation& b);
+bool unset_bytes_differ(const Observation& a, const Observation& b);
 // An observation's detail in its parts: " ; s1:A1/0", " ; b2=7x64", ...
 std::vector<std::string> detail_parts(const std::string& detail);
 

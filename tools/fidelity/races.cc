@@ -9,6 +9,19 @@
 // Within a capture, order is a vector clock per lane, as the eager streams' clocks: a stream's
 // captured ops in turn, a captured event record carries its lane's clock to a stream that waits.
 // Not modelled: a conditional body's nodes against the parent graph's unordered ones.
+//
+// Bytes a conditional value steers that the program does not define are likewise unknown, and
+// counted apart ("b2?=<bytes>"). A handle's default is applied at the start of each execution
+// only when it was created with CU_GRAPH_COND_ASSIGN_DEFAULT (cuGraphConditionalHandleCreate's
+// documentation); without it, a conditional node runs on whatever value the handle holds unless a
+// node of the same execution ordered before it (a set_condition launch: cudaGraphSetConditional)
+// set it. On the H100 (driver 580.159.04) such SWITCH nodes did not run the body for 0 that the
+// fake, which starts every handle at 0, runs. So the bodies of such a node are "unset": what they
+// write is unknown in the graph, whatever reads unknown bytes writes unknown bytes, a launch makes
+// them unknown in the program, and a whole-buffer fill makes a buffer known again, as for races.
+// An earlier set is only followed within one capture (the node's dependencies are a stream's
+// capture dependencies, and the set is ordered before them by that stream's clock); any other
+// node counts as unset, which compares fewer bytes, never unknown ones.
 #include <algorithm>
 
 #include "harness.h"
@@ -34,6 +47,12 @@ void Harness::captured_access(const std::string& stream, const std::vector<std::
   s.captured_clock[s.lane] = ++s.captured_seq;
   const Use now{s.lane, s.captured_seq};
   std::set<std::string>& racy = capture_racy[id];
+  std::set<std::string>& unset = capture_unset[id];
+  // Work in a body whose node's value is not defined may or may not run.
+  if (auto target = capture_target.find(id); target != capture_target.end()) {
+    const Symbol* body = find(target->second);
+    if (body != nullptr && body->unset_body) unset.insert(writes.begin(), writes.end());
+  }
   std::map<std::string, std::vector<Access>>& accesses = capture_accesses[id];
   for (const std::string& use : uses) {
     const Symbol* b = find(use);
@@ -41,6 +60,7 @@ void Harness::captured_access(const std::string& stream, const std::vector<std::
     const bool write = contains(writes, use);
     // Unpredictable bytes read (racy before the launch, or in this graph) make the outputs so.
     if (!write && (b->racy || racy.count(use) != 0)) racy.insert(writes.begin(), writes.end());
+    if (!write && (b->unset || unset.count(use) != 0)) unset.insert(writes.begin(), writes.end());
     // Beside the nodes of the graph captured into: no edge from them unless through the
     // dependencies given, which are not followed here.
     if (capture_prior[id].count(use) != 0) {
@@ -62,15 +82,18 @@ void Harness::captured_access(const std::string& stream, const std::vector<std::
 
 void Harness::eager_access(const std::vector<std::string>& uses,
                            const std::vector<std::string>& writes) {
-  bool reads_racy = false;
+  bool reads_racy = false, reads_unset = false;
   for (const std::string& use : uses) {
     const Symbol* b = find(use);
-    reads_racy = reads_racy || (b != nullptr && b->racy && !contains(writes, use));
+    if (b == nullptr || contains(writes, use)) continue;
+    reads_racy = reads_racy || b->racy;
+    reads_unset = reads_unset || b->unset;
   }
-  if (!reads_racy) return;
+  if (!reads_racy && !reads_unset) return;
   for (const std::string& name : writes) {
     if (auto it = symbols_.find(name); it != symbols_.end() && memory(it->second.kind)) {
-      it->second.racy = true;
+      it->second.racy = it->second.racy || reads_racy;
+      it->second.unset = it->second.unset || reads_unset;
     }
   }
 }
@@ -83,10 +106,48 @@ void Harness::launched(const Symbol& exec) {
       it->second.racy = true;
     }
   }
+  // Which of its uses a graph reads is not kept, so a launch that uses unknown bytes at all (a
+  // node may read them: a copy from what an earlier launch's body wrote) writes unknown bytes.
+  bool uses_unset = false;
+  for (const std::string& use : exec.uses) {
+    const Symbol* b = find(use);
+    uses_unset = uses_unset || (b != nullptr && b->unset);
+  }
+  for (const std::string& name : uses_unset ? exec.writes : exec.unset_writes) {
+    if (auto it = symbols_.find(name); it != symbols_.end() && memory(it->second.kind)) {
+      it->second.unset = true;
+    }
+  }
 }
 
 void Harness::overwritten(const std::string& buffer) {
-  if (auto it = symbols_.find(buffer); it != symbols_.end()) it->second.racy = false;
+  if (auto it = symbols_.find(buffer); it != symbols_.end()) {
+    it->second.racy = false;
+    it->second.unset = false;
+  }
+}
+
+void Harness::condition_set(const std::string& stream, const std::string& cond) {
+  const Symbol& s = symbols_.at(stream);
+  capture_sets[capture_of(stream)].emplace_back(cond, Use{s.lane, s.captured_seq});
+}
+
+bool Harness::condition_defined(const std::string& graph, const std::string& cond,
+                                const std::string& after) const {
+  const Symbol* c = find(cond);
+  const Symbol* g = find(graph);
+  if (c == nullptr || g == nullptr || g->unset_body) return false;
+  if (c->assign_default) return true;
+  if (after.empty() || !capturing(after)) return false;
+  const Symbol& s = symbols_.at(after);
+  auto sets = capture_sets.find(capture_of(after));
+  if (sets == capture_sets.end()) return false;
+  for (const auto& [handle, at] : sets->second) {
+    if (handle != cond) continue;
+    auto known = s.captured_clock.find(at.stream);
+    if (known != s.captured_clock.end() && known->second >= at.seq) return true;
+  }
+  return false;
 }
 
 void Harness::new_lane(const std::string& stream) {

@@ -80,6 +80,15 @@ std::size_t racy_differences(const std::vector<Call>& calls,
   return count;
 }
 
+std::size_t unset_differences(const std::vector<Call>& calls,
+                              const std::vector<Observation>& expected,
+                              const std::vector<Observation>& got) {
+  const std::size_t n = std::min({calls.size(), expected.size(), got.size()});
+  std::size_t count = 0;
+  for (std::size_t i = 0; i < n; ++i) count += unset_bytes_differ(expected[i], got[i]) ? 1 : 0;
+  return count;
+}
+
 std::vector<Call> shrink(std::vector<Call> calls,
                          const std::function<bool(const std::vector<Call>&)>& still_shows,
                          std::size_t budget) {

@@ -43,6 +43,10 @@ std::optional<Difference> first_difference(const std::vector<Call>& calls,
 std::size_t racy_differences(const std::vector<Call>& calls,
                              const std::vector<Observation>& expected,
                              const std::vector<Observation>& got);
+// ... and unset bytes (program.h): the kind "conditional value not set", counted apart.
+std::size_t unset_differences(const std::vector<Call>& calls,
+                              const std::vector<Observation>& expected,
+                              const std::vector<Observation>& got);
 
 // Removes calls (delta debugging, then one at a time) while `still_shows` holds; at most
 // `budget` evaluations. Calls whose handles are gone become skips, so every candidate runs.
