@@ -943,5 +943,24 @@ TEST_F(FidelityRules, InstantiateRefusesAMemsetIntoAnotherGraphsAllocationNoLaun
   EXPECT_EQ(refused, nullptr);
 }
 
+// Seed 9,400,001 on the H100 (programs 12047 and 4400; CUDA's "API synchronization behavior":
+// for a copy from pageable host memory to the device the stream is synchronised first): a copy
+// from pageable memory that a graph queued before it on the stream writes reads the graph's bytes.
+TEST_F(FidelityRules, ACopyFromPageableMemoryReadsWhatTheStreamsEarlierWorkWroteThere) {
+  DeviceMemory source = alloc(256);
+  DeviceMemory target = alloc(256);
+  RawStream s = new_stream();
+  upload(source.get(), std::vector<std::uint32_t>(64, 7u), s.get());
+  upload(target.get(), std::vector<std::uint32_t>(64, 0u), s.get());
+  std::vector<std::uint32_t> pageable(64, 1u);
+  RawGraph to_host = capture(s.get(), [&] {
+    EXPECT_EQ(api().cuMemcpyDtoHAsync(pageable.data(), source.get(), 256, s.get()), CUDA_SUCCESS);
+  });
+  Exec exec = instantiate(to_host.get());
+  ASSERT_EQ(api().cuGraphLaunch(exec.get(), s.get()), CUDA_SUCCESS);
+  ASSERT_EQ(api().cuMemcpyHtoDAsync(target.get(), pageable.data(), 256, s.get()), CUDA_SUCCESS);
+  EXPECT_EQ(download(target.get(), 64, s.get()), std::vector<std::uint32_t>(64, 7u));
+}
+
 }  // namespace
 }  // namespace graphcap::testing

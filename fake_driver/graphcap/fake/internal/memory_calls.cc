@@ -218,7 +218,11 @@ CUresult FakeState::cuMemcpyHtoDAsync(CUdeviceptr dst, const void* src, std::siz
     return CUDA_SUCCESS;
   }
   if (!copy.pinned && bytes != 0) {
-    // A pageable source is staged at call time: the caller may reuse it when this returns.
+    // From pageable memory the stream is synchronised first (CUDA's "API synchronization
+    // behavior"; on the H100 such a copy read what a graph queued before it had written there),
+    // then the source is staged at call time: the caller may reuse it when this returns.
+    run_until(stream->last_seq);
+    if (options_.detect_races) host_waited(*stream);
     copy.from_snapshot = true;
     copy.snapshot.assign(static_cast<const std::byte*>(src),
                          static_cast<const std::byte*>(src) + bytes);
