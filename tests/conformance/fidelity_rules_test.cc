@@ -74,6 +74,23 @@ class FidelityRules : public ConformanceTest {
     EXPECT_EQ(api().cuStreamSynchronize(s), CUDA_SUCCESS);
     return made;
   }
+  // A conditional node of `type` on `handle` added to `graph` after `after` (the nodes of `s`'s
+  // capture dependencies), `s` going on after it, and its body's capture begun on `body_stream`
+  // (RELAXED): the caller records the body and ends that capture.
+  void begin_conditional_body(CUgraph graph, CUstream s, const std::vector<CUgraphNode>& after,
+                              CUgraphConditionalHandle handle, CUgraphConditionalNodeType type,
+                              CUstream body_stream, CUgraphNode* node) {
+    CUgraphNodeParams params = conditional_node_params(handle, type, 1, context());
+    ASSERT_EQ(api().cuGraphAddNode(node, graph, after.data(), nullptr, after.size(), &params),
+              CUDA_SUCCESS);
+    ASSERT_EQ(api().cuStreamUpdateCaptureDependencies(s, node, nullptr, 1,
+                                                      CU_STREAM_SET_CAPTURE_DEPENDENCIES),
+              CUDA_SUCCESS);
+    ASSERT_EQ(api().cuStreamBeginCaptureToGraph(body_stream, params.conditional.phGraph_out[0],
+                                                nullptr, nullptr, 0,
+                                                CU_STREAM_CAPTURE_MODE_RELAXED),
+              CUDA_SUCCESS);
+  }
   // An IF node added to `graph`, which `s` is capturing into (s goes on after the node), its body
   // captured on `body_stream` with one launch of `kernel`.
   void add_if_with_one_launch(CUgraph graph, CUstream s, CUstream body_stream, CUfunction kernel,
@@ -81,16 +98,8 @@ class FidelityRules : public ConformanceTest {
     CUgraphConditionalHandle handle = 0;
     ASSERT_EQ(api().cuGraphConditionalHandleCreate(&handle, graph, context(), 0, 0),
               CUDA_SUCCESS);
-    CUgraphNodeParams params =
-        conditional_node_params(handle, CU_GRAPH_COND_TYPE_IF, 1, context());
-    ASSERT_EQ(api().cuGraphAddNode(node, graph, nullptr, nullptr, 0, &params), CUDA_SUCCESS);
-    ASSERT_EQ(api().cuStreamUpdateCaptureDependencies(s, node, nullptr, 1,
-                                                      CU_STREAM_SET_CAPTURE_DEPENDENCIES),
-              CUDA_SUCCESS);
-    CUgraph body = params.conditional.phGraph_out[0];
-    ASSERT_EQ(api().cuStreamBeginCaptureToGraph(body_stream, body, nullptr, nullptr, 0,
-                                                CU_STREAM_CAPTURE_MODE_RELAXED),
-              CUDA_SUCCESS);
+    ASSERT_NO_FATAL_FAILURE(
+        begin_conditional_body(graph, s, {}, handle, CU_GRAPH_COND_TYPE_IF, body_stream, node));
     EXPECT_EQ(launch(kernel, body_stream, 1, 1), CUDA_SUCCESS);
     CUgraph ended = nullptr;
     ASSERT_EQ(api().cuStreamEndCapture(body_stream, &ended), CUDA_SUCCESS);
@@ -808,20 +817,12 @@ TEST_F(FidelityRules, AnUpdateToAConditionalHandleThatAssignsItsDefaultIsNotSupp
       ASSERT_EQ(api().cuGraphConditionalHandleCreate(&handle, graph, context(), default_value,
                                                      flags),
                 CUDA_SUCCESS);
-      CUgraphNodeParams params =
-          conditional_node_params(handle, CU_GRAPH_COND_TYPE_WHILE, 1, context());
       const std::vector<CUgraphNode> before = nodes_of(api(), graph);
       ASSERT_EQ(before.size(), 1u);
       CUgraphNode node = nullptr;
-      ASSERT_EQ(api().cuGraphAddNode(&node, graph, before.data(), nullptr, 1, &params),
-                CUDA_SUCCESS);
-      ASSERT_EQ(api().cuStreamUpdateCaptureDependencies(s.get(), &node, nullptr, 1,
-                                                        CU_STREAM_SET_CAPTURE_DEPENDENCIES),
-                CUDA_SUCCESS);
-      ASSERT_EQ(api().cuStreamBeginCaptureToGraph(body_stream.get(),
-                                                  params.conditional.phGraph_out[0], nullptr,
-                                                  nullptr, 0, CU_STREAM_CAPTURE_MODE_RELAXED),
-                CUDA_SUCCESS);
+      ASSERT_NO_FATAL_FAILURE(begin_conditional_body(graph, s.get(), before, handle,
+                                                     CU_GRAPH_COND_TYPE_WHILE, body_stream.get(),
+                                                     &node));
       EXPECT_EQ(launch(set_condition, body_stream.get(), 1, 1, handle, 0u), CUDA_SUCCESS);
       CUgraph ended = nullptr;
       ASSERT_EQ(api().cuStreamEndCapture(body_stream.get(), &ended), CUDA_SUCCESS);
@@ -887,17 +888,10 @@ TEST_F(FidelityRules, AStreamThatSetItsCaptureDependenciesHasNothingToJoin) {
     const std::vector<CUgraphNode> after(deps, deps + count);
     CUgraphConditionalHandle handle = 0;
     ASSERT_EQ(api().cuGraphConditionalHandleCreate(&handle, graph, context(), 2, 0), CUDA_SUCCESS);
-    CUgraphNodeParams params = conditional_node_params(handle, CU_GRAPH_COND_TYPE_IF, 1, context());
     CUgraphNode node = nullptr;
-    ASSERT_EQ(api().cuGraphAddNode(&node, graph, after.data(), nullptr, 1, &params),
-              CUDA_SUCCESS);
-    ASSERT_EQ(api().cuStreamUpdateCaptureDependencies(side.get(), &node, nullptr, 1,
-                                                      CU_STREAM_SET_CAPTURE_DEPENDENCIES),
-              CUDA_SUCCESS);
-    ASSERT_EQ(api().cuStreamBeginCaptureToGraph(body_stream.get(),
-                                                params.conditional.phGraph_out[0], nullptr,
-                                                nullptr, 0, CU_STREAM_CAPTURE_MODE_RELAXED),
-              CUDA_SUCCESS);
+    ASSERT_NO_FATAL_FAILURE(begin_conditional_body(graph, side.get(), after, handle,
+                                                   CU_GRAPH_COND_TYPE_IF, body_stream.get(),
+                                                   &node));
     CUgraph body = nullptr;
     ASSERT_EQ(api().cuStreamEndCapture(body_stream.get(), &body), CUDA_SUCCESS);
     EXPECT_EQ(launch(fill, s.get(), kGrid, kBlock, a.get(), 3u, 64u), CUDA_SUCCESS);
