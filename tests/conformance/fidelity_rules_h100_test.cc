@@ -345,5 +345,47 @@ TEST_F(FidelityRules, ACopyFromPageableMemoryReadsWhatTheStreamsEarlierWorkWrote
   EXPECT_EQ(download(target.get(), 64, s.get()), std::vector<std::uint32_t>(64, 7u));
 }
 
+// Seed 9,400,001 on the H100 (program 8892): a graph whose external wait node waits on an event
+// launched on a stream not capturing, after that event was recorded in another stream's active
+// capture, pulls the launching stream into that capture with one dependency, as cuStreamWaitEvent
+// would; the launch answers 0. (Whether that dependency is the event's node or a node of the
+// launch the trace does not tell: only their count is asserted.) A second launch into the stream,
+// capturing now, is 900 and invalidates the capture.
+TEST_F(FidelityRules, ALaunchWaitingOnAnEventOfAnActiveCaptureJoinsThatCapture) {
+  DeviceMemory a = alloc(1024);
+  RawStream s = new_stream();
+  RawStream origin = new_stream();
+  RawStream launched = new_stream();
+  RawEvent e = new_event();
+  ASSERT_EQ(api().cuEventRecord(e.get(), origin.get()), CUDA_SUCCESS);
+  RawGraph waiting = capture(s.get(), [&] {
+    EXPECT_EQ(api().cuStreamWaitEvent(s.get(), e.get(), CU_EVENT_WAIT_EXTERNAL), CUDA_SUCCESS);
+  });
+  Exec exec = instantiate(waiting.get());
+  ASSERT_EQ(api().cuStreamBeginCapture(origin.get(), CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  EXPECT_EQ(api().cuMemsetD32Async(a.get(), 1, 16, origin.get()), CUDA_SUCCESS);
+  ASSERT_EQ(api().cuEventRecord(e.get(), origin.get()), CUDA_SUCCESS);
+  EXPECT_EQ(api().cuGraphLaunch(exec.get(), launched.get()), CUDA_SUCCESS);
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  cuuint64_t origin_id = 0;
+  cuuint64_t joined_id = 0;
+  std::size_t count = 0;
+  ASSERT_EQ(api().cuStreamGetCaptureInfo(origin.get(), &status, &origin_id, nullptr, nullptr,
+                                         nullptr, nullptr),
+            CUDA_SUCCESS);
+  ASSERT_EQ(api().cuStreamGetCaptureInfo(launched.get(), &status, &joined_id, nullptr, nullptr,
+                                         nullptr, &count),
+            CUDA_SUCCESS);
+  EXPECT_EQ(status, CU_STREAM_CAPTURE_STATUS_ACTIVE);
+  EXPECT_EQ(joined_id, origin_id);
+  EXPECT_EQ(count, 1u);
+  EXPECT_EQ(api().cuGraphLaunch(exec.get(), launched.get()), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+  EXPECT_EQ(capture_status(launched.get()), CU_STREAM_CAPTURE_STATUS_INVALIDATED);
+  EXPECT_EQ(capture_status(origin.get()), CU_STREAM_CAPTURE_STATUS_INVALIDATED);
+  CUgraph ended = nullptr;
+  EXPECT_EQ(api().cuStreamEndCapture(origin.get(), &ended), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+  EXPECT_EQ(capture_status(launched.get()), CU_STREAM_CAPTURE_STATUS_NONE);
+}
+
 }  // namespace
 }  // namespace graphcap::testing
