@@ -160,6 +160,7 @@ void merge_same(Harness& h, Symbol& into, std::uintptr_t handle) {
     into.writes.insert(other.writes.begin(), other.writes.end());
     into.racy_writes.insert(other.racy_writes.begin(), other.racy_writes.end());
     into.unset_writes.insert(other.unset_writes.begin(), other.unset_writes.end());
+    if (into.accesses.empty()) into.accesses = other.accesses;
     for (const auto& loop : other.loops) {
       if (std::find(into.loops.begin(), into.loops.end(), loop) == into.loops.end()) {
         into.loops.push_back(loop);
@@ -195,6 +196,7 @@ void merge_same(Harness& h, Symbol& into, std::uintptr_t handle) {
     into.racy_writes.insert(racy.begin(), racy.end());
     const std::set<std::string>& unset = h.capture_unset[id];
     into.unset_writes.insert(unset.begin(), unset.end());
+    into.accesses = h.captured_accesses(id);  // the graph's own nodes' first, when captured into
   }
 }
 
@@ -616,6 +618,7 @@ RUN(cuStreamEndCapture) {
     g.writes = a.h().capture_writes[id];
     g.racy_writes = a.h().capture_racy[id];
     g.unset_writes = a.h().capture_unset[id];
+    a.h().keep_accesses(id, g.value);
     merge_same(a.h(), g, g.value);
     if (auto target = a.h().capture_target.find(id); target != a.h().capture_target.end()) {
       if (Symbol* t = const_cast<Symbol*>(a.h().find(target->second)); t != nullptr) {
@@ -1247,6 +1250,7 @@ RUN(cuGraphInstantiateWithFlags) {
     x.writes = g.writes;
     x.racy_writes = g.racy_writes;
     x.unset_writes = g.unset_writes;
+    x.accesses = g.accesses;
     x.loops = g.loops;
     x.source = graph_name;
   }
@@ -1292,6 +1296,7 @@ RUN(cuGraphInstantiateWithParams) {
     x.writes = g.writes;
     x.racy_writes = g.racy_writes;
     x.unset_writes = g.unset_writes;
+    x.accesses = g.accesses;
     x.loops = g.loops;
     x.source = graph_name;
   }

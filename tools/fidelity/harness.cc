@@ -386,14 +386,7 @@ void Harness::observe_streams() {
       if (status == CU_STREAM_CAPTURE_STATUS_ACTIVE) {
         capture_target[s.capture] = target->second;
         capture_origin[s.capture] = name;
-        if (const Symbol* graph = find(target->second)) {
-          for (const std::string& use : graph->uses) {
-            const Symbol* b = find(use);
-            if (b != nullptr && b->kind != Kind::module && b->kind != Kind::event) {
-              capture_prior[s.capture].insert(use);
-            }
-          }
-        }
+        if (const Symbol* graph = find(target->second)) capture_into(s.capture, *graph);
       }
       pending_target.erase(target);
     }

@@ -8,6 +8,8 @@
 // and comparisons count those bytes apart instead of comparing them (program.h, racy_parts).
 // Within a capture, order is a vector clock per lane, as the eager streams' clocks: a stream's
 // captured ops in turn, a captured event record carries its lane's clock to a stream that waits.
+// A graph and its executables keep their nodes' accesses, lanes renamed apart from every other
+// capture's: a capture into the graph begins with them, unordered with all it captures.
 // Not modelled: a conditional body's nodes against the parent graph's unordered ones.
 //
 // Bytes a conditional value steers that the program does not define are likewise unknown, and
@@ -37,6 +39,18 @@ bool contains(const std::vector<std::string>& names, const std::string& name) {
   return std::find(names.begin(), names.end(), name) != names.end();
 }
 
+// `accesses` with every lane not renamed yet renamed by `tag`: lanes of different captures never
+// meet (a capture's lanes restart with it, and a capture into a graph may take its id).
+Accesses renamed(Accesses accesses, const std::string& tag) {
+  auto rename = [&](const std::string& lane) {
+    return lane.find('@') == std::string::npos ? lane + tag : lane;
+  };
+  for (auto& [buffer, list] : accesses) {
+    for (Access& access : list) access.at.stream = rename(access.at.stream);
+  }
+  return accesses;
+}
+
 }  // namespace
 
 void Harness::captured_access(const std::string& stream, const std::vector<std::string>& uses,
@@ -53,7 +67,7 @@ void Harness::captured_access(const std::string& stream, const std::vector<std::
     const Symbol* body = find(target->second);
     if (body != nullptr && body->unset_body) unset.insert(writes.begin(), writes.end());
   }
-  std::map<std::string, std::vector<Access>>& accesses = capture_accesses[id];
+  Accesses& accesses = capture_accesses[id];
   for (const std::string& use : uses) {
     const Symbol* b = find(use);
     if (b == nullptr || !memory(b->kind)) continue;
@@ -117,6 +131,34 @@ void Harness::launched(const Symbol& exec) {
     if (auto it = symbols_.find(name); it != symbols_.end() && memory(it->second.kind)) {
       it->second.unset = true;
     }
+  }
+}
+
+void Harness::capture_into(std::uint64_t capture, const Symbol& graph) {
+  for (const std::string& use : graph.uses) {
+    const Symbol* b = find(use);
+    if (b != nullptr && b->kind != Kind::module && b->kind != Kind::event) {
+      capture_prior[capture].insert(use);
+    }
+  }
+  // Beside the graph's nodes: none of their lanes is any stream's of this capture, so they stay
+  // unordered with all it captures (the dependencies it was given are not followed).
+  Accesses& accesses = capture_accesses[capture];
+  for (const auto& [buffer, list] : graph.accesses) {
+    accesses[buffer].insert(accesses[buffer].end(), list.begin(), list.end());
+  }
+}
+
+Accesses Harness::captured_accesses(std::uint64_t capture) {
+  auto it = capture_accesses.find(capture);
+  if (it == capture_accesses.end()) return {};
+  return renamed(it->second, "@" + std::to_string(++renamed_));
+}
+
+void Harness::keep_accesses(std::uint64_t capture, std::uintptr_t graph) {
+  const Accesses kept = captured_accesses(capture);
+  for (auto& [name, symbol] : symbols_) {
+    if (symbol.live && symbol.kind == Kind::graph && symbol.value == graph) symbol.accesses = kept;
   }
 }
 
