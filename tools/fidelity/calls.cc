@@ -1417,6 +1417,7 @@ RUN(cuGraphExecUpdate) {
     x.racy_writes.insert(g.racy_writes.begin(), g.racy_writes.end());
     x.unset_writes.insert(g.unset_writes.begin(), g.unset_writes.end());
     x.loops = g.loops;
+    a.h().exec_updated(x, graph_name, g);
   }
   return r;
 }
@@ -1503,6 +1504,7 @@ RUN(cuGraphExecKernelNodeSetParams) {
     Symbol& changed = a.h().need(exec_name, Kind::exec);
     changed.uses.insert(k.uses.begin(), k.uses.end());
     changed.writes.insert(k.writes.begin(), k.writes.end());
+    a.h().kernel_node_changed(changed, reinterpret_cast<std::uintptr_t>(node), k.uses, k.writes);
   }
   return r;
 }

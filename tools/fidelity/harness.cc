@@ -315,9 +315,11 @@ Observation Harness::run(const Call& call) {
   });
   Observation observation;
   if (skipped) {
+    unnamed_nodes_.clear();
     observation.skipped = true;
     return observation;
   }
+  name_captured_nodes();
   observation.code = code;
   for (const std::string& name : pending_init) {
     // A fresh allocation's bytes are undefined on a GPU: the harness fills it first (on its own
