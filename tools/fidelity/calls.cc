@@ -160,6 +160,7 @@ void merge_same(Harness& h, Symbol& into, std::uintptr_t handle) {
     into.writes.insert(other.writes.begin(), other.writes.end());
     into.racy_writes.insert(other.racy_writes.begin(), other.racy_writes.end());
     into.unset_writes.insert(other.unset_writes.begin(), other.unset_writes.end());
+    if (into.accesses.empty()) into.accesses = other.accesses;
     for (const auto& loop : other.loops) {
       if (std::find(into.loops.begin(), into.loops.end(), loop) == into.loops.end()) {
         into.loops.push_back(loop);
@@ -195,6 +196,7 @@ void merge_same(Harness& h, Symbol& into, std::uintptr_t handle) {
     into.racy_writes.insert(racy.begin(), racy.end());
     const std::set<std::string>& unset = h.capture_unset[id];
     into.unset_writes.insert(unset.begin(), unset.end());
+    into.accesses = h.captured_accesses(id);  // the graph's own nodes' first, when captured into
   }
 }
 
@@ -616,6 +618,7 @@ RUN(cuStreamEndCapture) {
     g.writes = a.h().capture_writes[id];
     g.racy_writes = a.h().capture_racy[id];
     g.unset_writes = a.h().capture_unset[id];
+    a.h().keep_accesses(id, g.value);
     merge_same(a.h(), g, g.value);
     if (auto target = a.h().capture_target.find(id); target != a.h().capture_target.end()) {
       if (Symbol* t = const_cast<Symbol*>(a.h().find(target->second)); t != nullptr) {
@@ -1247,6 +1250,7 @@ RUN(cuGraphInstantiateWithFlags) {
     x.writes = g.writes;
     x.racy_writes = g.racy_writes;
     x.unset_writes = g.unset_writes;
+    x.accesses = g.accesses;
     x.loops = g.loops;
     x.source = graph_name;
   }
@@ -1292,6 +1296,7 @@ RUN(cuGraphInstantiateWithParams) {
     x.writes = g.writes;
     x.racy_writes = g.racy_writes;
     x.unset_writes = g.unset_writes;
+    x.accesses = g.accesses;
     x.loops = g.loops;
     x.source = graph_name;
   }
@@ -1412,6 +1417,7 @@ RUN(cuGraphExecUpdate) {
     x.racy_writes.insert(g.racy_writes.begin(), g.racy_writes.end());
     x.unset_writes.insert(g.unset_writes.begin(), g.unset_writes.end());
     x.loops = g.loops;
+    a.h().exec_updated(x, graph_name, g);
   }
   return r;
 }
@@ -1498,6 +1504,7 @@ RUN(cuGraphExecKernelNodeSetParams) {
     Symbol& changed = a.h().need(exec_name, Kind::exec);
     changed.uses.insert(k.uses.begin(), k.uses.end());
     changed.writes.insert(k.writes.begin(), k.writes.end());
+    a.h().kernel_node_changed(changed, reinterpret_cast<std::uintptr_t>(node), k.uses, k.writes);
   }
   return r;
 }

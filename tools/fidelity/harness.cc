@@ -315,9 +315,11 @@ Observation Harness::run(const Call& call) {
   });
   Observation observation;
   if (skipped) {
+    unnamed_nodes_.clear();
     observation.skipped = true;
     return observation;
   }
+  name_captured_nodes();
   observation.code = code;
   for (const std::string& name : pending_init) {
     // A fresh allocation's bytes are undefined on a GPU: the harness fills it first (on its own
@@ -386,14 +388,7 @@ void Harness::observe_streams() {
       if (status == CU_STREAM_CAPTURE_STATUS_ACTIVE) {
         capture_target[s.capture] = target->second;
         capture_origin[s.capture] = name;
-        if (const Symbol* graph = find(target->second)) {
-          for (const std::string& use : graph->uses) {
-            const Symbol* b = find(use);
-            if (b != nullptr && b->kind != Kind::module && b->kind != Kind::event) {
-              capture_prior[s.capture].insert(use);
-            }
-          }
-        }
+        if (const Symbol* graph = find(target->second)) capture_into(s.capture, *graph);
       }
       pending_target.erase(target);
     }

@@ -67,6 +67,19 @@ struct Use {  // the last stream-ordered use of a buffer or module
   std::uint64_t seq = 0;
 };
 
+// A captured access of a buffer (races.cc): where in its capture (its lane and op), whether it
+// writes the buffer, what the op writes, the op's clock (what it is ordered after, itself
+// included) and the node it made (0 when not known). Saved with a graph or an executable, its
+// lanes are renamed apart from every other capture's.
+struct Access {
+  Use at;
+  bool write = false;
+  std::vector<std::string> outputs;
+  Clock after;
+  std::uintptr_t node = 0;
+};
+using Accesses = std::map<std::string, std::vector<Access>>;  // per buffer
+
 enum class Kind {
   stream, event, buffer, host, pageable, module, function, graph, exec, cond,
   vrange,  // a reserved virtual address range (cuMemAddressReserve)
@@ -111,6 +124,8 @@ struct Symbol {
   bool assign_default = false;
   // functions
   std::string module, kernel;
+  // graphs and executables: their nodes' accesses (races.cc; a conditional body's are its own)
+  Accesses accesses;
   // graphs and executables: what they use (buffers, modules), their WHILE bodies
   std::set<std::string> uses;
   std::vector<std::pair<std::string, std::string>> loops;  // (handle, body graph) per WHILE node
@@ -185,6 +200,22 @@ class Harness {
                        const std::vector<std::string>& writes);
   void eager_access(const std::vector<std::string>& uses, const std::vector<std::string>& writes);
   void launched(const Symbol& exec);       // an executable's racy writes are now unpredictable
+  // After a call: the nodes its captured accesses made, asked of their streams.
+  void name_captured_nodes();
+  // A capture into the existing graph `graph` began: what its nodes use and access comes first.
+  void capture_into(std::uint64_t capture, const Symbol& graph);
+  // The accesses of `capture`, lanes renamed apart: kept by every live name of the graph it ended
+  // into (keep_accesses), or by an executable made while it builds a graph (captured_accesses).
+  void keep_accesses(std::uint64_t capture, std::uintptr_t graph);
+  Accesses captured_accesses(std::uint64_t capture);
+  // An executable's node `node` now runs a kernel with these uses and writes
+  // (cuGraphExecKernelNodeSetParams): what it or any node no edge orders with it writes, and
+  // whatever reads that, is racy in the executable.
+  void kernel_node_changed(Symbol& exec, std::uintptr_t node, const std::vector<std::string>& uses,
+                           const std::vector<std::string>& writes);
+  // An executable took `graph`'s parameters (cuGraphExecUpdate; `merged`: that graph's symbol with
+  // its aliases'): its nodes' accesses are that graph's, named by its source graph's nodes.
+  void exec_updated(Symbol& exec, const std::string& graph, const Symbol& merged);
   // A conditional node added to `graph` with handle `cond`, ordered after the capture
   // dependencies of `after` ("" when given otherwise): whether its handle's value is defined
   // when it runs (races.cc). A captured set_condition of the handle, by `stream`:
@@ -206,13 +237,9 @@ class Harness {
   std::map<std::uint64_t, std::string> capture_origin;  // ... and the stream it began on
   std::map<std::uint64_t, std::set<std::string>> capture_borrowed;
   // Per capture: each buffer's captured accesses (races.cc), what is racy and written so far, and
-  // for a capture into an existing graph the buffers the graph's nodes used before it began.
-  struct Access {
-    Use at;
-    bool write = false;
-    std::vector<std::string> outputs;  // what the op writes
-  };
-  std::map<std::uint64_t, std::map<std::string, std::vector<Access>>> capture_accesses;
+  // for a capture into an existing graph the buffers the graph's nodes used before it began (its
+  // nodes' accesses are the capture's first, on lanes no stream of it is ordered after).
+  std::map<std::uint64_t, Accesses> capture_accesses;
   std::map<std::uint64_t, std::set<std::string>> capture_racy, capture_writes, capture_prior;
   // Per capture: what is unknown for want of a conditional value, and the set_condition
   // launches recorded (handle, where).
@@ -244,6 +271,13 @@ class Harness {
   std::map<std::string, Symbol> symbols_;
   int next_order_ = 0;
   int lanes_ = 0;  // lanes made by new_lane
+  int renamed_ = 0;  // sets of saved accesses whose lanes were renamed apart
+  struct UnnamedNode {  // a captured access of this call: its capture, stream and place
+    std::uint64_t capture = 0;
+    std::string stream;
+    Use at;
+  };
+  std::vector<UnnamedNode> unnamed_nodes_;
   std::map<std::uint64_t, int> capture_numbers_;  // driver capture id -> symbolic number
   bool finished_ = false;
 };

@@ -1,6 +1,7 @@
 // Which bytes a program cannot predict. The harness makes no eager access that could race (access
 // skips it), but a graph may hold nodes no edge orders: two captured streams forked from one
-// event, work captured into an existing graph beside its nodes, dependencies set to none. Such
+// event, work captured into an existing graph beside its nodes, dependencies set to none, a kernel
+// set on an executable's node (cuGraphExecKernelNodeSetParams) that such a node also uses. Such
 // nodes writing one buffer (or one writing what the other reads) leave bytes that differ from run
 // to run on a GPU. They are classified, not skipped: the graph's executable marks what they write
 // racy when it launches, whatever reads racy bytes writes racy bytes, and a whole-buffer fill makes
@@ -8,6 +9,9 @@
 // and comparisons count those bytes apart instead of comparing them (program.h, racy_parts).
 // Within a capture, order is a vector clock per lane, as the eager streams' clocks: a stream's
 // captured ops in turn, a captured event record carries its lane's clock to a stream that waits.
+// A graph and its executables keep their nodes' accesses (each with its clock and its node), lanes
+// renamed apart from every other capture's: a capture into the graph begins with them, unordered
+// with all it captures, and a kernel set on an executable's node is checked against the others.
 // Not modelled: a conditional body's nodes against the parent graph's unordered ones.
 //
 // Bytes a conditional value steers that the program does not define are likewise unknown, and
@@ -37,6 +41,31 @@ bool contains(const std::vector<std::string>& names, const std::string& name) {
   return std::find(names.begin(), names.end(), name) != names.end();
 }
 
+// `accesses` with every lane not renamed yet renamed by `tag`: lanes of different captures never
+// meet (a capture's lanes restart with it, and a capture into a graph may take its id).
+Accesses renamed(Accesses accesses, const std::string& tag) {
+  auto rename = [&](const std::string& lane) {
+    return lane.find('@') == std::string::npos ? lane + tag : lane;
+  };
+  for (auto& [buffer, list] : accesses) {
+    for (Access& access : list) {
+      access.at.stream = rename(access.at.stream);
+      Clock after;
+      for (const auto& [lane, seq] : access.after) after[rename(lane)] = seq;
+      access.after = std::move(after);
+    }
+  }
+  return accesses;
+}
+
+// Whether access `a` and `b` are ordered, one after the other.
+bool ordered(const Access& a, const Access& b) {
+  auto b_first = a.after.find(b.at.stream);
+  if (b_first != a.after.end() && b_first->second >= b.at.seq) return true;
+  auto a_first = b.after.find(a.at.stream);
+  return a_first != b.after.end() && a_first->second >= a.at.seq;
+}
+
 }  // namespace
 
 void Harness::captured_access(const std::string& stream, const std::vector<std::string>& uses,
@@ -46,6 +75,7 @@ void Harness::captured_access(const std::string& stream, const std::vector<std::
   if (s.lane.empty()) s.lane = stream;
   s.captured_clock[s.lane] = ++s.captured_seq;
   const Use now{s.lane, s.captured_seq};
+  unnamed_nodes_.push_back(UnnamedNode{id, stream, now});
   std::set<std::string>& racy = capture_racy[id];
   std::set<std::string>& unset = capture_unset[id];
   // Work in a body whose node's value is not defined may or may not run.
@@ -53,7 +83,7 @@ void Harness::captured_access(const std::string& stream, const std::vector<std::
     const Symbol* body = find(target->second);
     if (body != nullptr && body->unset_body) unset.insert(writes.begin(), writes.end());
   }
-  std::map<std::string, std::vector<Access>>& accesses = capture_accesses[id];
+  Accesses& accesses = capture_accesses[id];
   for (const std::string& use : uses) {
     const Symbol* b = find(use);
     if (b == nullptr || !memory(b->kind)) continue;
@@ -75,7 +105,7 @@ void Harness::captured_access(const std::string& stream, const std::vector<std::
       racy.insert(writes.begin(), writes.end());
       racy.insert(other.outputs.begin(), other.outputs.end());
     }
-    before.push_back(Access{now, write, writes});
+    before.push_back(Access{now, write, writes, s.captured_clock});
   }
   capture_writes[id].insert(writes.begin(), writes.end());
 }
@@ -116,6 +146,116 @@ void Harness::launched(const Symbol& exec) {
   for (const std::string& name : uses_unset ? exec.writes : exec.unset_writes) {
     if (auto it = symbols_.find(name); it != symbols_.end() && memory(it->second.kind)) {
       it->second.unset = true;
+    }
+  }
+}
+
+void Harness::name_captured_nodes() {
+  for (const auto& [capture, stream, at] : unnamed_nodes_) {
+    const Symbol& s = symbols_.at(stream);
+    // The node a captured op made is the one dependency its stream has after it.
+    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+    const CUgraphNode* deps = nullptr;
+    std::size_t count = 0;
+    if (driver_.cuStreamGetCaptureInfo(reinterpret_cast<CUstream>(s.value), &status, nullptr,
+                                       nullptr, &deps, nullptr, &count) != CUDA_SUCCESS ||
+        status != CU_STREAM_CAPTURE_STATUS_ACTIVE || count != 1) {
+      continue;
+    }
+    for (auto& [buffer, list] : capture_accesses[capture]) {
+      for (Access& access : list) {
+        if (access.at.stream == at.stream && access.at.seq == at.seq) {
+          access.node = reinterpret_cast<std::uintptr_t>(deps[0]);
+        }
+      }
+    }
+  }
+  unnamed_nodes_.clear();
+}
+
+void Harness::capture_into(std::uint64_t capture, const Symbol& graph) {
+  for (const std::string& use : graph.uses) {
+    const Symbol* b = find(use);
+    if (b != nullptr && b->kind != Kind::module && b->kind != Kind::event) {
+      capture_prior[capture].insert(use);
+    }
+  }
+  // Beside the graph's nodes: none of their lanes is any stream's of this capture, so they stay
+  // unordered with all it captures (the dependencies it was given are not followed).
+  Accesses& accesses = capture_accesses[capture];
+  for (const auto& [buffer, list] : graph.accesses) {
+    accesses[buffer].insert(accesses[buffer].end(), list.begin(), list.end());
+  }
+}
+
+Accesses Harness::captured_accesses(std::uint64_t capture) {
+  auto it = capture_accesses.find(capture);
+  if (it == capture_accesses.end()) return {};
+  return renamed(it->second, "@" + std::to_string(++renamed_));
+}
+
+void Harness::keep_accesses(std::uint64_t capture, std::uintptr_t graph) {
+  const Accesses kept = captured_accesses(capture);
+  for (auto& [name, symbol] : symbols_) {
+    if (symbol.live && symbol.kind == Kind::graph && symbol.value == graph) symbol.accesses = kept;
+  }
+}
+
+void Harness::kernel_node_changed(Symbol& exec, std::uintptr_t node,
+                                  const std::vector<std::string>& uses,
+                                  const std::vector<std::string>& writes) {
+  // The node keeps its place: its clock is that of any access it made. A node that made none is
+  // taken as ordered with no other (which leaves more bytes out, never fewer).
+  Access placed;
+  placed.at = Use{"@node" + std::to_string(++renamed_), 1};
+  placed.after[placed.at.stream] = 1;
+  for (auto& [buffer, list] : exec.accesses) {
+    for (const Access& access : list) {
+      if (access.node == node && node != 0) placed = access;
+    }
+    std::erase_if(list, [&](const Access& access) { return access.node == node && node != 0; });
+  }
+  std::set<std::string> racy;
+  for (const std::string& use : uses) {
+    const Symbol* b = find(use);
+    if (b == nullptr || !memory(b->kind)) continue;
+    Access now{placed.at, contains(writes, use), writes, placed.after, node};
+    for (const Access& other : exec.accesses[use]) {
+      if ((!now.write && !other.write) || ordered(now, other)) continue;
+      racy.insert(writes.begin(), writes.end());
+      racy.insert(other.outputs.begin(), other.outputs.end());
+    }
+    exec.accesses[use].push_back(std::move(now));
+  }
+  // Whatever reads racy bytes writes racy bytes; which node reads first is not followed.
+  for (bool grew = !racy.empty(); grew;) {
+    grew = false;
+    for (const auto& [buffer, list] : exec.accesses) {
+      if (racy.count(buffer) == 0) continue;
+      for (const Access& access : list) {
+        if (access.write) continue;
+        for (const std::string& output : access.outputs) grew = racy.insert(output).second || grew;
+      }
+    }
+  }
+  exec.racy_writes.insert(racy.begin(), racy.end());
+}
+
+void Harness::exec_updated(Symbol& exec, const std::string& graph, const Symbol& merged) {
+  // Nodes pair up by creation order: name the graph's by the source graph's (0 where it has none).
+  std::vector<CUgraphNode> from, to;
+  graph_nodes(graph, &from);
+  const Symbol* source = find(exec.source);
+  if (source != nullptr && source->live && source->kind == Kind::graph) {
+    graph_nodes(exec.source, &to);
+  }
+  exec.accesses = merged.accesses;
+  for (auto& [buffer, list] : exec.accesses) {
+    for (Access& access : list) {
+      if (access.node == 0) continue;
+      auto at = std::find(from.begin(), from.end(), reinterpret_cast<CUgraphNode>(access.node));
+      const auto index = static_cast<std::size_t>(at - from.begin());
+      access.node = index < to.size() ? reinterpret_cast<std::uintptr_t>(to[index]) : 0;
     }
   }
 }

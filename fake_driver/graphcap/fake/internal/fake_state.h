@@ -333,6 +333,12 @@ class FakeState {
   CUresult resolve_stream(CUstream handle, Context& context, Stream** stream);
   Stream* find_stream(CUstream handle);  // no errors, no context needed (may create nothing)
   Stream* stream_by_id(std::uint64_t id);
+  // A stream not capturing waits on an event recorded in the active `capture`: it joins it,
+  // depending on the event's nodes (a fork).
+  void fork_into_capture(Stream& stream, Capture& capture, const Event& event);
+  // cuGraphLaunch of `body` on `stream`: each WAIT_EVENT node waits as cuStreamWaitEvent would, so
+  // an event last recorded in an active capture forks the stream into it.
+  void join_captures_of_wait_nodes(Stream& stream, const internal::ExecBody& body);
 
   // ---- capture_calls.cc -------------------------------------------------------------------------
   Capture* capture_of(const Stream& stream);

@@ -418,6 +418,9 @@ CUresult FakeState::cuGraphLaunch(CUgraphExec exec, CUstream handle) {
   }
   launched.uploaded = true;
   enqueue(*stream, "cuGraphLaunch", GraphLaunchWork{launched.body, exec});
+  // Measured (H100, 2026-12-07): a graph whose external wait node waits on an event last recorded
+  // in an active capture pulls the stream it is launched on into that capture; the launch is 0.
+  join_captures_of_wait_nodes(*stream, *launched.body);
   return CUDA_SUCCESS;
 }
 

@@ -3,6 +3,7 @@
 #include <graphcap/fake/internal/fake_state.h>
 
 #include <algorithm>
+#include <variant>
 
 namespace graphcap::fake {
 
@@ -202,10 +203,7 @@ CUresult FakeState::cuStreamWaitEvent(CUstream handle, CUevent event_handle, uns
   if (event_capture != nullptr) {
     // A fork: the waiting stream joins the event's capture, depending on the event's nodes.
     if (stream->legacy) return refuse(*event_capture, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
-    stream->capture = event_capture->id;
-    stream->frontier = event.nodes;
-    stream->captured_last.clear();
-    event_capture->members.insert(stream->id);
+    fork_into_capture(*stream, *event_capture, event);
     return CUDA_SUCCESS;
   }
   // Outside capture the single global queue already orders everything recorded before; what the
@@ -218,6 +216,29 @@ CUresult FakeState::cuStreamWaitEvent(CUstream handle, CUevent event_handle, uns
     eager_wait(*stream, event_handle, event);
   }
   return CUDA_SUCCESS;
+}
+
+void FakeState::fork_into_capture(Stream& stream, Capture& capture, const Event& event) {
+  stream.capture = capture.id;
+  stream.frontier = event.nodes;
+  stream.captured_last.clear();
+  capture.members.insert(stream.id);
+}
+
+void FakeState::join_captures_of_wait_nodes(Stream& stream, const internal::ExecBody& body) {
+  if (stream.legacy) return;  // not measured: a legacy stream is left as it was
+  for (const internal::NodeData& node : body.nodes) {
+    const auto* wait = std::get_if<internal::WaitEventWork>(&node.work);
+    if (wait == nullptr) continue;
+    auto event = events_.find(wait->event);
+    if (event == events_.end() || event->second.state != Event::State::captured) continue;
+    auto capture = captures_.find(event->second.capture);
+    if (capture == captures_.end() || capture->second.status != CU_STREAM_CAPTURE_STATUS_ACTIVE) {
+      continue;
+    }
+    fork_into_capture(stream, capture->second, event->second);
+    return;  // one capture at most: the stream is capturing now
+  }
 }
 
 }  // namespace graphcap::fake
