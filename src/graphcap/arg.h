@@ -18,6 +18,7 @@
 
 #include <graphcap/buffer.h>
 #include <graphcap/condition.h>
+#include <graphcap/device_limits.h>
 #include <graphcap/loop.h>
 #include <graphcap/param.h>
 
@@ -26,7 +27,7 @@ namespace graphcap {
 class Arg {
  public:
   enum class Access : unsigned char { in, out, inout, value, param, condition };
-  static constexpr std::size_t kMaxValueBytes = 64;
+  static constexpr std::size_t kMaxValueBytes = kMaxArgBytes;
 
   static Arg in(const Buffer& buffer) noexcept { return Arg(Access::in, buffer); }
   static Arg out(const Buffer& buffer) noexcept { return Arg(Access::out, buffer); }

@@ -11,6 +11,7 @@
 #include <graphcap/detail/kernel_state.h>
 #include <graphcap/detail/stream_core.h>
 #include <graphcap/device.h>
+#include <graphcap/device_limits.h>
 #include <graphcap/driver/launch_config.h>
 #include <graphcap/handle_access.h>
 #include <graphcap/log.h>
@@ -21,8 +22,6 @@ namespace graphcap {
 namespace {
 
 using detail::StreamCore;
-
-constexpr std::size_t kMaxArgs = 64;
 
 std::string dim_text(const Dim3& d) {
   return "(" + std::to_string(d.x) + ", " + std::to_string(d.y) + ", " + std::to_string(d.z) + ")";
@@ -261,9 +260,10 @@ Result<void> Device::launch(Stream& s, const Kernel& kernel, LaunchDims dims,
   if (!dims_within(dims, core_->limits())) [[unlikely]] {
     if (Result<void> ok = check_dims(dims, core_->limits()); !ok) return ok.error().context(what());
   }
-  if (args.size() > kMaxArgs) [[unlikely]] {
+  if (args.size() > kMaxLaunchArgs) [[unlikely]] {
     return Error(Errc::invalid_argument, what() + ": " + std::to_string(args.size()) +
-                                             " arguments (at most " + std::to_string(kMaxArgs) + ")");
+                                             " arguments (at most " +
+                                             std::to_string(kMaxLaunchArgs) + ")");
   }
 
   // The kernel's own signature, read once by Module::kernel (nullptr where the driver couldn't
@@ -277,10 +277,10 @@ Result<void> Device::launch(Stream& s, const Kernel& kernel, LaunchDims dims,
   // One pass over the arguments: check each against its parameter's size and each buffer, and
   // lay out the driver's parameter array (exactly args.size() entries: CUDA knows the count from
   // the kernel) and the operation's uses.
-  std::array<CUdeviceptr, kMaxArgs> pointers;
-  std::array<void*, kMaxArgs> params;
-  std::array<capture::BufferUse, kMaxArgs> uses;
-  std::array<unsigned char, kMaxArgs> use_arg;  // the argument index of each use, for messages
+  std::array<CUdeviceptr, kMaxLaunchArgs> pointers;
+  std::array<void*, kMaxLaunchArgs> params;
+  std::array<capture::BufferUse, kMaxLaunchArgs> uses;
+  std::array<unsigned char, kMaxLaunchArgs> use_arg;  // each use's argument index, for messages
   std::size_t use_count = 0;
   std::size_t index = 0;
   bool takes_params = false;

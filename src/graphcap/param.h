@@ -17,6 +17,8 @@
 #include <type_traits>
 #include <utility>
 
+#include <graphcap/device_limits.h>
+
 namespace graphcap {
 
 class Device;
@@ -28,7 +30,7 @@ namespace detail {
 // threads). Not part of the API: a Param's copies share one, and a recording keeps it as the
 // param's identity.
 class ParamSlot;
-inline constexpr std::size_t kMaxParamBytes = 64;
+inline constexpr std::size_t kMaxParamBytes = kMaxArgBytes;
 std::shared_ptr<ParamSlot> make_param_slot(const void* initial, std::size_t size);
 void load_param(const ParamSlot& slot, void* out) noexcept;
 void store_param(ParamSlot& slot, const void* in) noexcept;

@@ -8,6 +8,7 @@
 #include <graphcap/detail/device_core.h>
 #include <graphcap/detail/graph_state.h>
 #include <graphcap/detail/stream_core.h>
+#include <graphcap/device_limits.h>
 #include <graphcap/driver/error_names.h>
 
 #include <array>
@@ -48,10 +49,6 @@ Reissue reissue_of(const capture::RecordedNode& node, const OperationLabel& labe
   }
 }
 
-// A launch takes at most this many arguments (Device::launch refuses more), each of at most
-// Arg::kMaxValueBytes.
-constexpr std::size_t kMaxArgs = 64;
-constexpr std::size_t kMaxArgBytes = 64;
 
 // "; arg 2 launched with 1040 (0x410)" for each argument of a param node bound to a param: the
 // value Graph::set gave the graph (the label shows the one recorded).
@@ -92,14 +89,14 @@ std::string described(const capture::RecordedNode& node, const OperationLabel& l
 // the graph), else from its label (every argument as recorded).
 CUresult launch_again(DriverApi& driver, CUstream stream, const OperationLabel& label,
                       const capture::ParamNode* params) {
-  std::array<void*, kMaxArgs> pointers{};
-  std::array<std::array<std::byte, kMaxArgBytes>, kMaxArgs> values{};
+  std::array<void*, kMaxLaunchArgs> pointers{};
+  std::array<std::array<std::byte, kMaxArgBytes>, kMaxLaunchArgs> values{};
   CUfunction function = nullptr;
   LaunchDims dims;
   if (params != nullptr) {
     function = params->function;
     dims = params->dims;
-    for (std::size_t i = 0; i < params->offsets.size() && i < kMaxArgs; ++i) {
+    for (std::size_t i = 0; i < params->offsets.size() && i < kMaxLaunchArgs; ++i) {
       pointers[i] = const_cast<std::byte*>(params->bytes.data() + params->offsets[i]);
     }
   } else {
@@ -107,7 +104,7 @@ CUresult launch_again(DriverApi& driver, CUstream stream, const OperationLabel& 
     dims = label.dims;
     std::size_t i = 0;
     for (const OperationLabel::BufferArg& arg : label.buffer_args()) {
-      if (i == kMaxArgs) break;
+      if (i == kMaxLaunchArgs) break;
       std::array<std::byte, kMaxArgBytes>& value = values[i];
       if (arg.value_size == 0) {  // a buffer: its address
         std::memcpy(value.data(), &arg.address, sizeof arg.address);

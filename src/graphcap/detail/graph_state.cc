@@ -10,6 +10,7 @@
 #include <graphcap/detail/buffer_order.h>
 #include <graphcap/detail/device_core.h>
 #include <graphcap/detail/stream_core.h>
+#include <graphcap/device_limits.h>
 #include <graphcap/log.h>
 
 namespace graphcap::detail {
@@ -204,13 +205,8 @@ std::unique_ptr<capture::Recording> GraphState::adopt(
 
 namespace {
 
-// Launches take at most this many arguments (Device::launch refuses more).
-constexpr std::size_t kMaxParamArgs = 64;
-// A param's value is at most this many bytes (param.h's detail::kMaxParamBytes).
-constexpr std::size_t kMaxParamBytes = 64;
-
 CUresult set_node(DriverApi& driver, CUgraphExec exec, capture::ParamNode& node) {
-  std::array<void*, kMaxParamArgs> args;
+  std::array<void*, kMaxLaunchArgs> args;
   const std::size_t count = std::min(node.offsets.size(), args.size());
   for (std::size_t i = 0; i < count; ++i) args[i] = node.bytes.data() + node.offsets[i];
   CUDA_KERNEL_NODE_PARAMS params{};
@@ -259,10 +255,10 @@ Result<void> GraphState::set_param(const void* param, const void* bytes, std::si
   // Check first: every node that took the param took it with this size. Every such node holds
   // the same value for it (a set writes all of them, a recording takes one value): keep it to
   // set back on a failure.
-  if (size > kMaxParamBytes) {
+  if (size > kMaxArgBytes) {
     return Error(Errc::invalid_argument, "Graph::set: a value of more than 64 bytes");
   }
-  std::array<std::byte, kMaxParamBytes> before{};
+  std::array<std::byte, kMaxArgBytes> before{};
   bool found = false;
   for (const capture::ParamNode& node : recording_->param_nodes) {
     for (const capture::ParamNode::Binding& binding : node.bindings) {

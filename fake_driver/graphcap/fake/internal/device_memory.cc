@@ -20,7 +20,7 @@ constexpr CUdeviceptr kFirstReservation = 0x10000000000000ULL;
 constexpr CUdeviceptr kReservationWindow = CUdeviceptr{1} << 47;
 // CUDA aligns allocations to at least 256 bytes; the guard gap keeps a small overrun from
 // landing in the next allocation.
-constexpr CUdeviceptr kAlignment = 0x1000;
+constexpr CUdeviceptr kDeviceAlignment = 0x1000;
 constexpr CUdeviceptr kGuardGap = 0x10000;
 constexpr std::size_t kHostAlignment = 256;
 constexpr std::size_t kDirectMapBytes = std::size_t{1} << 20;
@@ -68,7 +68,7 @@ DeviceMemory::Allocation& DeviceMemory::reserve(std::size_t size, int device, CU
   allocation.device = device;
   allocation.context = context;
   allocation.kind = kind;
-  next = align_up(next + (size == 0 ? 1 : size), kAlignment) + kGuardGap;
+  next = align_up(next + (size == 0 ? 1 : size), kDeviceAlignment) + kGuardGap;
   return allocations_.emplace(allocation.base, std::move(allocation)).first->second;
 }
 
@@ -90,9 +90,10 @@ void DeviceMemory::make_dead(Allocation& allocation) {
 CUdeviceptr DeviceMemory::take_range(std::size_t size, std::size_t alignment, int device) {
   CUdeviceptr& next = next_reserved_.at(static_cast<std::size_t>(device));
   const CUdeviceptr end = kFirstReservation + (static_cast<CUdeviceptr>(device) + 1) * kReservationWindow;
-  const CUdeviceptr base = align_up(next, alignment < kAlignment ? kAlignment : alignment);
+  const CUdeviceptr base =
+      align_up(next, alignment < kDeviceAlignment ? kDeviceAlignment : alignment);
   if (base >= end || size > end - base - kGuardGap) return 0;
-  next = align_up(base + (size == 0 ? 1 : size), kAlignment) + kGuardGap;
+  next = align_up(base + (size == 0 ? 1 : size), kDeviceAlignment) + kGuardGap;
   return base;
 }
 

@@ -4,18 +4,18 @@
 
 namespace graphcap::fake::internal {
 namespace {
-constexpr std::align_val_t kAlignment{64};
+constexpr std::align_val_t kPinnedAlignment{64};
 }
 
 PinnedMemory::~PinnedMemory() {
   for (auto& [address, block] : blocks_) {
-    ::operator delete(reinterpret_cast<void*>(address), kAlignment);
+    ::operator delete(reinterpret_cast<void*>(address), kPinnedAlignment);
   }
 }
 
 void* PinnedMemory::allocate(std::size_t bytes, CUcontext context) {
   if (bytes > limit_ - used_) return nullptr;
-  void* pointer = ::operator new(bytes, kAlignment);
+  void* pointer = ::operator new(bytes, kPinnedAlignment);
   blocks_.emplace(reinterpret_cast<std::uintptr_t>(pointer), Block{bytes, context});
   used_ += bytes;
   return pointer;
@@ -25,7 +25,7 @@ bool PinnedMemory::free(void* pointer) {
   auto it = blocks_.find(reinterpret_cast<std::uintptr_t>(pointer));
   if (it == blocks_.end()) return false;
   used_ -= it->second.size;
-  ::operator delete(pointer, kAlignment);
+  ::operator delete(pointer, kPinnedAlignment);
   blocks_.erase(it);
   return true;
 }
@@ -44,7 +44,7 @@ std::size_t PinnedMemory::free_all_of(CUcontext context) {
   for (auto it = blocks_.begin(); it != blocks_.end();) {
     if (it->second.context == context) {
       used_ -= it->second.size;
-      ::operator delete(reinterpret_cast<void*>(it->first), kAlignment);
+      ::operator delete(reinterpret_cast<void*>(it->first), kPinnedAlignment);
       it = blocks_.erase(it);
       ++freed;
     } else {
