@@ -21,6 +21,14 @@ std::vector<Call> calls_of(const std::string& lines) {
   return read_traces(in, "test").at(0).calls;
 }
 
+// `calls` run on a fresh fake, which must see nothing CUDA leaves undefined.
+std::vector<Observation> run_on_fake(const std::vector<Call>& calls) {
+  FidelityFake fake;
+  std::vector<Observation> got = run_program(calls, fake.driver, fake.image);
+  EXPECT_TRUE(fake.driver.violations().empty());
+  return got;
+}
+
 // A capture records into the body of an IF node of another capture's graph; the shrinker dropped
 // the body's end. Destroying the graph holding the node would destroy the body under the capture.
 TEST(FidelityHarness, AGraphWhoseBodyACaptureRecordsIntoIsNotDestroyed) {
@@ -131,10 +139,7 @@ std::vector<Observation> run_if_node(const std::string& flags, const std::string
       "t0 cuGraphInstantiateWithFlags x1 g3 0\n"
       "t0 cuGraphLaunch x1 s1\n"
       "t0 cuStreamSynchronize s1\n");
-  FidelityFake fake;
-  std::vector<Observation> got = run_program(*calls, fake.driver, fake.image);
-  EXPECT_TRUE(fake.driver.violations().empty());
-  return got;
+  return run_on_fake(*calls);
 }
 
 TEST(FidelityHarness, BytesAConditionalValueTheProgramDoesNotSetSteersAreCountedApart) {
@@ -252,10 +257,7 @@ std::vector<Observation> run_set_node(const std::string& into, const std::string
       "t0 cuGraphExecKernelNodeSetParams x1 g2#1 f1 1 64 b1 876 64\n"
       "t0 cuGraphLaunch x1 s1\n"
       "t0 cuStreamSynchronize s1\n");
-  FidelityFake fake;
-  std::vector<Observation> got = run_program(*calls, fake.driver, fake.image);
-  EXPECT_TRUE(fake.driver.violations().empty());
-  return got;
+  return run_on_fake(*calls);
 }
 
 TEST(FidelityHarness, AKernelSetOnAnExecutablesNodeRacesWithTheNodesNoEdgeOrdersWithIt) {
