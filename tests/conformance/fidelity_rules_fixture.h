@@ -1,6 +1,7 @@
 // The fixture of the FidelityRules suites (fidelity_rules_test.cc: what the H200 showed;
 // fidelity_rules_h100_test.cc: what the H100's seed 9,400,001 showed): the steps several rules
-// share, on both drivers.
+// share, on both drivers. Not in an anonymous namespace: both files' tests must name one fixture
+// class (GoogleTest refuses a suite whose tests use two), as they do in a build file by file.
 #pragma once
 
 #include <cstddef>
@@ -11,10 +12,9 @@
 #include "conformance_fixture.h"
 
 namespace graphcap::testing {
-namespace {
 
 // The graph a stream's capture builds (cuStreamGetCaptureInfo).
-CUgraph building(DriverApi& api, CUstream stream) {
+inline CUgraph building(DriverApi& api, CUstream stream) {
   CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
   CUgraph graph = nullptr;
   EXPECT_EQ(api.cuStreamGetCaptureInfo(stream, &status, nullptr, &graph, nullptr, nullptr,
@@ -23,8 +23,18 @@ CUgraph building(DriverApi& api, CUstream stream) {
   return graph;
 }
 
+// The nodes the next node captured on `stream` depends on (cuStreamGetCaptureInfo).
+inline std::vector<CUgraphNode> capture_dependencies(DriverApi& api, CUstream stream) {
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  const CUgraphNode* deps = nullptr;
+  std::size_t count = 0;
+  EXPECT_EQ(api.cuStreamGetCaptureInfo(stream, &status, nullptr, nullptr, &deps, nullptr, &count),
+            CUDA_SUCCESS);
+  return std::vector<CUgraphNode>(deps, deps + count);
+}
+
 // A graph's nodes in creation order (cuGraphGetNodes).
-std::vector<CUgraphNode> nodes_of(DriverApi& api, CUgraph graph) {
+inline std::vector<CUgraphNode> nodes_of(DriverApi& api, CUgraph graph) {
   std::size_t count = 0;
   EXPECT_EQ(api.cuGraphGetNodes(graph, nullptr, &count), CUDA_SUCCESS);
   std::vector<CUgraphNode> nodes(count);
@@ -104,5 +114,4 @@ class FidelityRules : public ConformanceTest {
   }
 };
 
-}  // namespace
 }  // namespace graphcap::testing

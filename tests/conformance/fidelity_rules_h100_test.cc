@@ -266,15 +266,9 @@ TEST_F(FidelityRules, AStreamThatSetItsCaptureDependenciesHasNothingToJoin) {
       EXPECT_EQ(launch(fill, side.get(), kGrid, kBlock, a.get() + 512, 2u, 64u), CUDA_SUCCESS);
     }
     // A conditional node after the side stream's dependencies, which are set to it.
-    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
-    CUgraph graph = nullptr;
-    const CUgraphNode* deps = nullptr;
-    std::size_t count = 0;
-    ASSERT_EQ(api().cuStreamGetCaptureInfo(side.get(), &status, nullptr, &graph, &deps, nullptr,
-                                           &count),
-              CUDA_SUCCESS);
-    ASSERT_EQ(count, 1u);
-    const std::vector<CUgraphNode> after(deps, deps + count);
+    CUgraph graph = building(api(), side.get());
+    const std::vector<CUgraphNode> after = capture_dependencies(api(), side.get());
+    ASSERT_EQ(after.size(), 1u);
     CUgraphConditionalHandle handle = 0;
     ASSERT_EQ(api().cuGraphConditionalHandleCreate(&handle, graph, context(), 2, 0), CUDA_SUCCESS);
     CUgraphNode node = nullptr;
