@@ -186,11 +186,12 @@ TEST_F(FidelityRules, AnUpdateMovingACopyFromPoolMemoryToCuMemAllocIsParametersC
   EXPECT_EQ(api().cuStreamSynchronize(s.get()), CUDA_SUCCESS);
 }
 
-// Seed 9,400,001 on the H100 (program 12392, twice): a WHILE node on a handle of default 1 without
-// ASSIGN_DEFAULT, updated from a graph whose WHILE node (same place, same body) is on a handle of
-// default 0 with ASSIGN_DEFAULT, is NOT_SUPPORTED on that node. Another default alone is taken
-// (BranchNodes.ExecUpdateTakesNewBodyArgumentsAndDefaults): the flag does it.
-TEST_F(FidelityRules, AnUpdateToAConditionalHandleThatAssignsItsDefaultIsNotSupported) {
+// A WHILE node on a handle of default 1 without ASSIGN_DEFAULT, updated from a graph whose WHILE
+// node (same place, same body) is on a handle of default 0 with ASSIGN_DEFAULT: the update is taken,
+// as another default alone is (BranchNodes.ExecUpdateTakesNewBodyArgumentsAndDefaults). Measured
+// on the H100 (2026-12-07), against the guess fitted to seed 9,400,001's program 12392 (NOT_SUPPORTED
+// there: its cause is something else, not yet found).
+TEST_F(FidelityRules, AnUpdateToAConditionalHandleThatAssignsItsDefaultIsTaken) {
   RawModule module = load_test_kernels();
   CUfunction fill = kernel(module, "fill");
   CUfunction set_condition = kernel(module, "set_condition");
@@ -220,8 +221,9 @@ TEST_F(FidelityRules, AnUpdateToAConditionalHandleThatAssignsItsDefaultIsNotSupp
   RawGraph kept = record(1, 0);
   RawGraph assigned = record(0, kGraphCondAssignDefault);
   Exec exec = instantiate(kept.get());
-  expect_update_refused(exec.get(), assigned.get(), CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED,
-                        2, 1);
+  CUgraphExecUpdateResultInfo info{};
+  EXPECT_EQ(api().cuGraphExecUpdate(exec.get(), assigned.get(), &info), CUDA_SUCCESS);
+  EXPECT_EQ(info.result, CU_GRAPH_EXEC_UPDATE_SUCCESS);
 }
 
 // Seed 9,400,001 on the H100 (programs 1398 and 5954): a stream that joined a capture, captured

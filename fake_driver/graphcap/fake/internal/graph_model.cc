@@ -233,13 +233,8 @@ UpdateCheck check_exec_update(
       if (was->type != now->type || was->exec_bodies.size() != now->bodies.size()) {
         return {CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED, i};
       }
-      // Measured (H100, 2026-12-07, one program): a WHILE node on a handle without
-      // ASSIGN_DEFAULT (default 1), updated to one on a handle with it (default 0), is
-      // NOT_SUPPORTED on that node; another default alone is taken
-      // (BranchNodes.ExecUpdateTakesNewBodyArgumentsAndDefaults): the flag is compared.
-      if (was->assign_default != now->assign_default) {
-        return {CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED, i};
-      }
+      // Measured (H100, 2026-12-07): the handle's ASSIGN_DEFAULT flag changing is taken too
+      // (FidelityRules.AnUpdateToAConditionalHandleThatAssignsItsDefaultIsTaken).
       for (std::size_t b = 0; b < now->bodies.size(); ++b) {
         const std::vector<NodeData>* body = body_nodes(now->bodies[b]);
         if (body == nullptr) return {CU_GRAPH_EXEC_UPDATE_ERROR, i};
