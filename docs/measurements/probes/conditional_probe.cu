@@ -2,7 +2,7 @@
 // graphcap inserts them (docs/cuda-driver-facts.md, "Conditional nodes"). Not part of the build: run
 // on a GPU machine with
 //   nvcc -std=c++17 -arch=sm_90 -o /tmp/cond_probe docs/measurements/probes/conditional_probe.cu -lcuda
-//   for i in $(seq 0 18); do /tmp/cond_probe $i; done   (no argument: all in one process)
+//   for i in $(seq 0 23); do /tmp/cond_probe $i; done   (no argument: all in one process)
 // Each probe prints the driver's codes and the values read back; probes clean up after themselves.
 #include <cuda.h>
 #include <cuda_runtime.h>
@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "probe_common.h"
@@ -719,6 +720,76 @@ void invalidated_relaxed_body(bool by_launch) {
 void p25_relaxed_body_failed_launch() { invalidated_relaxed_body(true); }
 void p26_relaxed_body_queried() { invalidated_relaxed_body(false); }
 
+// P27-P31: what an invalidated RELAXED body does to the process afterwards. A whole test binary
+// over libcuda, run in one process, crashed inside cuMemAlloc called by a second thread (GLOBAL
+// mode) while a GLOBAL capture was in progress, long after earlier tests had left invalidated
+// bodies' streams to the driver; each test alone passes. P27 is that call with no body ever left;
+// P28/P29 leave the body (graphcap's handling: neither ended nor destroyed) first; P30/P31 end the
+// invalidated body before the outer capture, then destroy its stream (never measured for a
+// RELAXED body: the crash that made graphcap leave bodies was a GLOBAL one's, P7, P17, P19).
+void cross_thread_alloc_during_global_capture() {
+  MUST(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  CUresult alloc = CUDA_SUCCESS;
+  CUdeviceptr p = 0;
+  std::thread other([&] {
+    cuCtxSetCurrent(ctx);
+    alloc = cuMemAlloc(&p, 256);
+  });
+  other.join();
+  std::printf("  cuMemAlloc on another thread (GLOBAL) during a GLOBAL capture -> %d %s\n",
+              int(alloc), name(alloc));
+  if (p != 0) cuMemFree(p);
+  CUgraph g = nullptr;
+  SHOW(cuStreamEndCapture(s, &g));
+  if (g != nullptr) cuGraphDestroy(g);
+}
+void p27_cross_thread_alloc_alone() {
+  std::printf("P27 another thread's cuMemAlloc during a GLOBAL capture, no body ever left\n");
+  cross_thread_alloc_during_global_capture();
+  SHOW(cuCtxSynchronize());
+  std::printf("  survived\n");
+}
+void invalidated_body_then_cross_thread(int number, bool by_launch, bool end_body_first) {
+  std::printf("P%d relaxed body invalidated by %s, %s; then another thread's cuMemAlloc during a "
+              "GLOBAL capture\n",
+              number, by_launch ? "a failed launch" : "a query of its stream",
+              end_body_first ? "body ended first, its stream destroyed" : "body left to the driver");
+  CUstream body2;
+  MUST(cuStreamCreate(&body2, CU_STREAM_NON_BLOCKING));
+  MUST(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  CUgraphConditionalHandle h;
+  CUgraph body;
+  CUgraphNode node;
+  MUST(insert_while(s, 0, 1, &h, &body, &node));
+  SHOW(cuStreamBeginCaptureToGraph(body2, body, nullptr, nullptr, 0, CU_STREAM_CAPTURE_MODE_RELAXED));
+  store<<<1, 1, 0, body2>>>(dev + 1, 1);
+  if (by_launch) {
+    store<<<1, 2048, 0, body2>>>(dev + 1, 2);
+    std::printf("  failed launch: cudaGetLastError %d\n", int(cudaGetLastError()));
+  } else {
+    SHOW(cuStreamQuery(body2));
+  }
+  CUstreamCaptureStatus st;
+  cuStreamIsCapturing(body2, &st);
+  std::printf("  body status %d\n", int(st));
+  CUgraph g = nullptr, x = nullptr;
+  if (end_body_first) SHOW(cuStreamEndCapture(body2, &x));
+  SHOW(cuStreamEndCapture(s, &g));
+  if (g != nullptr) cuGraphDestroy(g);
+  cuStreamIsCapturing(body2, &st);
+  std::printf("  body status after both ends %d\n", int(st));
+  SHOW(cuStreamSynchronize(side_s));
+  if (end_body_first) SHOW(cuStreamDestroy(body2));
+  cross_thread_alloc_during_global_capture();
+  SHOW(cuStreamSynchronize(s));
+  SHOW(cuCtxSynchronize());
+  std::printf("  survived\n");
+}
+void p28_left_failed_launch() { invalidated_body_then_cross_thread(28, true, false); }
+void p29_left_queried() { invalidated_body_then_cross_thread(29, false, false); }
+void p30_ended_failed_launch() { invalidated_body_then_cross_thread(30, true, true); }
+void p31_ended_queried() { invalidated_body_then_cross_thread(31, false, true); }
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -739,7 +810,9 @@ int main(int argc, char** argv) {
                         p19_invalidated_body_first, p20_body_invalid_launch_outer_valid,
                         p21_destroy_invalidated_body, p22_leave_invalidated_body,
                         p23_relaxed_body_first, p24_relaxed_outer_first,
-                        p25_relaxed_body_failed_launch, p26_relaxed_body_queried};
+                        p25_relaxed_body_failed_launch, p26_relaxed_body_queried,
+                        p27_cross_thread_alloc_alone, p28_left_failed_launch, p29_left_queried,
+                        p30_ended_failed_launch, p31_ended_queried};
   int which = argc > 1 ? std::atoi(argv[1]) : -1;
   for (int i = 0; i < int(sizeof probes / sizeof probes[0]); ++i)
     if (which < 0 || which == i) probes[i]();
