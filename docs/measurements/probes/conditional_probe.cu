@@ -667,15 +667,10 @@ void relaxed_body(bool body_first) {
 void p23_relaxed_body_first() { relaxed_body(true); }
 void p24_relaxed_outer_first() { relaxed_body(false); }
 
-// P25/P26: graphcap's case of an invalidated body: a RELAXED body (inside a GLOBAL capture) whose
-// own capture is invalidated by a failed launch on it (P25: a launch of 2048 threads per block)
-// or by a query of its own stream (P26: what the fault-injecting driver does after an injected
-// failure). Is the enclosing capture invalidated too? After the enclosing capture ends, does the
-// body block the thread's syncs, does a new capture on the origin work, and does destroying the
-// body's stream survive (it crashed for a GLOBAL body, P21)? The destroy comes last.
-void invalidated_relaxed_body(bool by_launch) {
-  std::printf("P%d relaxed body invalidated by %s; end the outer, capture again, destroy the body\n",
-              by_launch ? 25 : 26, by_launch ? "a failed launch" : "a query of its stream");
+// A GLOBAL capture on s holding a WHILE node whose body captures, RELAXED, on a new stream; the
+// body's capture then invalidated by a failed launch (2048 threads a block) or by a query of its
+// stream. Returns the body's stream.
+CUstream invalidated_relaxed_body_stream(bool by_launch) {
   CUstream body2;
   MUST(cuStreamCreate(&body2, CU_STREAM_NON_BLOCKING));
   MUST(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
@@ -694,6 +689,20 @@ void invalidated_relaxed_body(bool by_launch) {
   CUstreamCaptureStatus st;
   cuStreamIsCapturing(body2, &st);
   std::printf("  body status %d\n", int(st));
+  return body2;
+}
+
+// P25/P26: graphcap's case of an invalidated body: a RELAXED body (inside a GLOBAL capture) whose
+// own capture is invalidated by a failed launch on it (P25: a launch of 2048 threads per block)
+// or by a query of its own stream (P26: what the fault-injecting driver does after an injected
+// failure). Is the enclosing capture invalidated too? After the enclosing capture ends, does the
+// body block the thread's syncs, does a new capture on the origin work, and does destroying the
+// body's stream survive (it crashed for a GLOBAL body, P21)? The destroy comes last.
+void invalidated_relaxed_body(bool by_launch) {
+  std::printf("P%d relaxed body invalidated by %s; end the outer, capture again, destroy the body\n",
+              by_launch ? 25 : 26, by_launch ? "a failed launch" : "a query of its stream");
+  CUstream body2 = invalidated_relaxed_body_stream(by_launch);
+  CUstreamCaptureStatus st;
   cuStreamIsCapturing(s, &st);
   std::printf("  outer status %d\n", int(st));
   CUgraph g = nullptr;
@@ -754,24 +763,8 @@ void invalidated_body_then_cross_thread(int number, bool by_launch, bool end_bod
               "GLOBAL capture\n",
               number, by_launch ? "a failed launch" : "a query of its stream",
               end_body_first ? "body ended first, its stream destroyed" : "body left to the driver");
-  CUstream body2;
-  MUST(cuStreamCreate(&body2, CU_STREAM_NON_BLOCKING));
-  MUST(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
-  CUgraphConditionalHandle h;
-  CUgraph body;
-  CUgraphNode node;
-  MUST(insert_while(s, 0, 1, &h, &body, &node));
-  SHOW(cuStreamBeginCaptureToGraph(body2, body, nullptr, nullptr, 0, CU_STREAM_CAPTURE_MODE_RELAXED));
-  store<<<1, 1, 0, body2>>>(dev + 1, 1);
-  if (by_launch) {
-    store<<<1, 2048, 0, body2>>>(dev + 1, 2);
-    std::printf("  failed launch: cudaGetLastError %d\n", int(cudaGetLastError()));
-  } else {
-    SHOW(cuStreamQuery(body2));
-  }
+  CUstream body2 = invalidated_relaxed_body_stream(by_launch);
   CUstreamCaptureStatus st;
-  cuStreamIsCapturing(body2, &st);
-  std::printf("  body status %d\n", int(st));
   CUgraph g = nullptr, x = nullptr;
   if (end_body_first) SHOW(cuStreamEndCapture(body2, &x));
   SHOW(cuStreamEndCapture(s, &g));
