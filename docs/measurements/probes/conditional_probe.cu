@@ -2,7 +2,7 @@
 // graphcap inserts them (docs/cuda-driver-facts.md, "Conditional nodes"). Not part of the build: run
 // on a GPU machine with
 //   nvcc -std=c++17 -arch=sm_90 -o /tmp/cond_probe docs/measurements/probes/conditional_probe.cu -lcuda
-//   for i in $(seq 0 23); do /tmp/cond_probe $i; done   (no argument: all in one process)
+//   for i in $(seq 0 25); do /tmp/cond_probe $i; done   (no argument: all in one process)
 // Each probe prints the driver's codes and the values read back; probes clean up after themselves.
 #include <cuda.h>
 #include <cuda_runtime.h>
@@ -729,36 +729,40 @@ void invalidated_relaxed_body(bool by_launch) {
 void p25_relaxed_body_failed_launch() { invalidated_relaxed_body(true); }
 void p26_relaxed_body_queried() { invalidated_relaxed_body(false); }
 
-// P27-P31: what an invalidated RELAXED body does to the process afterwards. A whole test binary
+// P27-P33: what an invalidated RELAXED body does to the process afterwards. A whole test binary
 // over libcuda, run in one process, crashed inside cuMemAlloc called by a second thread (GLOBAL
 // mode) while a GLOBAL capture was in progress, long after earlier tests had left invalidated
 // bodies' streams to the driver; each test alone passes. P27 is that call with no body ever left;
 // P28/P29 leave the body (graphcap's handling: neither ended nor destroyed) first; P30/P31 end the
 // invalidated body before the outer capture, then destroy its stream (never measured for a
 // RELAXED body: the crash that made graphcap leave bodies was a GLOBAL one's, P7, P17, P19).
-void cross_thread_alloc_during_global_capture() {
-  MUST(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
-  CUresult alloc = CUDA_SUCCESS;
+// Another thread (its mode GLOBAL) makes a potentially unsafe call: cuMemAlloc, or a query of an
+// unrelated stream; while a GLOBAL capture on s is in progress, or with no capture at all.
+void cross_thread_unsafe_call(bool during_capture = true, bool query = false) {
+  if (during_capture) MUST(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  CUresult answer = CUDA_SUCCESS;
   CUdeviceptr p = 0;
   std::thread other([&] {
     cuCtxSetCurrent(ctx);
-    alloc = cuMemAlloc(&p, 256);
+    answer = query ? cuStreamQuery(side_s) : cuMemAlloc(&p, 256);
   });
   other.join();
-  std::printf("  cuMemAlloc on another thread (GLOBAL) during a GLOBAL capture -> %d %s\n",
-              int(alloc), name(alloc));
+  std::printf("  %s on another thread (GLOBAL) %s -> %d %s\n", query ? "cuStreamQuery" : "cuMemAlloc",
+              during_capture ? "during a GLOBAL capture" : "with no capture", int(answer), name(answer));
   if (p != 0) cuMemFree(p);
+  if (!during_capture) return;
   CUgraph g = nullptr;
   SHOW(cuStreamEndCapture(s, &g));
   if (g != nullptr) cuGraphDestroy(g);
 }
 void p27_cross_thread_alloc_alone() {
   std::printf("P27 another thread's cuMemAlloc during a GLOBAL capture, no body ever left\n");
-  cross_thread_alloc_during_global_capture();
+  cross_thread_unsafe_call();
   SHOW(cuCtxSynchronize());
   std::printf("  survived\n");
 }
-void invalidated_body_then_cross_thread(int number, bool by_launch, bool end_body_first) {
+void invalidated_body_then_cross_thread(int number, bool by_launch, bool end_body_first,
+                                        bool during_capture = true, bool query = false) {
   std::printf("P%d relaxed body invalidated by %s, %s; then another thread's cuMemAlloc during a "
               "GLOBAL capture\n",
               number, by_launch ? "a failed launch" : "a query of its stream",
@@ -773,7 +777,7 @@ void invalidated_body_then_cross_thread(int number, bool by_launch, bool end_bod
   std::printf("  body status after both ends %d\n", int(st));
   SHOW(cuStreamSynchronize(side_s));
   if (end_body_first) SHOW(cuStreamDestroy(body2));
-  cross_thread_alloc_during_global_capture();
+  cross_thread_unsafe_call(during_capture, query);
   SHOW(cuStreamSynchronize(s));
   SHOW(cuCtxSynchronize());
   std::printf("  survived\n");
@@ -782,6 +786,10 @@ void p28_left_failed_launch() { invalidated_body_then_cross_thread(28, true, fal
 void p29_left_queried() { invalidated_body_then_cross_thread(29, false, false); }
 void p30_ended_failed_launch() { invalidated_body_then_cross_thread(30, true, true); }
 void p31_ended_queried() { invalidated_body_then_cross_thread(31, false, true); }
+// P32/P33: the body left as in P28, then another thread's query of an unrelated stream during a
+// GLOBAL capture (P32), or its cuMemAlloc with no capture in progress (P33).
+void p32_left_then_query() { invalidated_body_then_cross_thread(32, true, false, true, true); }
+void p33_left_then_alloc_uncaptured() { invalidated_body_then_cross_thread(33, true, false, false); }
 
 }  // namespace
 
@@ -805,7 +813,8 @@ int main(int argc, char** argv) {
                         p23_relaxed_body_first, p24_relaxed_outer_first,
                         p25_relaxed_body_failed_launch, p26_relaxed_body_queried,
                         p27_cross_thread_alloc_alone, p28_left_failed_launch, p29_left_queried,
-                        p30_ended_failed_launch, p31_ended_queried};
+                        p30_ended_failed_launch, p31_ended_queried, p32_left_then_query,
+                        p33_left_then_alloc_uncaptured};
   int which = argc > 1 ? std::atoi(argv[1]) : -1;
   for (int i = 0; i < int(sizeof probes / sizeof probes[0]); ++i)
     if (which < 0 || which == i) probes[i]();
