@@ -310,6 +310,8 @@ class Device {
   // Streams graphcap left undestroyed: a conditional body's stream whose capture a failure inside
   // the body invalidated (the recording is refused; destroying that stream crashes the driver, so
   // each stays with the driver for the process's life). A leak check counts them as expected.
+  // Above 0, the process is not whole: another thread's potentially unsafe call during a GLOBAL
+  // capture has crashed the driver since (docs/cuda-driver-facts.md); restart it when you can.
   std::size_t streams_left_to_driver() const noexcept;
 
  private:
