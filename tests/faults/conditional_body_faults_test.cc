@@ -5,6 +5,7 @@
 // FaultInjectingDriver around the test driver; each test asserts the fault fired.
 #include <cstdint>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gmock/gmock.h>
@@ -96,6 +97,46 @@ TEST_F(ConditionalBodyFaultTest, AFailedLaunchInAWhileBodyRefusesTheRecordingAnd
   // violation, which the fixture's teardown checks).
   EXPECT_EQ(device_->streams_left_to_driver(), 1u) << "the WHILE body's stream";
   expect_stream_usable();
+}
+
+// What a body left to the driver costs the process: on the H100, another thread's potentially
+// unsafe call refused for a GLOBAL capture then crashed inside the driver (a whole test binary in
+// one process, docs/measurements/2026-12-07-h100-gpu-run-4.md); with no body left the same call
+// answers 900 (CrossThreadCapture). Fake only: over libcuda it would end the test process. The
+// fake answers as the driver must and names the crash.
+TEST_F(ConditionalBodyFaultTest, AnotherThreadsUnsafeCallAfterABodyWasLeftIsTheDriversCrash) {
+  if (!on_fake()) GTEST_SKIP() << "it crashes the process over libcuda";
+  begin();
+  Result<Loop> loop = device_->begin_while(stream(), false);
+  ASSERT_THAT(loop, IsOk());
+  fail_next_launch();
+  EXPECT_THAT(add_one(x_, y_, kN), StatusIs(Errc::driver, CUDA_ERROR_INVALID_VALUE));
+  EXPECT_THAT(device_->end_while(stream(), *loop),
+              StatusIs(Errc::driver, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED));
+  EXPECT_THAT(device_->end_capture(stream()), StatusIs(Errc::doomed, CUDA_ERROR_INVALID_VALUE));
+  ASSERT_EQ(device_->streams_left_to_driver(), 1u);
+  ASSERT_THAT(fake()->violations(), ::testing::IsEmpty());
+
+  DriverApi& driver = device_->driver();
+  const CUstream s = stream().native_handle();
+  CUcontext context = nullptr;
+  ASSERT_EQ(driver.cuCtxGetCurrent(&context), CUDA_SUCCESS);
+  ASSERT_EQ(driver.cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  CUresult allocated = CUDA_ERROR_UNKNOWN;
+  CUdeviceptr pointer = 0;
+  std::thread other([&] {
+    driver.cuCtxSetCurrent(context);
+    allocated = driver.cuMemAlloc(&pointer, 256);
+  });
+  other.join();
+  EXPECT_EQ(allocated, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+  EXPECT_EQ(pointer, CUdeviceptr{0});
+  CUgraph graph = nullptr;
+  EXPECT_EQ(driver.cuStreamEndCapture(s, &graph), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+  EXPECT_THAT(fake()->violations(),
+              ElementsAre(AllOf(HasSubstr("another thread's GLOBAL capture"),
+                                HasSubstr("the driver crashed"))));
+  fake()->clear_violations();
 }
 
 TEST_F(ConditionalBodyFaultTest, AFailedLaunchInAnIfBodyRefusesTheRecordingAndLeavesTheStreamUsable) {

@@ -117,7 +117,10 @@ CUresult FakeState::check_unsafe_call(bool only_active) {
   if (mine == CU_STREAM_CAPTURE_MODE_RELAXED) return CUDA_SUCCESS;
   const std::thread::id me = std::this_thread::get_id();
   bool prohibited = false;
+  bool for_another_thread = false;
+  bool body_left = false;
   for (auto& [id, capture] : captures_) {
+    body_left |= capture.into_body && capture.status != CU_STREAM_CAPTURE_STATUS_ACTIVE;
     if (only_active && capture.status != CU_STREAM_CAPTURE_STATUS_ACTIVE) {
       continue;
     }
@@ -127,7 +130,16 @@ CUresult FakeState::check_unsafe_call(bool only_active) {
     if (blocks) {
       refuse(capture, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
       prohibited = true;
+      for_another_thread |= capture.thread != me;
     }
+  }
+  if (for_another_thread && body_left) {
+    // Measured on the H100 (580.159.04, docs/measurements/2026-12-07-h100-gpu-run-4.md): with
+    // invalidated bodies' captures left in the process, another thread's cuMemAlloc refused for a
+    // GLOBAL capture crashed inside the driver; the same call with none left answered 900.
+    violation("a potentially unsafe call refused for another thread's GLOBAL capture while an "
+              "invalidated capture into a conditional body is left: the driver crashed "
+              "(SIGSEGV); such a process is not whole");
   }
   return prohibited ? CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED : CUDA_SUCCESS;
 }
