@@ -143,17 +143,19 @@ void do_read(Model& m, int b, int s) {
 // Bytes read back must be exactly the known ones.
 void compare(Model& m, int b, const std::vector<std::byte>& bytes, const char* how) {
   const ModelBuffer& buffer = m.buf(b);
-  const std::string name = std::string(how) + ": buffer " + std::to_string(b);
+  // Named only when something is wrong: every buffer is compared after every step.
+  const auto name = [&] { return std::string(how) + ": buffer " + std::to_string(b); };
   if (buffer.failure && !m.degraded()) {
-    m.world.diverge(name + " read back bytes where it must carry " + to_string(*buffer.failure));
+    m.world.diverge(name() + " read back bytes where it must carry " + to_string(*buffer.failure));
     return;
   }
   if (bytes.size() != kBytes) {
-    m.world.diverge(name + " read back " + std::to_string(bytes.size()) + " bytes");
+    m.world.diverge(name() + " read back " + std::to_string(bytes.size()) + " bytes");
     return;
   }
   m.compared += buffer.known_count(0, kN);
-  if (std::optional<std::string> wrong = buffer.mismatch(to_u32(bytes), 0, name)) m.world.diverge(*wrong);
+  const std::vector<std::uint32_t> words = to_u32(bytes);
+  if (buffer.first_mismatch(words, 0)) m.world.diverge(*buffer.mismatch(words, 0, name()));
 }
 
 Result<void> do_sync(Model& m, int s) {

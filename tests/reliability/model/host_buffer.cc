@@ -1,30 +1,32 @@
 #include "model/host_buffer.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace graphcap::testing::model {
 
 bool HostBuffer::all_known() const {
-  return std::all_of(known.begin(), known.end(), [](bool k) { return k; });
+  return std::memchr(known.data(), 0, known.size()) == nullptr;
 }
 
 std::size_t HostBuffer::known_count(std::size_t offset, std::size_t count) const {
-  return static_cast<std::size_t>(std::count(known.begin() + static_cast<std::ptrdiff_t>(offset),
-                                             known.begin() + static_cast<std::ptrdiff_t>(offset + count),
-                                             true));
+  const std::uint8_t* k = known.data() + offset;
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < count; ++i) n += k[i];
+  return n;
 }
 
 void HostBuffer::write_words(std::size_t offset, std::span<const std::uint32_t> data) {
   for (std::size_t i = 0; i < data.size(); ++i) {
     bytes[offset + i] = data[i];
-    known[offset + i] = true;
+    known[offset + i] = 1;
   }
 }
 
 void HostBuffer::fill_words(std::uint32_t value, std::size_t count) {
   for (std::size_t i = 0; i < count; ++i) {
     bytes[i] = value;
-    known[i] = true;
+    known[i] = 1;
   }
 }
 
@@ -32,22 +34,29 @@ void HostBuffer::fill_words(std::uint32_t value, std::size_t count) {
 void HostBuffer::copy_words(const HostBuffer& src, std::uint32_t plus, std::size_t count) {
   for (std::size_t i = 0; i < count; ++i) {
     bytes[i] = src.bytes[i] + plus;
-    known[i] = src.known[i] && !src.unsure;
+    known[i] = src.known[i] != 0 && !src.unsure ? 1 : 0;
   }
 }
 
-void HostBuffer::forget_words() { std::fill(known.begin(), known.end(), false); }
+void HostBuffer::forget_words() { std::fill(known.begin(), known.end(), std::uint8_t{0}); }
+
+std::optional<std::size_t> HostBuffer::first_mismatch(std::span<const std::uint32_t> got,
+                                                      std::size_t offset) const {
+  const std::size_t count = std::min(got.size(), offset < words() ? words() - offset : 0);
+  const std::uint8_t* k = known.data() + offset;
+  const std::uint32_t* expected = bytes.data() + offset;
+  for (std::size_t i = 0; i < count; ++i) {
+    if (k[i] != 0 && got[i] != expected[i]) return offset + i;
+  }
+  return std::nullopt;
+}
 
 std::optional<std::string> HostBuffer::mismatch(std::span<const std::uint32_t> got,
                                                 std::size_t offset, const std::string& name) const {
-  for (std::size_t i = 0; i < got.size() && offset + i < words(); ++i) {
-    const std::size_t at = offset + i;
-    if (known[at] && got[i] != bytes[at]) {
-      return name + " element " + std::to_string(at) + " holds " + std::to_string(got[i]) +
-             ", the model says " + std::to_string(bytes[at]);
-    }
-  }
-  return std::nullopt;
+  const std::optional<std::size_t> at = first_mismatch(got, offset);
+  if (!at) return std::nullopt;
+  return name + " element " + std::to_string(*at) + " holds " + std::to_string(got[*at - offset]) +
+         ", the model says " + std::to_string(bytes[*at]);
 }
 
 }  // namespace graphcap::testing::model

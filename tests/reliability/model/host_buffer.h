@@ -24,13 +24,15 @@ constexpr std::uint32_t kWords = 64;  // u32 elements of a model buffer, unless 
 constexpr std::size_t kBufferBytes = kWords * sizeof(std::uint32_t);
 
 struct HostBuffer {
-  explicit HostBuffer(std::size_t words = kWords) : bytes(words, 0), known(words, false) {}
+  explicit HostBuffer(std::size_t words = kWords) : bytes(words, 0), known(words, 0) {}
 
   Buffer handle;
   int owner = 0;  // the stream it was allocated on
   bool live = false;
   std::vector<std::uint32_t> bytes;  // what the device must hold where known
-  std::vector<bool> known;           // per word: bytes holds what the device holds
+  // Per word: 1 where bytes holds what the device holds (bytes, not std::vector<bool>: the models
+  // check every buffer after every step, and test code is compiled unoptimised).
+  std::vector<std::uint8_t> known;
   std::optional<Errc> failure;       // it carries a failure: every read must fail
   bool unsure = false;               // after an injected fault: a read may fail or give anything
 
@@ -71,8 +73,11 @@ struct HostBuffer {
     forget_words();
   }
 
-  // Words read back from word `offset` on: the first known word that differs from the model, as a
-  // sentence naming buffer `name`; nullopt when every known word agrees.
+  // Words read back from word `offset` on: the index of the first known word that differs from
+  // the model; nullopt when every known word agrees.
+  std::optional<std::size_t> first_mismatch(std::span<const std::uint32_t> got,
+                                            std::size_t offset) const;
+  // The same as a sentence naming buffer `name`.
   std::optional<std::string> mismatch(std::span<const std::uint32_t> got, std::size_t offset,
                                       const std::string& name) const;
 };

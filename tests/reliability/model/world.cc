@@ -119,7 +119,7 @@ int World::upload(int owner) {
   buffer.handle = std::move(*made);
   buffer.owner = owner;
   buffer.live = true;
-  std::fill(buffer.known.begin(), buffer.known.end(), true);
+  std::fill(buffer.known.begin(), buffer.known.end(), std::uint8_t{1});
   buffers_.push_back(std::move(buffer));
   return static_cast<int>(buffers_.size() - 1);
 }
@@ -282,17 +282,21 @@ void World::check_bytes() {
     const HostBuffer& buffer = buffers_[b];
     if (!buffer.live || buffer.unsure) continue;
     Result<std::vector<std::byte>> read = device_->read(buffer.handle, checker());
-    const std::string name = "buffer " + std::to_string(b) + " (stream " + std::to_string(buffer.owner) + ")";
+    // Named only when something is wrong: every buffer is checked after every step.
+    const auto name = [&] {
+      return "buffer " + std::to_string(b) + " (stream " + std::to_string(buffer.owner) + ")";
+    };
     if (buffer.failure) {
-      if (read) diverge("check: " + name + " read back bytes where the model says it carries a failure");
+      if (read) diverge("check: " + name() + " read back bytes where the model says it carries a failure");
       continue;
     }
     if (!read) {
-      diverge("check: reading " + name + " failed: " + to_string(read.error()));
+      diverge("check: reading " + name() + " failed: " + to_string(read.error()));
       continue;
     }
     if (!buffer.all_known()) continue;
-    if (std::optional<std::string> wrong = buffer.mismatch(to_u32(*read), 0, "check: " + name)) diverge(*wrong);
+    const std::vector<std::uint32_t> words = to_u32(*read);
+    if (buffer.first_mismatch(words, 0)) diverge(*buffer.mismatch(words, 0, "check: " + name()));
   }
 }
 
