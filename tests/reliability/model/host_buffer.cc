@@ -42,7 +42,8 @@ void HostBuffer::forget_words() { std::fill(known.begin(), known.end(), std::uin
 
 std::optional<std::size_t> HostBuffer::first_mismatch(std::span<const std::uint32_t> got,
                                                       std::size_t offset) const {
-  const std::size_t count = std::min(got.size(), offset < words() ? words() - offset : 0);
+  if (offset >= words()) return std::nullopt;
+  const std::size_t count = std::min(got.size(), words() - offset);
   const std::uint8_t* k = known.data() + offset;
   const std::uint32_t* expected = bytes.data() + offset;
   for (std::size_t i = 0; i < count; ++i) {
