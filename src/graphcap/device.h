@@ -312,6 +312,7 @@ class Device {
   // each stays with the driver for the process's life). A leak check counts them as expected.
   // Above 0, the process is not whole: another thread's potentially unsafe call during a GLOBAL
   // capture has crashed the driver since (docs/cuda-driver-facts.md); restart it when you can.
+  // graphcap refuses its own such calls before the driver; a direct driver call is the hazard.
   std::size_t streams_left_to_driver() const noexcept;
 
  private:

@@ -139,6 +139,57 @@ TEST_F(ConditionalBodyFaultTest, AnotherThreadsUnsafeCallAfterABodyWasLeftIsTheD
   fake()->clear_violations();
 }
 
+// The same hazard, met through graphcap: another thread's allocation, wait and upload while this
+// thread's GLOBAL recording is open are refused by graphcap before any driver call (the capture
+// tracker), so with a body left the process stays whole on every driver. What would have reached
+// the driver is counted: no allocation and no wait of any kind.
+TEST_F(ConditionalBodyFaultTest, AnotherThreadsGraphcapCallsAfterABodyWasLeftNeverReachTheDriver) {
+  Stream* side = add_stream();
+  ASSERT_NE(side, nullptr);
+  begin();
+  Result<Loop> loop = device_->begin_while(stream(), false);
+  ASSERT_THAT(loop, IsOk());
+  fail_next_launch();
+  EXPECT_THAT(add_one(x_, y_, kN), StatusIs(Errc::driver, CUDA_ERROR_INVALID_VALUE));
+  EXPECT_THAT(device_->end_while(stream(), *loop),
+              StatusIs(Errc::driver, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED));
+  EXPECT_THAT(device_->end_capture(stream()), StatusIs(Errc::doomed, CUDA_ERROR_INVALID_VALUE));
+  ASSERT_EQ(device_->streams_left_to_driver(), 1u);
+
+  begin();  // GLOBAL, graphcap's default
+  ASSERT_THAT(add_one(x_, y_, kN), IsOk());
+  const char* const unsafe[] = {"cuMemAlloc", "cuMemCreate", "cuMemAllocHost",
+                                "cuStreamSynchronize", "cuCtxSynchronize", "cuEventSynchronize",
+                                "cuStreamQuery", "cuEventQuery"};
+  std::vector<std::size_t> before;
+  for (const char* entry : unsafe) before.push_back(faults().call_count(entry));
+  Result<Buffer> allocated = Error(Errc::invalid_argument, "not run");
+  Result<void> synced = Error(Errc::invalid_argument, "not run");
+  Result<Buffer> uploaded = Error(Errc::invalid_argument, "not run");
+  std::thread other([&] {
+    allocated = device_->alloc(std::size_t{8} << 20, *side);
+    synced = device_->sync(*side);
+    uploaded = device_->upload(std::vector<std::byte>(std::size_t{4} << 20), *side);
+  });
+  other.join();
+  // A pool that may not grow now has no slice of these sizes; a wait would invalidate the capture.
+  EXPECT_THAT(allocated, StatusIs(Errc::out_of_memory, CUDA_SUCCESS,
+                                  HasSubstr("while a capture records in global mode")));
+  EXPECT_THAT(synced, StatusIs(Errc::graph_state, CUDA_SUCCESS, HasSubstr("global mode")));
+  EXPECT_THAT(uploaded, StatusIs(Errc::out_of_memory, CUDA_SUCCESS,
+                                 HasSubstr("while a capture records in global mode")));
+  for (std::size_t i = 0; i < std::size(unsafe); ++i) {
+    EXPECT_EQ(faults().call_count(unsafe[i]), before[i]) << unsafe[i];
+  }
+  Result<Graph> graph = device_->end_capture(stream());
+  ASSERT_THAT(graph, IsOk());
+  ASSERT_THAT(graph->replay(), IsOk());
+  EXPECT_EQ(read_u32(y_), iota_u32(kN, 1));
+  if (on_fake()) {
+    EXPECT_THAT(fake()->violations(), ::testing::IsEmpty());
+  }
+}
+
 TEST_F(ConditionalBodyFaultTest, AFailedLaunchInAnIfBodyRefusesTheRecordingAndLeavesTheStreamUsable) {
   begin();
   Result<Condition> c = device_->condition(stream());
