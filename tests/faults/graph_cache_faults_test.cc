@@ -4,7 +4,8 @@
 // would have written); the refusal is kept in last_refusal(). record_all on several threads
 // (std::thread workers beside the recording thread: graphcap_thread_tests runs this file under
 // ThreadSanitizer too): a key whose instantiate or recorded launch fails falls back alone (or,
-// with fail_on_refusal, is the error), the other keys stay recorded, the step ran once per key.
+// with fail_on_refusal, is the error), the other keys stay recorded, the step ran once per key;
+// and the driver calls a bring-up waits on (the decorator's counts).
 #include <graphcap/graph_cache.h>
 
 #include <cstdint>
