@@ -26,6 +26,26 @@ Result<Graph> FaultFixture::record_add_one(const Buffer& src, const Buffer& dst,
   return device_->record(stream(), [&] { return add_one(src, dst, n); });
 }
 
+std::map<std::string_view, std::size_t> FaultFixture::call_counts(
+    bool (*pick)(const EntryTraits&)) {
+  std::map<std::string_view, std::size_t> counts;
+  for (const EntryTraits& traits : kEntryTraits) {
+    if (pick(traits)) counts[traits.name] = faults_->call_count(traits.name);
+  }
+  return counts;
+}
+
+std::map<std::string_view, std::size_t> FaultFixture::calls_since(
+    const std::map<std::string_view, std::size_t>& before, bool (*pick)(const EntryTraits&)) {
+  std::map<std::string_view, std::size_t> made;
+  for (const auto& [name, count] : call_counts(pick)) {
+    const auto then = before.find(name);
+    const std::size_t delta = count - (then == before.end() ? 0 : then->second);
+    if (delta != 0) made[name] = delta;
+  }
+  return made;
+}
+
 void FaultFixture::TearDown() {
   DeviceFixture::TearDown();  // closes the device
   // A fault armed on a call the code never made tested nothing: the test passed for another

@@ -8,12 +8,14 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <ostream>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include <graphcap/driver/entry_traits.h>
 #include <graphcap/fake/fault_injecting_driver.h>
 
 #include "device_fixture.h"
@@ -49,6 +51,13 @@ class FaultFixture : public DeviceFixture {
   DriverApi& device_driver(DriverApi& test_driver) override;
 
   fake::FaultInjectingDriver& faults() { return *faults_; }
+
+  // The calls made so far of every entry point whose table row `pick` selects (entry_traits.h:
+  // the host waits, the potentially unsafe calls, ...), by name; two of them compare as counts.
+  std::map<std::string_view, std::size_t> call_counts(bool (*pick)(const EntryTraits&));
+  // The calls made between `before` (call_counts of the same pick) and now, of those made at all.
+  std::map<std::string_view, std::size_t> calls_since(
+      const std::map<std::string_view, std::size_t>& before, bool (*pick)(const EntryTraits&));
 
   // dst = src + 1, warmed up (run once eagerly after prepare_capture), recorded and closed into a
   // graph: the end_capture's result, or the error of the first step that failed.
